@@ -1,0 +1,154 @@
+"""Central-model baselines for the histogram (seed 003's comparison; FORMULAS §4).
+
+A trusted curator computes the exact counts and adds independent noise to every bin:
+
+* ``central-laplace-hist`` — Laplace(Δ₁/ε) per bin, ε-DP;
+* ``central-gaussian-hist`` — N(0, σ²) per bin, (ε, δ)-DP, with σ from the classical calibration
+  (ε < 1 only) or the analytic one of Balle & Wang 2018 (seed 003's "optimal Gaussian").
+
+Sensitivities depend on the neighbouring relation: replacing one user's value moves two counts by one
+(Δ₁ = 2, Δ₂ = √2); adding or removing a user moves one count (Δ₁ = Δ₂ = 1).  The shuffle-model accountants
+use replacement, so that is the default.  The distribution estimate is the noisy counts divided by n and
+projected onto the simplex (post-processing, as in Balle & Wang's denoising).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from shufflesim._checks import check_int, check_positive, check_probability
+from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.analyser import Analyser
+from shufflesim.baselines import IdentityRandomiser
+from shufflesim.central import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
+from shufflesim.errors import ParameterError
+from shufflesim.options import Option
+from shufflesim.protocol import Protocol
+from shufflesim.registry import register
+from shufflesim.shuffler import TrustedCurator, View
+from shufflesim.simplex import project_to_simplex, total_variation
+
+from .krr import HistogramEstimate
+
+SENSITIVITY = {"replace": (2.0, math.sqrt(2.0)), "add-remove": (1.0, 1.0)}
+
+
+class NoisyHistogramAnalyser(Analyser):
+    """Exact counts plus i.i.d. noise per bin from ``sampler(rng, k)``."""
+
+    def __init__(self, k: int, n: int, noise: str, scale: float):
+        self.k, self.n, self.noise, self.scale = k, n, noise, scale
+        self.name = f"central-{noise}"
+
+    def analyse(self, view: View, rng: np.random.Generator) -> HistogramEstimate:
+        hist = view.counts(0, minlength=self.k).astype(float)
+        if self.noise == "laplace":
+            noisy = hist + rng.laplace(0.0, self.scale, size=self.k)
+        else:
+            noisy = hist + rng.normal(0.0, self.scale, size=self.k)
+        return HistogramEstimate(hist, noisy, project_to_simplex(noisy / self.n))
+
+
+class _CentralHistogram(Protocol):
+    data_kind = "categorical"
+    metric_names = ("tv",)
+
+    @property
+    def k(self) -> int:
+        return self.params["k"]
+
+    def truth(self, data: np.ndarray) -> np.ndarray:
+        return np.bincount(data, minlength=self.k).astype(float)
+
+    def point_estimate(self, raw: HistogramEstimate) -> np.ndarray:
+        return raw.counts
+
+    def metrics(self, raw: HistogramEstimate, truth: np.ndarray) -> dict[str, float]:
+        return {"tv": total_variation(raw.distribution, truth / self.n)}
+
+    def mse_worst(self) -> float:
+        return self.mse_expected(None)
+
+
+def _common(n, k, neighbouring):
+    n = check_int("n", n, minimum=1)
+    if k is None:
+        raise ParameterError("this protocol needs the number of categories k >= 2")
+    k = check_int("k", k, minimum=2)
+    if neighbouring not in SENSITIVITY:
+        raise ParameterError(f"neighbouring must be one of {', '.join(SENSITIVITY)}; got {neighbouring!r}")
+    return n, k
+
+
+_K = Option("k", int, "number of categories (k >= 2)", metavar="K")
+_NB = Option("neighbouring", str, "neighbouring relation for the sensitivity", default="replace",
+             choices=tuple(SENSITIVITY))
+
+
+@register
+class CentralLaplaceHistogram(_CentralHistogram):
+    """Laplace mechanism on the histogram (pure ε-DP)."""
+
+    name = "central-laplace-hist"
+    summary = "central baseline: Laplace noise on every histogram bin"
+    options = (_K, Option("eps", float, "central epsilon > 0"), _NB)
+
+    @classmethod
+    def create(cls, n, *, k=None, eps=None, neighbouring="replace"):
+        n, k = _common(n, k, neighbouring)
+        if eps is None:
+            raise ParameterError("central-laplace-hist needs eps > 0")
+        eps = check_positive("eps", eps)
+        b = laplace_scale(eps, SENSITIVITY[neighbouring][0])
+        return cls(n=n, randomiser=IdentityRandomiser(k), shuffler=TrustedCurator(),
+                   analyser=NoisyHistogramAnalyser(k, n, "laplace", b),
+                   params={"k": k, "eps": eps, "delta": 0.0, "neighbouring": neighbouring, "scale": b})
+
+    def mse_expected(self, data) -> float:
+        return 2.0 * self.params["scale"] ** 2 * self.k
+
+    def privacy(self) -> PrivacyGuarantee:
+        return PrivacyGuarantee(self.params["eps"], 0.0, "laplace", (f"{self.params['neighbouring']} neighbours",))
+
+
+@register
+class CentralGaussianHistogram(_CentralHistogram):
+    """Gaussian mechanism on the histogram, classical or analytic calibration."""
+
+    name = "central-gaussian-hist"
+    summary = "central baseline: Gaussian noise on every bin (analytic = seed 003's optimal Gaussian)"
+    options = (
+        _K,
+        Option("eps", float, "central epsilon > 0"),
+        Option("delta", float, "central delta in (0, 1)"),
+        Option("calibration", str, "sigma calibration", default="analytic", choices=("analytic", "classical")),
+        _NB,
+    )
+
+    @classmethod
+    def create(cls, n, *, k=None, eps=None, delta=None, calibration="analytic", neighbouring="replace"):
+        n, k = _common(n, k, neighbouring)
+        if eps is None or delta is None:
+            raise ParameterError("central-gaussian-hist needs eps > 0 and delta in (0, 1)")
+        eps = check_positive("eps", eps)
+        delta = check_probability("delta", delta, allow_zero=False, allow_one=False)
+        d2 = SENSITIVITY[neighbouring][1]
+        if calibration == "analytic":
+            sigma = analytic_gaussian_sigma(eps, delta, d2)
+        elif calibration == "classical":
+            sigma = classical_gaussian_sigma(eps, delta, d2)
+        else:
+            raise ParameterError(f"calibration must be 'analytic' or 'classical'; got {calibration!r}")
+        return cls(n=n, randomiser=IdentityRandomiser(k), shuffler=TrustedCurator(),
+                   analyser=NoisyHistogramAnalyser(k, n, "gaussian", sigma),
+                   params={"k": k, "eps": eps, "delta": delta, "calibration": calibration,
+                           "neighbouring": neighbouring, "sigma": sigma})
+
+    def mse_expected(self, data) -> float:
+        return self.params["sigma"] ** 2 * self.k
+
+    def privacy(self) -> PrivacyGuarantee:
+        return PrivacyGuarantee(self.params["eps"], self.params["delta"], f"gaussian-{self.params['calibration']}",
+                                (f"{self.params['neighbouring']} neighbours",))

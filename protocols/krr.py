@@ -1,0 +1,182 @@
+"""k-ary randomised response in the shuffle model (seeds 000/001 §5, seed 003; FORMULAS §1).
+
+Randomiser, blanket form (Balle et al. 2019): with probability 1−γ report the true value, with probability
+γ a value drawn uniformly from all k values.  ε0 form: P(true) = e^{ε0}/(e^{ε0}+k−1); the two coincide when
+γ = k/(e^{ε0}+k−1).  Binary randomised response is k = 2.
+
+Analysers: the shuffled histogram N; the debiased counts ĉ_j = (N_j − nγ/k)/(1−γ) (unbiased); the
+distribution estimate by channel inversion projected onto the simplex ("shuffle+INV", seed 003).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim._checks import check_int, check_positive, check_real
+from shufflesim.analyser import Analyser
+from shufflesim.errors import ParameterError
+from shufflesim.options import Option
+from shufflesim.protocol import Protocol
+from shufflesim.randomiser import LocalRandomiser, RRFamily
+from shufflesim.registry import register
+from shufflesim.shuffler import SingleShuffler, View
+from shufflesim.simplex import project_to_simplex, total_variation
+from shufflesim.spaces import IntegerRange
+
+
+def gamma_from_eps0(eps0: float, k: int) -> float:
+    """γ = k/(e^{ε0}+k−1) (FORMULAS §1)."""
+    return k / (math.expm1(eps0) + k)
+
+
+def eps0_from_gamma(gamma: float, k: int) -> float:
+    """ε0 = log(1 + k(1−γ)/γ) (FORMULAS §1); 0 for γ = 1."""
+    return math.log1p(k * (1.0 - gamma) / gamma)
+
+
+def message_dtype(k: int) -> np.dtype:
+    """Smallest unsigned dtype holding {0..k−1}."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if k - 1 <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+def resolve_krr_params(k, gamma=None, eps0=None) -> tuple[int, float, float]:
+    """Validate (k, γ | ε0) and return (k, γ, ε0)."""
+    k = check_int("k", k, minimum=2)
+    if (gamma is None) == (eps0 is None):
+        raise ParameterError("give exactly one of gamma (blanket probability in (0, 1]) or eps0 (local epsilon > 0)")
+    if gamma is not None:
+        gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True)
+        eps0 = eps0_from_gamma(gamma, k)
+    else:
+        eps0 = check_positive("eps0", eps0)
+        gamma = gamma_from_eps0(eps0, k)
+        if gamma <= 0.0:
+            raise ParameterError(f"eps0={eps0} is so large that gamma underflows to 0; use eps0 <= 700")
+    return k, gamma, eps0
+
+
+@dataclass(frozen=True, eq=False)
+class KRRRandomiser(LocalRandomiser):
+    """k-RR over {0..k−1}, blanket probability γ (one message per user)."""
+
+    k: int
+    gamma: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message_space", IntegerRange(0, self.k - 1))
+        object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k))
+        object.__setattr__(self, "rr_family", RRFamily(self.k, self.gamma))
+        object.__setattr__(self, "messages_per_user", 1)
+
+    def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n = x.shape[0]
+        dt = message_dtype(self.k)
+        blanket = rng.random(n) < self.gamma
+        noise = rng.integers(0, self.k, size=n, dtype=dt)
+        return np.where(blanket, noise, x.astype(dt, copy=False))[:, None]
+
+    def report_probabilities(self, value: int) -> np.ndarray:
+        """P(report = j | input = value) for j = 0..k−1."""
+        p = np.full(self.k, self.gamma / self.k)
+        p[value] += 1.0 - self.gamma
+        return p
+
+
+@dataclass(frozen=True)
+class HistogramEstimate:
+    """The three k-RR analyses of one view."""
+
+    histogram: np.ndarray  # N_j, the shuffled counts
+    counts: np.ndarray  # debiased ĉ_j
+    distribution: np.ndarray  # projected onto the simplex
+
+
+class KRRAnalyser(Analyser):
+    """Shuffled histogram, debiased counts and the shuffle+INV distribution estimate."""
+
+    name = "krr-debias"
+
+    def __init__(self, k: int, gamma: float, n: int):
+        if gamma >= 1.0:
+            raise ParameterError("gamma=1 reports pure noise, so the counts cannot be debiased; use gamma < 1")
+        self.k, self.gamma, self.n = k, gamma, n
+
+    def analyse(self, view: View, rng: np.random.Generator) -> HistogramEstimate:
+        hist = view.counts(0, minlength=self.k)
+        counts = debias_counts(hist, self.n, self.k, self.gamma)
+        dist = project_to_simplex(counts / self.n)
+        return HistogramEstimate(hist, counts, dist)
+
+
+def debias_counts(hist: np.ndarray, n: int, k: int, gamma: float) -> np.ndarray:
+    """ĉ_j = (N_j − nγ/k)/(1−γ) (FORMULAS §1)."""
+    return (np.asarray(hist, dtype=float) - n * gamma / k) / (1.0 - gamma)
+
+
+def krr_mse_expected(n: int, k: int, gamma: float) -> float:
+    """E Σ_j (ĉ_j − c_j)² = Σ_i Σ_j p_ij(1 − p_ij)/(1−γ)² (FORMULAS §1).
+
+    Every user contributes the same a(1−a) + (k−1)b(1−b) with a = 1−γ+γ/k, b = γ/k, so the value does not
+    depend on the data.
+    """
+    a = 1.0 - gamma + gamma / k
+    b = gamma / k
+    return n * (a * (1 - a) + (k - 1) * b * (1 - b)) / (1.0 - gamma) ** 2
+
+
+@register
+class KRRProtocol(Protocol):
+    """Shuffled k-ary randomised response (single message, single shuffler)."""
+
+    name = "krr"
+    summary = "k-ary randomised response, shuffled; debiased counts and shuffle+INV distribution"
+    data_kind = "categorical"
+    metric_names = ("tv",)
+    options = (
+        Option("k", int, "number of categories (k >= 2; k = 2 is binary RR)", default=None, metavar="K"),
+        Option("gamma", float, "blanket probability in (0, 1): report a uniform value w.p. gamma"),
+        Option("eps0", float, "local epsilon > 0 (alternative to --gamma)"),
+    )
+
+    @classmethod
+    def create(cls, n: int, *, k=None, gamma=None, eps0=None) -> "KRRProtocol":
+        n = check_int("n", n, minimum=1)
+        if k is None:
+            raise ParameterError("krr needs the number of categories k >= 2")
+        k, gamma, eps0 = resolve_krr_params(k, gamma, eps0)
+        return cls(
+            n=n,
+            randomiser=KRRRandomiser(k, gamma),
+            shuffler=SingleShuffler(),
+            analyser=KRRAnalyser(k, gamma, n),
+            params={"k": k, "gamma": gamma, "eps0": eps0},
+        )
+
+    @property
+    def k(self) -> int:
+        return self.params["k"]
+
+    @property
+    def gamma(self) -> float:
+        return self.params["gamma"]
+
+    def truth(self, data: np.ndarray) -> np.ndarray:
+        return np.bincount(data, minlength=self.k).astype(float)
+
+    def point_estimate(self, raw: HistogramEstimate) -> np.ndarray:
+        return raw.counts
+
+    def metrics(self, raw: HistogramEstimate, truth: np.ndarray) -> dict[str, float]:
+        return {"tv": total_variation(raw.distribution, truth / self.n)}
+
+    def mse_expected(self, data: np.ndarray) -> float:
+        return krr_mse_expected(self.n, self.k, self.gamma)
+
+    def mse_worst(self) -> float:
+        return krr_mse_expected(self.n, self.k, self.gamma)

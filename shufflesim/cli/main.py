@@ -1,0 +1,46 @@
+"""Entry point of the ``shufflesim`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import __version__
+from ..errors import ShufflesimError
+from ._common import Parser
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="shufflesim", description="Simulation, tight accounting and validation for the shuffle model of DP.")
+    p.add_argument("--version", action="version", version=f"shufflesim {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    from . import demo, simulate
+
+    simulate.add_parser(sub)
+    demo.add_parser(sub)
+    for name in ("account", "table"):
+        try:
+            mod = __import__(f"shufflesim.cli.{name}", fromlist=["add_parser"])
+        except ModuleNotFoundError:
+            continue
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except ShufflesimError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

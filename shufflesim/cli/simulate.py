@@ -1,0 +1,153 @@
+"""``shufflesim simulate PROTOCOL …``: a Monte-Carlo error study of one protocol on one data set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, registry
+from ..errors import ParameterError
+from ..data import load_data, parse_data_spec
+from ..montecarlo import run_trials, summarise
+from ..progress import Progress
+from ..rng import as_seed_sequence, data_seed, seed_metadata
+from ._common import float_arg, int_arg, print_json
+
+_CONVERT = {int: int_arg, float: float_arg}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    names = registry.names()
+    lines = "\n".join(f"  {nm:<22} {registry.get(nm).summary}" for nm in names)
+    p = sub.add_parser(
+        "simulate",
+        help="Monte-Carlo error study of a protocol",
+        description="Simulate a protocol end to end (randomiser -> shuffler -> analyser) over T trials.\n\n"
+        "registered protocols:\n" + lines,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    psub = p.add_subparsers(dest="protocol", metavar="PROTOCOL", required=True, parser_class=type(p))
+    for nm in names:
+        cls = registry.get(nm)
+        pp = psub.add_parser(nm, help=cls.summary, description=cls.summary)
+        g = pp.add_argument_group(f"{nm} parameters")
+        for opt in cls.options:
+            kw: dict[str, Any] = {"dest": opt.name, "help": opt.help, "default": None}
+            kw["type"] = _CONVERT.get(opt.type, opt.type)
+            if opt.choices:
+                kw["choices"] = opt.choices
+            if opt.metavar:
+                kw["metavar"] = opt.metavar
+            if opt.default is not None:
+                kw["help"] += f" (default: {opt.default})"
+            g.add_argument(opt.flag, **kw)
+        c = pp.add_argument_group("study")
+        c.add_argument("--n", type=int_arg, help="number of users (optional for finite data sets)")
+        c.add_argument("--data", default="uniform", help="data spec (default: uniform); see shufflesim.data")
+        c.add_argument("--lower", type=float_arg, help="lower end for scaling a real CSV column to [0, 1]")
+        c.add_argument("--upper", type=float_arg, help="upper end for scaling a real CSV column to [0, 1]")
+        c.add_argument("--trials", type=int_arg, default=100, help="Monte-Carlo trials (default: 100)")
+        c.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
+        c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
+        c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
+        c.add_argument("--output", type=Path, help="directory for records.parquet/csv and metadata.json")
+        c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
+        pp.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._checks import check_int, check_real
+
+    t0 = time.perf_counter()
+    cls = registry.get(args.protocol)
+    trials = check_int("trials", args.trials, minimum=1)
+    workers = check_int("workers", args.workers, minimum=1)
+    level = check_real("level", args.level, low=0.0, high=1.0, low_open=True, high_open=True)
+    if args.seed < 0:
+        check_int("seed", args.seed, minimum=0)
+    root = as_seed_sequence(args.seed)
+    params = {o.name: getattr(args, o.name) for o in cls.options if getattr(args, o.name) is not None}
+    spec = parse_data_spec(args.data)
+    if args.n is not None:
+        check_int("n", args.n, minimum=1)
+    if args.n is None and spec.kind not in ("file", "counts", "adult-age"):
+        raise ParameterError(f"--n is required with the synthetic data spec {args.data!r} (n >= 1)")
+    # validate the protocol's parameters before touching the data (a provisional n when it is unknown)
+    cls.create(args.n if args.n is not None else 1, **params)
+    k = params.get("k")
+    data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
+                     lower=args.lower, upper=args.upper)
+    protocol = cls.create(len(data), **params)
+    progress = Progress(trials, enabled=False if args.json else None)
+    result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update)
+    progress.close()
+    summary = summarise(result.records, protocol, data, level=level) if len(result.records) else {}
+    seconds = time.perf_counter() - t0
+    privacy = protocol.privacy()
+    out: dict[str, Any] = {
+        "protocol": protocol.name,
+        "params": protocol.params,
+        "n": protocol.n,
+        "data": args.data,
+        "trials": trials,
+        "trials_completed": int(len(result.records)),
+        "complete": result.complete,
+        "seed": args.seed,
+        "workers": workers,
+        "mse": summary.get("mse"),
+        "mse_ci95" if abs(level - 0.95) < 1e-12 else f"mse_ci{level:g}": summary.get("mse_ci"),
+        "ci_method": summary.get("ci_method"),
+        "mse_expected": summary.get("mse_expected"),
+        "mse_worst": summary.get("mse_worst"),
+        "mse_bound": summary.get("mse_bound"),
+        "messages_per_user": protocol.messages_per_user,
+        "bits_per_message": protocol.bits_per_message,
+        "privacy": privacy.to_dict() if privacy is not None else None,
+        "version": __version__,
+        "seconds": seconds,
+    }
+    for name in protocol.metric_names:
+        if name in summary:
+            out[name] = summary[name]
+            out[f"{name}_ci95"] = summary[f"{name}_ci"]
+    if args.output is not None:
+        _write_output(args.output, result.records, out, root)
+    if args.json:
+        print_json(out)
+    else:
+        _print_human(out)
+    if not result.complete:
+        print(f"error: interrupted after {len(result.records)} of {trials} trials; the summary covers only those",
+              file=sys.stderr)
+        return 130
+    return 0
+
+
+def _write_output(directory: Path, records, meta: dict, root) -> None:
+    from ..results_io import write_table
+
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = dict(meta, seed_sequence=seed_metadata(root))
+    write_table(records, directory / "records", meta)
+
+
+def _print_human(out: dict) -> None:
+    def f(x):
+        return "n/a" if x is None else f"{x:.6g}"
+
+    ci = out.get("mse_ci95") or [None, None]
+    print(f"protocol  {out['protocol']}  n={out['n']}  trials={out['trials_completed']}/{out['trials']}  seed={out['seed']}")
+    print("params    " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in out["params"].items()))
+    print(f"mse       {f(out['mse'])}  95% CI [{f(ci[0])}, {f(ci[1])}]  ({out['ci_method']})")
+    print(f"expected  {f(out['mse_expected'])}   worst {f(out['mse_worst'])}   bound {f(out['mse_bound'])}")
+    if "tv" in out:
+        t = out["tv_ci95"]
+        print(f"tv        {f(out['tv'])}  95% CI [{f(t[0])}, {f(t[1])}]")
+    print(f"messages  {out['messages_per_user']} per user, {out['bits_per_message']:g} bits each")
+    if out["privacy"]:
+        p = out["privacy"]
+        print(f"privacy   eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']})")
+    print(f"seconds   {out['seconds']:.2f}")

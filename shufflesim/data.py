@@ -1,0 +1,240 @@
+"""Data sets from specification strings, as used on the CLI and in scenario files.
+
+Categorical inputs (values in {0, …, k−1}):
+
+* ``uniform`` — i.i.d. uniform categories;
+* ``zipf:s`` — i.i.d. with P(j) ∝ (j+1)^−s;
+* ``constant:j`` — every user holds j;
+* ``counts:c0,c1,…`` — exactly c_j users hold j (n = Σ c_j, users in random order);
+* ``adult-age`` — the embedded UCI Adult training ages (32,561), binned into k equal-width bins over
+  [17, 90];
+* ``FILE.csv:COLUMN`` — integer categories read from a CSV column.
+
+Real inputs (values in [0, 1]):
+
+* ``uniform``, ``normal:mu,sigma`` (clipped to [0, 1]), ``beta:a,b``, ``constant:x``;
+* ``adult-age`` — the embedded Adult ages divided by 90 (as in seed 004's experiments);
+* ``FILE.csv:COLUMN`` — a numeric column scaled by (v − lower)/(upper − lower) with explicit bounds.
+
+Synthetic data are drawn once per study from a dedicated seed stream, so every trial sees the same data.
+For the finite data sets, an ``n`` smaller than the number of rows selects a uniformly random subset of n
+rows (drawn from the data seed); a larger ``n`` is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .errors import DataError
+from .rng import RngLike, as_generator
+
+CATEGORICAL_KINDS = ("uniform", "zipf", "constant", "counts", "adult-age")
+REAL_KINDS = ("uniform", "normal", "beta", "constant", "adult-age")
+ADULT_AGE_RANGE = (17, 90)
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """A parsed data specification: ``kind`` plus arguments (numbers) or a file and column."""
+
+    text: str
+    kind: str
+    args: tuple = ()
+    path: str | None = None
+    column: str | None = None
+
+
+def _numbers(text: str, spec: str, count: int | None, what: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise DataError(f"data spec {spec!r}: expected {what}") from None
+    if count is not None and len(vals) != count:
+        raise DataError(f"data spec {spec!r}: expected {what}")
+    if not all(math.isfinite(v) for v in vals):
+        raise DataError(f"data spec {spec!r}: numbers must be finite")
+    return vals
+
+
+def parse_data_spec(text: str) -> DataSpec:
+    """Parse a data specification string (see module docstring); raises :class:`DataError`."""
+    if not isinstance(text, str) or not text.strip():
+        raise DataError("data spec must be a non-empty string such as 'uniform', 'zipf:1.1' or 'file.csv:column'")
+    text = text.strip()
+    head, sep, tail = text.rpartition(":")
+    if sep and (head.lower().endswith((".csv", ".csv.gz")) or "/" in head or "\\" in head):
+        if not tail:
+            raise DataError(f"data spec {text!r}: give the column after the file, as FILE.csv:COLUMN")
+        return DataSpec(text, "file", path=head, column=tail)
+    if text.lower().endswith((".csv", ".csv.gz")):
+        raise DataError(f"data spec {text!r}: give the column after the file, as FILE.csv:COLUMN")
+    name, _, arg = text.partition(":")
+    name = name.lower()
+    if name in ("uniform", "adult-age"):
+        if arg:
+            raise DataError(f"data spec {text!r}: {name!r} takes no arguments")
+        return DataSpec(text, name)
+    if name == "zipf":
+        (s,) = _numbers(arg, text, 1, "zipf:s with a real exponent s >= 0")
+        if s < 0:
+            raise DataError(f"data spec {text!r}: the zipf exponent must be >= 0")
+        return DataSpec(text, "zipf", (s,))
+    if name == "constant":
+        return DataSpec(text, "constant", _numbers(arg, text, 1, "constant:value"))
+    if name == "counts":
+        vals = _numbers(arg, text, None, "counts:c0,c1,... with non-negative integer counts")
+        if any(v < 0 or v != int(v) for v in vals) or sum(vals) < 1:
+            raise DataError(f"data spec {text!r}: counts must be non-negative integers with a positive total")
+        return DataSpec(text, "counts", tuple(int(v) for v in vals))
+    if name == "normal":
+        mu, sigma = _numbers(arg, text, 2, "normal:mu,sigma")
+        if sigma <= 0:
+            raise DataError(f"data spec {text!r}: sigma must be > 0")
+        return DataSpec(text, "normal", (mu, sigma))
+    if name == "beta":
+        a, b = _numbers(arg, text, 2, "beta:a,b with a, b > 0")
+        if a <= 0 or b <= 0:
+            raise DataError(f"data spec {text!r}: beta parameters must be > 0")
+        return DataSpec(text, "beta", (a, b))
+    raise DataError(
+        f"unknown data spec {text!r}; allowed: uniform, zipf:s, constant:j, counts:c0,c1,..., normal:mu,sigma, "
+        "beta:a,b, constant:x, adult-age, FILE.csv:COLUMN"
+    )
+
+
+def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Read one CSV column; returns (values as float with NaN for non-numbers, raw strings)."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: cannot be read as CSV ({first})") from None
+    if column not in frame.columns:
+        raise DataError(f"{path}: no column {column!r}; columns are {', '.join(map(str, frame.columns))}")
+    raw = frame[column].to_numpy(dtype=str)
+    if raw.size == 0:
+        raise DataError(f"{path}: column {column!r} has no rows")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    return values, raw
+
+
+def _bad_row(path: str, column: str, idx: int, raw: str, why: str) -> DataError:
+    # idx is the 0-based data row; the file line is idx + 2 (header on line 1)
+    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {raw!r} {why}")
+
+
+def _adult_ages() -> np.ndarray:
+    with resources.files("shufflesim").joinpath("data/adult_age.csv").open("r") as fh:
+        return np.loadtxt(fh, skiprows=1, dtype=np.int64)
+
+
+def _subset(values: np.ndarray, n: int | None, gen: np.random.Generator, source: str) -> np.ndarray:
+    if n is None or n == values.size:
+        return values
+    if n > values.size:
+        raise DataError(f"{source} has {values.size} rows; n={n} is larger (omit n to use all rows)")
+    return values[np.sort(gen.choice(values.size, size=n, replace=False))]
+
+
+def load_data(
+    spec: str | DataSpec,
+    *,
+    data_kind: str,
+    n: int | None = None,
+    k: int | None = None,
+    rng: RngLike = None,
+    lower: float | None = None,
+    upper: float | None = None,
+) -> np.ndarray:
+    """Materialise a data set.
+
+    ``data_kind`` is ``"categorical"`` (needs ``k``; returns int64 in [0, k)) or ``"real"`` (returns float64
+    in [0, 1]).  ``n`` is required for the synthetic generators; for finite data sets it may be omitted.
+    """
+    ds = parse_data_spec(spec) if isinstance(spec, str) else spec
+    gen = as_generator(rng)
+    if data_kind not in ("categorical", "real"):
+        raise DataError(f"data_kind must be 'categorical' or 'real'; got {data_kind!r}")
+    if data_kind == "categorical" and (k is None or k < 2):
+        raise DataError("categorical data need k >= 2 categories")
+    if ds.kind == "file":
+        return _load_file(ds, data_kind, n, k, gen, lower, upper)
+    if ds.kind == "adult-age":
+        ages = _subset(_adult_ages(), n, gen, "adult-age")
+        lo, hi = ADULT_AGE_RANGE
+        if data_kind == "real":
+            return ages / 90.0
+        return np.minimum((ages - lo) * k // (hi - lo + 1), k - 1).astype(np.int64)
+    if ds.kind == "counts":
+        if data_kind != "categorical":
+            raise DataError(f"data spec {ds.text!r} is categorical; this protocol takes real inputs in [0, 1]")
+        if len(ds.args) != k:
+            raise DataError(f"data spec {ds.text!r} gives {len(ds.args)} counts; the protocol has k={k} categories")
+        total = sum(ds.args)
+        if n is not None and n != total:
+            raise DataError(f"data spec {ds.text!r} has {total} users; n={n} (omit n or make them agree)")
+        return gen.permutation(np.repeat(np.arange(k, dtype=np.int64), ds.args))
+    if n is None or n < 1:
+        raise DataError(f"data spec {ds.text!r} needs the number of users n >= 1")
+    if data_kind == "categorical":
+        if ds.kind == "uniform":
+            return gen.integers(0, k, size=n, dtype=np.int64)
+        if ds.kind == "zipf":
+            w = (np.arange(1, k + 1, dtype=float)) ** (-ds.args[0])
+            return gen.choice(k, size=n, p=w / w.sum()).astype(np.int64)
+        if ds.kind == "constant":
+            j = ds.args[0]
+            if j != int(j) or not 0 <= j < k:
+                raise DataError(f"data spec {ds.text!r}: the category must be an integer in [0, {k})")
+            return np.full(n, int(j), dtype=np.int64)
+        raise DataError(f"data spec {ds.text!r} is real-valued; this protocol takes categories in [0, {k})")
+    if ds.kind == "uniform":
+        return gen.random(n)
+    if ds.kind == "normal":
+        mu, sigma = ds.args
+        return np.clip(gen.normal(mu, sigma, size=n), 0.0, 1.0)
+    if ds.kind == "beta":
+        return gen.beta(*ds.args, size=n)
+    if ds.kind == "constant":
+        x = ds.args[0]
+        if not 0.0 <= x <= 1.0:
+            raise DataError(f"data spec {ds.text!r}: the constant must lie in [0, 1]")
+        return np.full(n, float(x))
+    raise DataError(f"data spec {ds.text!r} is categorical; this protocol takes real inputs in [0, 1]")
+
+
+def _load_file(ds: DataSpec, data_kind: str, n, k, gen, lower, upper) -> np.ndarray:
+    values, raw = _read_column(ds.path, ds.column)
+    nan = np.flatnonzero(~np.isfinite(values))
+    if nan.size:
+        i = int(nan[0])
+        raise _bad_row(ds.path, ds.column, i, raw[i], "is not a finite number")
+    if data_kind == "categorical":
+        nonint = np.flatnonzero(values != np.round(values))
+        if nonint.size:
+            i = int(nonint[0])
+            raise _bad_row(ds.path, ds.column, i, raw[i], "is not an integer category")
+        out = np.flatnonzero((values < 0) | (values >= k))
+        if out.size:
+            i = int(out[0])
+            raise _bad_row(ds.path, ds.column, i, raw[i], f"is outside the categories [0, {k})")
+        return _subset(values.astype(np.int64), n, gen, ds.path)
+    if lower is None or upper is None:
+        raise DataError(f"{ds.path}: a real-valued column needs explicit --lower and --upper for scaling to [0, 1]")
+    if not (math.isfinite(lower) and math.isfinite(upper)) or upper <= lower:
+        raise DataError(f"scaling bounds must be finite with lower < upper; got lower={lower}, upper={upper}")
+    out = np.flatnonzero((values < lower) | (values > upper))
+    if out.size:
+        i = int(out[0])
+        raise _bad_row(ds.path, ds.column, i, raw[i], f"is outside [lower, upper] = [{lower}, {upper}]")
+    return _subset((values - lower) / (upper - lower), n, gen, ds.path)

@@ -1,0 +1,144 @@
+"""Monte-Carlo runner: T independent trials of a protocol on a fixed data set.
+
+Trial t at grid point g draws all its randomness from ``SeedSequence(root entropy, spawn_key=(1, g, t))``
+(:func:`shufflesim.rng.trial_seed`): a trial's result depends only on (protocol, data, seed, g, t), never
+on which worker ran it or how many workers there are.  Trials run in chunks on local processes
+(``workers > 1``) or in this process (``workers = 1``); records are sorted by trial before they are
+returned, so the table is identical for any worker count (the ``seconds`` column aside).
+
+The result is a tidy :class:`pandas.DataFrame`, one row per trial, with primitive columns:
+``trial``, ``sq_error``, ``error`` (signed, scalar estimands only), the protocol's extra metrics (e.g.
+``tv``) and ``seconds``.  :func:`summarise` turns it into the mean squared error with a confidence
+interval next to the protocol's theory columns.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ._checks import check_int
+from .protocol import Protocol
+from .rng import RngLike, as_seed_sequence, trial_seed
+from .stats import mean_ci
+
+# --- worker side ---------------------------------------------------------------------------------------
+_WORKER_STATE: dict[str, Any] = {}
+
+
+def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any) -> None:
+    _WORKER_STATE.update(protocol=protocol, data=data, truth=truth)
+
+
+def run_trial(protocol: Protocol, data: np.ndarray, root: np.random.SeedSequence, point: int, trial: int,
+              truth: Any = None) -> dict[str, Any]:
+    """Run trial ``trial`` of grid point ``point`` and return its tidy record (a pure function)."""
+    t0 = time.perf_counter()
+    res = protocol.run(data, trial_seed(root, point, trial), validate=False, truth=truth)
+    rec: dict[str, Any] = {"trial": trial, "sq_error": res.sq_error}
+    if np.ndim(res.estimate) == 0:
+        rec["error"] = float(res.estimate - res.truth)
+    rec.update({k: float(v) for k, v in res.metrics.items()})
+    rec["seconds"] = time.perf_counter() - t0
+    return rec
+
+
+def _run_chunk(root_state: tuple, point: int, trials: list[int]) -> list[dict[str, Any]]:
+    root = np.random.SeedSequence(root_state[0], spawn_key=root_state[1])
+    st = _WORKER_STATE
+    return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"]) for t in trials]
+
+
+# --- driver --------------------------------------------------------------------------------------------
+@dataclass
+class TrialRun:
+    """Outcome of :func:`run_trials`: the records, and whether every requested trial finished."""
+
+    records: pd.DataFrame
+    complete: bool
+    requested: int
+
+
+def run_trials(
+    protocol: Protocol,
+    data: np.ndarray,
+    *,
+    trials: int,
+    rng: RngLike = None,
+    point: int = 0,
+    workers: int = 1,
+    chunk_size: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> TrialRun:
+    """Run ``trials`` independent trials of ``protocol`` on ``data``.
+
+    ``rng`` is the study's root seed.  On ``KeyboardInterrupt`` the trials finished so far are returned
+    with ``complete=False`` (never passed off as complete).
+    """
+    trials = check_int("trials", trials, minimum=1)
+    workers = check_int("workers", workers, minimum=1)
+    data = protocol.check_data(data)
+    truth = protocol.truth(data)
+    root = as_seed_sequence(rng)
+    records: list[dict[str, Any]] = []
+    complete = True
+    try:
+        if workers == 1:
+            for t in range(trials):
+                records.append(run_trial(protocol, data, root, point, t, truth))
+                if on_progress:
+                    on_progress(1)
+        else:
+            size = chunk_size or max(1, math.ceil(trials / (workers * 8)))
+            chunks = [list(range(s, min(trials, s + size))) for s in range(0, trials, size)]
+            state = (root.entropy, tuple(root.spawn_key))
+            ctx = mp.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                                     initargs=(protocol, data, truth)) as pool:
+                pending = {pool.submit(_run_chunk, state, point, c) for c in chunks}
+                try:
+                    while pending:
+                        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for fut in done:
+                            recs = fut.result()
+                            records.extend(recs)
+                            if on_progress:
+                                on_progress(len(recs))
+                except BaseException:
+                    for fut in pending:
+                        fut.cancel()
+                    raise
+    except KeyboardInterrupt:
+        complete = False
+    frame = pd.DataFrame.from_records(records)
+    if len(frame):
+        frame = frame.sort_values("trial", kind="stable").reset_index(drop=True)
+    return TrialRun(frame, complete and len(frame) == trials, trials)
+
+
+def summarise(records: pd.DataFrame, protocol: Protocol, data: np.ndarray, *, level: float = 0.95) -> dict[str, Any]:
+    """Mean squared error with a Student-t ``level`` confidence interval, beside the theory columns."""
+    mse, lo, hi = mean_ci(records["sq_error"].to_numpy(), level)
+    out: dict[str, Any] = {
+        "trials": int(len(records)),
+        "mse": mse,
+        "mse_ci": [lo, hi],
+        "ci_level": level,
+        "ci_method": "student-t on the trial mean",
+        "mse_expected": protocol.mse_expected(data),
+        "mse_worst": protocol.mse_worst(),
+        "mse_bound": protocol.mse_bound(),
+    }
+    for name in protocol.metric_names:
+        if name in records:
+            m, l2, h2 = mean_ci(records[name].to_numpy(), level)
+            out[name] = m
+            out[f"{name}_ci"] = [l2, h2]
+    return out

@@ -1,0 +1,38 @@
+"""Paper-ready figures (matplotlib, optional extra ``plot``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def plot_mse(summary: pd.DataFrame, x: str, path: Path, *, title: str = "", xlabel: str | None = None,
+             hue: str | None = None) -> Path:
+    """Empirical MSE with its confidence interval against ``x``, with the exact expectation as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.6), dpi=150)
+    groups = summary.groupby(hue) if hue else [(None, summary)]
+    for label, g in groups:
+        g = g.sort_values(x)
+        yerr = [g["mse"] - g["mse_lo"], g["mse_hi"] - g["mse"]]
+        ax.errorbar(g[x], g["mse"], yerr=yerr, fmt="o", capsize=3, label=f"{label} empirical" if label else "empirical (95% CI)")
+        if g["mse_expected"].notna().any():
+            ax.plot(g[x], g["mse_expected"], "-", lw=1, label=f"{label} exact" if label else "exact expectation")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel("mean squared error")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
