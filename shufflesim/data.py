@@ -130,7 +130,7 @@ def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _bad_row(path: str, column: str, idx: int, raw: str, why: str) -> DataError:
     # idx is the 0-based data row; the file line is idx + 2 (header on line 1)
-    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {raw!r} {why}")
+    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {str(raw)!r} {why}")
 
 
 def _adult_ages() -> np.ndarray:

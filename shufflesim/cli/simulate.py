@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(trials, enabled=False if args.json else None)
     result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update)
     progress.close()
-    summary = summarise(result.records, protocol, data, level=level) if len(result.records) else {}
+    summary = summarise(result.records, protocol, data, level=0.95) if len(result.records) else {}
+    at_level = summarise(result.records, protocol, data, level=level) if len(result.records) else {}
     seconds = time.perf_counter() - t0
     privacy = protocol.privacy()
     out: dict[str, Any] = {
@@ -98,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "workers": workers,
         "mse": summary.get("mse"),
-        "mse_ci95" if abs(level - 0.95) < 1e-12 else f"mse_ci{level:g}": summary.get("mse_ci"),
+        "mse_ci95": summary.get("mse_ci"),
+        "mse_ci": at_level.get("mse_ci"),
+        "ci_level": level,
         "ci_method": summary.get("ci_method"),
         "mse_expected": summary.get("mse_expected"),
         "mse_worst": summary.get("mse_worst"),
