@@ -24,6 +24,12 @@ def plot_mse(summary: pd.DataFrame, x: str, path: Path, *, title: str = "", xlab
         if g["mse_expected"].notna().any():
             ax.plot(g[x], g["mse_expected"], "-", lw=1, label=f"{label} exact" if label else "exact expectation")
     ax.set_xscale("log")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ticks = sorted(summary[x].unique())
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yscale("log")
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel("mean squared error")
