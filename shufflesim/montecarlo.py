@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ _WORKER_STATE: dict[str, Any] = {}
 
 
 def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any) -> None:
+    # the driver decides what an interrupt means: workers finish their chunk, the driver keeps the results
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_STATE.update(protocol=protocol, data=data, truth=truth)
 
 
@@ -96,7 +99,7 @@ def run_trials(
                 if on_progress:
                     on_progress(1)
         else:
-            size = chunk_size or max(1, math.ceil(trials / (workers * 8)))
+            size = chunk_size or max(1, math.ceil(trials / (workers * 16)))
             chunks = [list(range(s, min(trials, s + size))) for s in range(0, trials, size)]
             state = (root.entropy, tuple(root.spawn_key))
             ctx = mp.get_context("spawn")
@@ -111,9 +114,14 @@ def run_trials(
                             records.extend(recs)
                             if on_progress:
                                 on_progress(len(recs))
-                except BaseException:
+                except KeyboardInterrupt:
+                    # keep every chunk that finishes: cancel the queued ones, let running ones complete
                     for fut in pending:
                         fut.cancel()
+                    finished, _ = wait(pending)
+                    for fut in finished:
+                        if not fut.cancelled() and fut.exception() is None:
+                            records.extend(fut.result())
                     raise
     except KeyboardInterrupt:
         complete = False

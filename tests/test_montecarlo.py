@@ -96,3 +96,41 @@ def test_ci_coverage_rate():
         sm = summarise(run_trials(p, x, trials=300, rng=10_000 + s).records, p, x)
         cov += sm["mse_ci"][0] <= sm["mse_expected"] <= sm["mse_ci"][1]
     assert stats.binomtest(cov, R, 0.95).pvalue > 1e-3, cov
+
+
+def test_interrupt_keeps_finished_trials_and_flags_incomplete():
+    proto, x = _setup()
+    seen = []
+
+    def stop_after_three(k):
+        seen.append(k)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    run = run_trials(proto, x, trials=10, rng=0, on_progress=stop_after_three)
+    assert not run.complete and len(run.records) == 3 and run.requested == 10
+    full = run_trials(proto, x, trials=10, rng=0).records
+    assert run.records["sq_error"].equals(full["sq_error"].iloc[:3])
+
+
+def test_progress_bar_only_on_a_terminal():
+    import io
+
+    from shufflesim.progress import Progress
+
+    class FakeTTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    quiet = io.StringIO()
+    p = Progress(10, stream=quiet)
+    p.update(10)
+    p.close()
+    assert quiet.getvalue() == ""
+    tty = FakeTTY()
+    p = Progress(4, stream=tty)
+    for _ in range(4):
+        p.update()
+    p.close()
+    text = tty.getvalue()
+    assert "4/4 trials" in text and "ETA" in text and text.endswith("\n")
