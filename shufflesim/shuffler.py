@@ -35,14 +35,21 @@ class View:
     exposed in permuted order or through permutation-invariant summaries.
     """
 
-    __slots__ = ("_raw", "_seed", "_cache", "padding")
+    __slots__ = ("_raw", "_seed", "_cache", "padding", "in_user_order")
 
-    def __init__(self, channels: tuple[np.ndarray, ...], seed: np.random.SeedSequence, padding: int = 0):
+    def __init__(self, channels: tuple[np.ndarray, ...], seed: np.random.SeedSequence, padding: int = 0,
+                 in_user_order: tuple[int, ...] = ()):
         self._raw = channels
         self._seed = seed
         self._cache: dict[int, np.ndarray] = {}
         #: number of dummy messages a padding shuffler added (0 for the shufflers here)
         self.padding = padding
+        #: channels that bypass the shuffle and reach the analyser in user order (row i = user i)
+        self.in_user_order = tuple(sorted(set(in_user_order)))
+        for j in self.in_user_order:
+            arr = np.asarray(channels[j])
+            arr.setflags(write=False)
+            self._cache[j] = arr
 
     @property
     def n_channels(self) -> int:
@@ -128,13 +135,22 @@ class SingleShuffler(Shuffler):
 
 
 class ParallelShufflers(Shuffler):
-    """m independent shufflers: message j of every user goes through shuffler j (seed 004 §2.4)."""
+    """m independent shufflers: message j of every user goes through shuffler j (seed 004 §2.4).
 
-    name = "parallel"
+    ``unshuffled`` lists message indices sent *outside* the shuffle (e.g. the share that seed 004's
+    Corollary 6.1 sends directly); negative indices count from the end.  Those channels reach the
+    analyser in user order.
+    """
+
+    def __init__(self, unshuffled: tuple[int, ...] = ()):
+        self.unshuffled = tuple(unshuffled)
+        self.name = "parallel" if not self.unshuffled else f"parallel (unshuffled: {list(self.unshuffled)})"
 
     def shuffle(self, messages: np.ndarray, seed: np.random.SeedSequence) -> View:
         messages = _as_2d(messages)
-        return View(tuple(np.ascontiguousarray(messages[:, j]) for j in range(messages.shape[1])), seed)
+        m = messages.shape[1]
+        direct = tuple(j % m for j in self.unshuffled)
+        return View(tuple(np.ascontiguousarray(messages[:, j]) for j in range(m)), seed, in_user_order=direct)
 
 
 class TrustedCurator(Shuffler):
@@ -148,9 +164,7 @@ class TrustedCurator(Shuffler):
 
     def shuffle(self, messages: np.ndarray, seed: np.random.SeedSequence) -> View:
         messages = _as_2d(messages)
-        view = View((messages.reshape(-1),), seed)
-        view._cache[0] = messages.reshape(-1)  # identity order: the curator sees positions
-        return view
+        return View((messages.reshape(-1),), seed, in_user_order=(0,))
 
 
 def _as_2d(messages: np.ndarray) -> np.ndarray:

@@ -75,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
         check_int("n", args.n, minimum=1)
     if args.n is None and spec.kind not in ("file", "counts", "adult-age"):
         raise ParameterError(f"--n is required with the synthetic data spec {args.data!r} (n >= 1)")
-    # validate the protocol's parameters before touching the data (a provisional n when it is unknown)
-    cls.create(args.n if args.n is not None else 1, **params)
     k = params.get("k")
+    if cls.data_kind == "categorical" and k is not None:
+        check_int("k", k, minimum=2)
+    if args.n is not None:
+        cls.create(args.n, **params)  # validate the parameters before generating any data
     data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
                      lower=args.lower, upper=args.upper)
     protocol = cls.create(len(data), **params)
