@@ -1,0 +1,361 @@
+"""Feldman, McMillan, Talwar (2020), "Hiding among the clones": amplification by shuffling for any
+eps0-LDP randomiser.
+
+``feldman`` — the closed form of their Theorem 3.1 as quoted in seed 001 §C.3 (eq C.2; FORMULAS §3): with
+p = e^{-eps0},
+
+    eps <= log(1 + 8 sqrt(log(4/delta))/sqrt(p n) + 8/(p n)),
+    i.e. delta <= 4 exp(-[(e^eps - 1 - 8/(p n)) sqrt(p n)/8]^2),                           (C.2)
+
+valid for eps0 <= log(n/(16 log(4/delta))), equivalently delta >= 4 exp(-p n/16).  The paper prints
+2/delta inside that condition; the authors' code and a later comment use 4/delta, which is the more
+restrictive of the two and is what is enforced here.  The delta direction returns
+max(C.2, 4 exp(-p n/16)): below the validity floor the theorem is applied at the floor (an (eps', delta)
+guarantee with eps' <= eps implies (eps, delta)).
+
+``feldman-numerical`` — the numerical method of the authors' public code (FORMULAS §3), implemented here
+from its description.  It evaluates the hockey-stick divergence of Feldman et al.'s pair: with
+C ~ Bin(n-1, p), A ~ Bin(C, 1/2) and alpha = e^eps0/(e^eps0 + 1), given C = c the first coordinate X of the
+pair (the second is c + 1 - X) has
+
+    P_c = alpha L(A + 1) + (1 - alpha) L(A),      Q_c = alpha L(A) + (1 - alpha) L(A + 1),
+
+whose likelihood ratio is increasing in X, so delta_c(eps) = P_c(X >= j) - e^eps Q_c(X >= j) for the
+threshold j = floor(R (c+1)/(1+R)) + 1 with R = (e^eps alpha - (1-alpha))/(alpha - e^eps (1-alpha)): a
+difference of two binomial tail probabilities.  delta(eps) = sum_c P(C = c) delta_c(eps).  (The pair is
+symmetric under X -> c + 1 - X, so delta_{P||Q} = delta_{Q||P}.)  Adding one clone is a post-processing
+(X_{c+1} = X_c + Bern(1/2) under both hypotheses), so delta_c is non-increasing in c.  The values of c
+are visited in blocks of ``step`` consecutive values; within a block, delta at the block's first c is an
+upper bound and delta at its last c is a lower bound (FORMULAS §3: "max (upper) or min (lower) of the
+endpoints").  ``step=1`` is exact.  The c outside a window around E[C] are not visited: their probability
+mass (computed exactly, or by a Chernoff bound in log space if it underflows) times delta_0 = alpha -
+e^eps (1 - alpha) is added to the upper bound, and the window is widened until that slack is below
+``tail_rtol`` times the lower bound (or covers all c).  Everything is in log space.
+
+The lower bound is a lower bound on the hockey-stick divergence of Feldman et al.'s pair — the quantity
+this method computes — not on the delta of a particular mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import bdtrc, gammaln, logsumexp
+
+from ..._checks import check_int, check_probability, check_real
+from ...errors import ParameterError
+from ..results import DeltaBound, EpsBound, NotApplicable
+from .transforms import invert_delta_curve
+
+__all__ = [
+    "feldman_delta",
+    "feldman_eps",
+    "feldman_numerical_delta",
+    "feldman_numerical_eps",
+    "feldman_numerical_log_delta",
+]
+
+_REF_C2 = "Feldman et al. 2020 Thm 3.1 as seed 001 eq C.2"
+_REF_NUM = "Feldman et al. 2020 numerical method (FORMULAS §3), Feldman et al.'s pair"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Closed form, eq C.2
+# --------------------------------------------------------------------------------------------------
+
+
+def feldman_eps(delta: float, *, n: int, eps0: float) -> EpsBound | NotApplicable:
+    """eps(delta) = log(1 + 8 sqrt(log(4/delta)/(p n)) + 8/(p n)), p = e^{-eps0} (seed 001 §C.3), where
+    eps0 <= log(n/(16 log(4/delta)))."""
+    delta = check_probability("delta", delta)
+    n = check_int("n", n, minimum=1)
+    eps0 = check_real("eps0", eps0, low=0.0)
+    if delta == 0.0:
+        return NotApplicable("feldman", "feldman closed form requires delta > 0; got delta=0", delta=delta)
+    pn = n * math.exp(-eps0)
+    log4d = math.log(4.0 / delta)
+    if 16.0 * log4d > pn:
+        limit = math.log(n / (16.0 * log4d))
+        return NotApplicable(
+            "feldman",
+            f"feldman closed form requires eps0 <= log(n/(16 log(4/delta))) = {_fmt(limit)}; got eps0={_fmt(eps0)}",
+            delta=delta,
+        )
+    eps = math.log1p(8.0 * math.sqrt(log4d / pn) + 8.0 / pn)
+    return EpsBound(delta=delta, eps_upper=eps, eps_lower=None, method="feldman", notes=(_REF_C2,))
+
+
+def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplicable:
+    """delta(eps) = max(4 exp(-[(e^eps - 1 - 8/(p n)) sqrt(p n)/8]^2), 4 exp(-p n/16)) (eq C.2 and its
+    validity floor).  Not applicable when e^eps - 1 <= 8/(p n) (no delta certifies such an eps) or when the
+    result exceeds 1."""
+    eps = check_real("eps", eps, low=0.0)
+    n = check_int("n", n, minimum=1)
+    eps0 = check_real("eps0", eps0, low=0.0)
+    pn = n * math.exp(-eps0)
+    x = math.expm1(eps) - 8.0 / pn
+    if x <= 0.0:
+        return NotApplicable(
+            "feldman",
+            f"feldman closed form certifies no delta for eps <= log(1 + 8/(p n)) = {_fmt(math.log1p(8.0 / pn))}; "
+            f"got eps={_fmt(eps)}",
+            eps=eps,
+        )
+    log_c2 = math.log(4.0) - (x * math.sqrt(pn) / 8.0) ** 2
+    log_floor = math.log(4.0) - pn / 16.0
+    notes = [_REF_C2]
+    if log_floor > log_c2:
+        notes.append(
+            "eq C.2 is below the validity floor delta >= 4 exp(-p n/16) (eps0 <= log(n/(16 log(4/delta)))); "
+            "reported at the floor"
+        )
+    ld = max(log_c2, log_floor)
+    if ld > 0.0:
+        return NotApplicable(
+            "feldman",
+            f"feldman closed form certifies no delta <= 1 at eps={_fmt(eps)} (eq C.2 gives {_fmt(math.exp(min(ld, 700.0)))})",
+            eps=eps,
+        )
+    return DeltaBound(eps=eps, delta_upper=math.exp(ld), delta_lower=None, method="feldman", notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------------------------------
+# Numerical method
+# --------------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8)
+def _log_binom_coef(N: int) -> np.ndarray:
+    """log C(N, c) for c = 0..N."""
+    c = np.arange(N + 1, dtype=float)
+    out = gammaln(N + 1.0) - gammaln(c + 1.0) - gammaln(N - c + 1.0)
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=2)
+def _log_binom_pmf_all(N: int, p: float) -> np.ndarray:
+    """log P(C = c), C ~ Bin(N, p), c = 0..N (read-only, cached)."""
+    c = np.arange(N + 1, dtype=float)
+    if p >= 1.0:
+        out = np.full(N + 1, -np.inf)
+        out[N] = 0.0
+    else:
+        out = _log_binom_coef(N) + c * math.log(p) + (N - c) * math.log1p(-p)
+    out.setflags(write=False)
+    return out
+
+
+def _log_half_binom_pmf(m: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """log P(A = m), A ~ Bin(c, 1/2); -inf outside 0..c."""
+    ok = (m >= 0) & (m <= c)
+    mm = np.where(ok, m, 0).astype(float)
+    cc = c.astype(float)
+    out = gammaln(cc + 1.0) - gammaln(mm + 1.0) - gammaln(cc - mm + 1.0) - cc * math.log(2.0)
+    return np.where(ok, out, -np.inf)
+
+
+def _log_half_binom_sf(m: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Upper and lower bounds on log P(A >= m), A ~ Bin(c, 1/2) (equal unless the tail underflows).
+
+    Uses the incomplete beta function (scipy ``bdtrc``); where it underflows to 0 the sandwich
+    b(m) <= P(A >= m) <= b(m)/(1 - rho), rho = (c - m)/(m + 1) < 1, is used in log space.
+    """
+    m = np.asarray(m, dtype=np.int64)
+    c = np.asarray(c, dtype=np.int64)
+    val = np.ones(m.shape)
+    inside = (m >= 1) & (m <= c)
+    if inside.any():
+        val[inside] = bdtrc(m[inside] - 1, c[inside], 0.5)
+    val[m > c] = 0.0
+    with np.errstate(divide="ignore"):
+        lg = np.log(val)
+    lo = lg.copy()
+    hi = lg.copy()
+    under = inside & (val == 0.0)
+    if under.any():
+        mu = m[under]
+        cu = c[under]
+        lb = _log_half_binom_pmf(mu, cu)
+        rho = (cu - mu) / (mu + 1.0)
+        if np.any(rho >= 1.0):  # cannot happen: an underflowing tail is far above c/2
+            raise ParameterError("binomial tail underflow below the median; cannot bound it")
+        lo[under] = lb
+        hi[under] = lb - np.log1p(-rho)
+    return hi, lo
+
+
+def _log_delta_c(c: np.ndarray, eps: float, eps0: float) -> tuple[np.ndarray, np.ndarray]:
+    """Upper and lower bounds on log delta_c(eps) for Feldman et al.'s conditional pair (0 <= eps < eps0)."""
+    alpha = 1.0 / (1.0 + math.exp(-eps0))
+    e = math.exp(eps)
+    u = alpha - e * (1.0 - alpha)
+    w = e * alpha - (1.0 - alpha)
+    R = w / u
+    j = np.floor(R * (c + 1.0) / (1.0 + R)).astype(np.int64) + 1
+    j = np.minimum(j, c + 1)  # x = c + 1 (ratio e^eps0 > e^eps) is always in the set
+    # delta_c = u G(j-1) - w G(j) = u b(j-1) - (e^eps - 1) G(j), b = pmf of A, G = P(A >= .)
+    lb = _log_half_binom_pmf(j - 1, c)
+    lg_hi, lg_lo = _log_half_binom_sf(j, c)
+
+    log_u = math.log(u)
+    log_em1 = math.log(math.expm1(eps)) if eps > 0.0 else -math.inf
+
+    def combine(lg: np.ndarray) -> np.ndarray:
+        # log(u b(j-1) - (e^eps - 1) G(j)) = log u + lb + log1p(-x), x = (e^eps - 1) G(j)/(u b(j-1)) in [0, 1)
+        x = np.exp(log_em1 + lg - log_u - lb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = log_u + lb + np.log1p(-x)
+        return np.where(x < 1.0, out, -np.inf)
+
+    return combine(lg_lo), combine(lg_hi)
+
+
+@lru_cache(maxsize=2)
+def _log_cdf_sf_all(N: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """log P(C <= c) and log P(C >= c), c = 0..N, by cumulative log-sum-exp of the log-pmf (cached)."""
+    lp = _log_binom_pmf_all(N, p)
+    lcdf = np.logaddexp.accumulate(lp)
+    lsf = np.logaddexp.accumulate(lp[::-1])[::-1]
+    lcdf.setflags(write=False)
+    lsf.setflags(write=False)
+    return lcdf, lsf
+
+
+def _log_tail_mass(N: int, p: float, lo: int, hi: int) -> tuple[float, float]:
+    """log P(C < lo) and log P(C > hi) for C ~ Bin(N, p)."""
+    lcdf, lsf = _log_cdf_sf_all(N, p)
+    left = float(lcdf[lo - 1]) if lo > 0 else -math.inf
+    right = float(lsf[hi + 1]) if hi < N else -math.inf
+    return left, right
+
+
+def _window(lp: np.ndarray, mode: int, floor: float) -> tuple[int, int]:
+    """The contiguous range of c around the mode of the (unimodal) log-pmf with lp >= floor."""
+    left = lp[: mode + 1]  # non-decreasing
+    right = lp[mode:]  # non-increasing
+    c_lo = int(np.searchsorted(left, floor, side="left"))
+    c_hi = mode + int(np.searchsorted(-right, -floor, side="right")) - 1
+    return c_lo, c_hi
+
+
+#: relative margin added to the upper and removed from the lower bound for floating-point rounding
+#: (the computed values agree with 60-digit mpmath to ~1e-14 relative in the tests)
+ROUNDING_MARGIN = 1e-9
+
+
+def feldman_numerical_log_delta(
+    eps: float,
+    *,
+    n: int,
+    eps0: float,
+    step: int = 1,
+    tail_rtol: float = 1e-6,
+    decide_at: float | None = None,
+) -> tuple[float, float]:
+    """(log upper, log lower) bounds on delta(eps) of Feldman et al.'s pair (see module docstring).
+
+    ``decide_at``: a log-delta threshold; if given, the window stops widening as soon as the bounds
+    decide on which side of it delta lies (used by the eps(delta) bisection), so the returned interval
+    may then be wider than ``tail_rtol``.
+    """
+    eps = check_real("eps", eps, low=0.0)
+    n = check_int("n", n, minimum=1)
+    eps0 = check_real("eps0", eps0, low=0.0)
+    step = check_int("step", step, minimum=1)
+    tail_rtol = check_real("tail_rtol", tail_rtol, low=0.0, low_open=True)
+    if eps >= eps0:
+        return -math.inf, -math.inf
+    N = n - 1
+    p = math.exp(-eps0)
+    alpha = 1.0 / (1.0 + math.exp(-eps0))
+    log_delta0 = math.log(alpha - math.exp(eps) * (1.0 - alpha))  # delta_c at c = 0: the LDP delta
+    lp = _log_binom_pmf_all(N, p)
+    mode = int(np.argmax(lp))
+    lp_max = lp[mode]
+    width = 50.0
+    while True:
+        c_lo, c_hi = _window(lp, mode, lp_max - width)
+        starts = np.arange(c_lo, c_hi + 1, step, dtype=np.int64)
+        ends = np.minimum(starts + step - 1, c_hi)
+        log_mass = np.logaddexp.reduceat(lp[c_lo : c_hi + 1], starts - c_lo)
+        up_s, lo_s = _log_delta_c(starts, eps, eps0)  # upper bound at the block's first c
+        lo_e = lo_s if step == 1 else _log_delta_c(ends, eps, eps0)[1]  # lower bound at its last c
+        log_up = float(logsumexp(log_mass + up_s))
+        log_low = float(logsumexp(log_mass + lo_e))
+        left, right = _log_tail_mass(N, p, c_lo, c_hi)
+        # c < c_lo: delta_c <= delta_0 (upper) and >= delta_{c_lo} (lower); c > c_hi: delta_c <= delta_{c_hi}
+        slack = float(np.logaddexp(left + log_delta0, right + up_s[-1]))
+        log_up = float(np.logaddexp(log_up, slack))
+        _, lo_first = _log_delta_c(np.array([c_lo]), eps, eps0)
+        log_low = float(np.logaddexp(log_low, left + lo_first[0]))
+        full = c_lo == 0 and c_hi == N
+        decided = decide_at is not None and (log_up <= decide_at or log_low > decide_at)
+        if full or decided or slack <= math.log(tail_rtol) + log_low:
+            return log_up + ROUNDING_MARGIN, log_low - ROUNDING_MARGIN
+        width *= 2.0
+
+
+def feldman_numerical_delta(
+    eps: float, *, n: int, eps0: float, step: int = 1, tail_rtol: float = 1e-6
+) -> DeltaBound:
+    """Upper and lower bounds on delta(eps) for Feldman et al.'s pair by the numerical method.
+
+    ``step``: width of the blocks of clone counts c (1 = exact, larger = faster and looser).
+    """
+    log_up, log_low = feldman_numerical_log_delta(eps, n=n, eps0=eps0, step=step, tail_rtol=tail_rtol)
+    eps = float(eps)
+    notes = [_REF_NUM, f"step={step}"]
+    if eps >= eps0:
+        notes.append("eps >= eps0: delta = 0 (the pair's likelihood ratio is at most e^eps0)")
+    up = math.exp(log_up) if log_up > -math.inf else 0.0
+    low = math.exp(log_low) if log_low > -math.inf else 0.0
+    if (up == 0.0 and log_up > -math.inf) or (low == 0.0 and log_low > -math.inf):
+        notes.append(f"delta underflows a float: log delta in [{_fmt(log_low)}, {_fmt(log_up)}]")
+    return DeltaBound(
+        eps=eps, delta_upper=min(up, 1.0), delta_lower=min(low, 1.0), method="feldman-numerical", notes=tuple(notes)
+    )
+
+
+def feldman_numerical_eps(
+    delta: float, *, n: int, eps0: float, step: int = 1, tail_rtol: float = 1e-6, rtol: float = 1e-8
+) -> EpsBound:
+    """Bounds on eps(delta) for Feldman et al.'s pair: ``eps_upper`` by bisection on the upper delta curve
+    (the bound there is <= delta), ``eps_lower`` by bisection on the lower curve (the true delta there is >
+    delta, so the true eps(delta) is larger).  ``rtol``: relative width at which bisection stops."""
+    delta = check_probability("delta", delta)
+    n = check_int("n", n, minimum=1)
+    eps0 = check_real("eps0", eps0, low=0.0)
+
+    log_target = math.log(delta) if delta > 0.0 else -math.inf
+
+    def up(e: float) -> float:
+        return feldman_numerical_log_delta(
+            e, n=n, eps0=eps0, step=step, tail_rtol=tail_rtol, decide_at=log_target
+        )[0]
+
+    def low(e: float) -> float:
+        return feldman_numerical_log_delta(
+            e, n=n, eps0=eps0, step=step, tail_rtol=tail_rtol, decide_at=log_target
+        )[1]
+
+    eps_up, _, ev1 = invert_delta_curve(up, log_target, lo=0.0, hi=eps0, rtol=rtol)
+    _, eps_low, ev2 = invert_delta_curve(low, log_target, lo=0.0, hi=eps0, rtol=rtol)
+    notes = (
+        _REF_NUM,
+        f"step={step}",
+        f"bisection on log delta, {ev1 + ev2} evaluations; eps_lower < true eps(delta) <= eps_upper",
+    )
+    return EpsBound(
+        delta=delta,
+        eps_upper=eps_up,
+        eps_lower=0.0 if eps_low is None else eps_low,
+        method="feldman-numerical",
+        notes=notes,
+    )
