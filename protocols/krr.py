@@ -142,20 +142,27 @@ class KRRProtocol(Protocol):
         Option("k", int, "number of categories (k >= 2; k = 2 is binary RR)", default=None, metavar="K"),
         Option("gamma", float, "blanket probability in (0, 1): report a uniform value w.p. gamma"),
         Option("eps0", float, "local epsilon > 0 (alternative to --gamma)"),
+        Option("delta", float, "delta at which the central eps is reported (default 1/n^2)"),
+        Option("adversary", str, "neighbouring pair for the reported central eps", default="strong",
+               choices=("strong", "strong-1d", "weak")),
     )
 
     @classmethod
-    def create(cls, n: int, *, k=None, gamma=None, eps0=None) -> "KRRProtocol":
+    def create(cls, n: int, *, k=None, gamma=None, eps0=None, delta=None, adversary="strong") -> "KRRProtocol":
         n = check_int("n", n, minimum=1)
         if k is None:
             raise ParameterError("krr needs the number of categories k >= 2")
         k, gamma, eps0 = resolve_krr_params(k, gamma, eps0)
+        delta = 1.0 / n**2 if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
+                                                              high_open=True)
+        if adversary not in ("strong", "strong-1d", "weak"):
+            raise ParameterError(f"adversary must be strong, strong-1d or weak; got {adversary!r}")
         return cls(
             n=n,
             randomiser=KRRRandomiser(k, gamma),
             shuffler=SingleShuffler(),
             analyser=KRRAnalyser(k, gamma, n),
-            params={"k": k, "gamma": gamma, "eps0": eps0},
+            params={"k": k, "gamma": gamma, "eps0": eps0, "delta": delta, "adversary": adversary},
         )
 
     @property
@@ -180,3 +187,20 @@ class KRRProtocol(Protocol):
 
     def mse_worst(self) -> float:
         return krr_mse_expected(self.n, self.k, self.gamma)
+
+    def privacy(self):
+        """Central ε at the protocol's δ, certified by the tight accountant on the chosen k-RR pair.
+
+        ``eps`` is the certified upper end of the interval; n = 1 has no shuffle amplification and
+        reports ε0.  Cached: the accountant runs once per protocol object.
+        """
+        if getattr(self, "_privacy", None) is None:
+            from shufflesim.accounting.account import account
+            from shufflesim.accounting.results import PrivacyGuarantee
+
+            adv, delta = self.params["adversary"], self.params["delta"]
+            rep = account("krr", {"n": self.n, "k": self.k, "gamma": self.gamma, "adversary": adv}, delta=[delta])
+            (r,) = rep.results
+            eps = min(r.eps_upper, self.params["eps0"])
+            self._privacy = PrivacyGuarantee(eps, delta, "tight", (f"k-RR {adv} adversary pair", f"eps in [{r.eps_lower:.6g}, {r.eps_upper:.6g}]"))
+        return self._privacy

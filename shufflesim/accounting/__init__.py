@@ -1,0 +1,28 @@
+"""Privacy accounting for shuffled mechanisms.
+
+* :mod:`.pairs` — neighbouring pairs (P, Q) of shuffled mechanisms as :class:`PMFPair` objects;
+* :mod:`.pld`, :mod:`.fft`, :mod:`.tails`, :mod:`.tight` — the tight PLD accountant with certified
+  two-sided bounds (single use exact; composition by FFT with certified error);
+* :mod:`.bounds` — the published analytic and numerical bounds, composition theorems and transforms;
+* :mod:`.bruteforce` — enumeration oracles for tiny n;
+* :mod:`.calibrate` — safe-side inverse problems; :mod:`.account` — one front end for all of them;
+* :mod:`.interop` — export to Google's dp_accounting.
+"""
+
+from . import bounds, pairs
+from .account import AccountReport, account, calibrate_clones_eps0, calibrate_krr_gamma
+from .calibrate import Calibration, calibrate, eps_interval_for_delta
+from .fft import compose_exact
+from .interop import to_dp_accounting
+from .pld import LossAtoms, PrivacyLossDistribution
+from .pmf_pair import PMFPair
+from .results import DeltaBound, EpsBound, NotApplicable, PrivacyGuarantee
+from .tails import tail_delta_interval
+from .tight import Numerics, TightAccountant, tight_delta, tight_epsilon
+
+__all__ = [
+    "AccountReport", "account", "calibrate_clones_eps0", "calibrate_krr_gamma", "Calibration", "calibrate",
+    "eps_interval_for_delta", "compose_exact", "to_dp_accounting", "LossAtoms", "PrivacyLossDistribution",
+    "PMFPair", "DeltaBound", "EpsBound", "NotApplicable", "PrivacyGuarantee", "tail_delta_interval",
+    "Numerics", "TightAccountant", "tight_delta", "tight_epsilon", "bounds", "pairs",
+]

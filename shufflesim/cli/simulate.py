@@ -88,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     progress.close()
     summary = summarise(result.records, protocol, data, level=0.95) if len(result.records) else {}
     at_level = summarise(result.records, protocol, data, level=level) if len(result.records) else {}
-    seconds = time.perf_counter() - t0
     privacy = protocol.privacy()
+    seconds = time.perf_counter() - t0
     out: dict[str, Any] = {
         "protocol": protocol.name,
         "params": protocol.params,

@@ -1,0 +1,170 @@
+"""Generic inverse problems: the safe-side solution of fn(x) <= target for a monotone fn.
+
+Examples: the smallest blanket probability gamma with certified delta_upper(gamma) <= delta (fn
+decreasing in gamma); the largest eps0 with delta_upper(eps0) <= delta (fn increasing in eps0); the
+smallest eps with delta_upper(eps) <= delta (eps(delta), fn decreasing in eps).
+
+:func:`calibrate` keeps a bracket [feasible, infeasible] whose ends have both been *evaluated*, shrinks
+it with a safeguarded regula falsi (Illinois variant; every other step is a bisection, so the bracket
+at least halves every two steps), and returns the feasible end.  The returned value is therefore
+verified: fn(x) <= target was computed at exactly that x, whatever the shape of fn, so calibration
+never overshoots the target.  Monotonicity only matters for *how close* the answer is to the true
+boundary (within ``xtol + rtol |x|``), not for its safety.  (Compare dp_accounting's Brent-based
+``mechanism_calibration``, which returns a point near the root without this one-sided guarantee.)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from .._checks import check_int, check_real
+from ..errors import InfeasibleError, ParameterError
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of :func:`calibrate`.
+
+    ``x`` is the safe value (``value = fn(x) <= target``, verified).  ``x_unsafe`` is the evaluated
+    infeasible end of the final bracket (``value_unsafe > target``), or None when ``x`` is the end of
+    the search interval on the infeasible side (the whole interval is feasible).
+    """
+
+    x: float
+    value: float
+    x_unsafe: float | None
+    value_unsafe: float | None
+    evaluations: int
+
+
+def calibrate(
+    fn: Callable[[float], float],
+    target: float,
+    lo: float,
+    hi: float,
+    *,
+    increasing: bool,
+    xtol: float = 1e-9,
+    rtol: float = 1e-9,
+    max_evals: int = 200,
+    log_scale: bool = False,
+) -> Calibration:
+    """Safe-side solution of ``fn(x) <= target`` on [lo, hi] for fn monotone in x.
+
+    ``increasing=True``: fn grows with x, the feasible set is [lo, x*]; returns the largest feasible x
+    found (never above x*).  ``increasing=False``: the feasible set is [x*, hi]; returns the smallest
+    feasible x found.  Stops when the bracket is narrower than ``xtol + rtol·|x|``.  ``log_scale``
+    bisects in log x (requires lo > 0).  Raises InfeasibleError when even the favourable end of
+    [lo, hi] violates the target.
+    """
+    lo = check_real("lo", lo)
+    hi = check_real("hi", hi)
+    target = float(target)
+    if math.isnan(target):
+        raise ParameterError("target must be a number; got nan")
+    if not lo < hi:
+        raise ParameterError(f"calibrate needs lo < hi; got lo={lo!r}, hi={hi!r}")
+    xtol = check_real("xtol", xtol, low=0.0)
+    rtol = check_real("rtol", rtol, low=0.0)
+    if xtol == 0 and rtol == 0:
+        raise ParameterError("xtol and rtol cannot both be 0")
+    max_evals = check_int("max_evals", max_evals, minimum=2)
+    if log_scale and lo <= 0:
+        raise ParameterError(f"log_scale needs lo > 0; got lo={lo!r}")
+
+    evals = 0
+
+    def ev(x: float) -> float:
+        nonlocal evals
+        evals += 1
+        v = float(fn(x))
+        if math.isnan(v):
+            raise ParameterError(f"calibrate: fn returned nan at x={x!r}")
+        return v
+
+    good, bad = (lo, hi) if increasing else (hi, lo)
+    v_good = ev(good)
+    if not v_good <= target:
+        raise InfeasibleError(
+            f"no value in [{lo:.6g}, {hi:.6g}] meets the target {target:.6g}: "
+            f"even x={good:.6g} gives {v_good:.6g}; widen the search interval or relax the target"
+        )
+    v_bad = ev(bad)
+    if v_bad <= target:
+        return Calibration(bad, v_bad, None, None, evals)
+
+    step = 0
+    side_count = 0  # Illinois: consecutive updates of the same end
+    last_side = None
+    g_good, g_bad = v_good - target, v_bad - target
+    while abs(bad - good) > xtol + rtol * max(abs(good), abs(bad)) and evals < max_evals:
+        step += 1
+        x = None
+        if step % 2 == 1 and math.isfinite(g_good) and math.isfinite(g_bad) and g_bad != g_good:
+            w_good, w_bad = g_good, g_bad
+            if last_side == "good" and side_count >= 2:
+                w_bad = g_bad / 2 ** (side_count - 1)
+            elif last_side == "bad" and side_count >= 2:
+                w_good = g_good / 2 ** (side_count - 1)
+            t = w_good / (w_good - w_bad)
+            if 0.0 < t < 1.0:
+                x = good + t * (bad - good)
+                # keep away from the ends so the bracket really shrinks
+                a, b = min(good, bad), max(good, bad)
+                x = min(max(x, a + 0.01 * (b - a)), b - 0.01 * (b - a))
+        if x is None:
+            if log_scale:
+                x = math.sqrt(good * bad)
+            else:
+                x = 0.5 * (good + bad)
+        if x == good or x == bad:
+            break
+        v = ev(x)
+        if v <= target:
+            good, v_good, g_good = x, v, v - target
+            side_count = side_count + 1 if last_side == "good" else 1
+            last_side = "good"
+        else:
+            bad, v_bad, g_bad = x, v, v - target
+            side_count = side_count + 1 if last_side == "bad" else 1
+            last_side = "bad"
+    return Calibration(good, v_good, bad, v_bad, evals)
+
+
+def eps_interval_for_delta(
+    delta_upper: Callable[[float], float],
+    delta_lower: Callable[[float], float],
+    delta: float,
+    eps_max: float,
+    *,
+    xtol: float = 1e-9,
+    rtol: float = 1e-9,
+) -> tuple[float, float]:
+    """Certified (eps_lower, eps_upper) for eps(delta) = min{eps >= 0 : delta(eps) <= delta}.
+
+    ``delta_upper``/``delta_lower`` are certified bounds on the non-increasing function delta(eps);
+    beyond ``eps_max`` delta(eps) no longer changes.  eps_upper is an evaluated eps with
+    delta_upper(eps_upper) <= delta, so eps(delta) <= eps_upper; eps_lower is an evaluated eps with
+    delta_lower(eps_lower) > delta, so eps(delta) > eps_lower (or 0 when nothing better is certified).
+    Either end is +inf when no finite eps reaches the target.
+    """
+    eps_max = max(float(eps_max), 0.0)
+    hi = eps_max if eps_max > 0 else 1e-300
+    # upper end
+    if delta_upper(0.0) <= delta:
+        eps_up = 0.0
+    elif delta_upper(hi) > delta:
+        eps_up = math.inf
+    else:
+        eps_up = calibrate(delta_upper, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol).x
+    # lower end
+    if delta_lower(0.0) <= delta:
+        eps_lo = 0.0
+    elif delta_lower(hi) > delta:
+        eps_lo = math.inf
+    else:
+        cal = calibrate(delta_lower, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
+        eps_lo = float(cal.x_unsafe) if cal.x_unsafe is not None else 0.0
+    return min(eps_lo, eps_up), eps_up

@@ -1,0 +1,682 @@
+"""Tight (eps, delta) accounting of neighbouring pairs, single use and composed, as certified intervals.
+
+User-facing entry points: :func:`tight_delta`, :func:`tight_epsilon` and, to reuse the built PLDs and
+FFT results across many eps / delta values, :class:`TightAccountant`.
+
+How an answer is obtained (the ``notes`` of every result say which path was taken):
+
+* **single use** - exact hockey-stick divergence over the atoms of the PLD, in log space
+  (:mod:`.pld`; seed 001 eq 2.3 with n_c = 1);
+* **small compositions** - exact pairwise convolution of the atoms when the composed support stays
+  below ``exact_max_atoms`` (:func:`.fft.compose_exact`);
+* **otherwise** - the Fourier accountant of seed 001 (§2.2, Algorithm 1) on a grid with certified
+  aliasing/truncation and round-off bounds and, for deltas below the plain FFT's round-off floor,
+  exponential tilting (:mod:`.fft`).  Placement: "split" (default; a dominating pair, second-order
+  accurate, one FFT per direction) or "lemma6" (seed 001 Lemma 6: omega^R / omega^L, first order, two
+  FFTs).  The grid spacing h and window are chosen from ``target_accuracy`` and the result is
+  *verified*: if the certified relative width (delta_upper - delta_lower)/delta_upper exceeds the
+  target, the grid is refined; if the target cannot be met within ``max_grid_size`` an
+  :class:`~shufflesim.errors.AccuracyError` says so (unless ``target_accuracy=None``, which returns the
+  best certified interval found).  To stay fast for supports of 10^6-10^7 outcomes, atoms whose total
+  mass is far below the accuracy needed are pruned into the dropped tail (upper bound only; the
+  budget is tightened if that tail ever shows in the width), and very large components are split
+  once onto a fine base grid from which every coarser split follows exactly;
+* **Chernoff fallback** - with ``tilt=False``, deltas below the plain FFT's round-off floor are
+  reported as the Chernoff upper bound and the product-event lower bound of :mod:`.tails` (flagged
+  in ``notes``), never as round-off.
+
+Heterogeneous compositions: ``pairs`` may be a sequence of pairs (P_i, Q_i); the composed pair is
+(P_1 x ... x P_r, Q_1 x ... x Q_r) (seed 001 Theorem 5, Theorem 7), and ``compositions = c`` repeats
+the whole list c times (each pair is used c times).
+
+Invariants of every answer: 0 <= delta_lower <= delta_upper <= 1; delta_upper is non-increasing and
+delta_lower non-increasing in eps over the eps values of one call (bounds are tightened across the
+eps values of a call using the monotonicity of delta(eps), which keeps them valid); delta_upper is never
+below the true delta of the pair(s) as given (the log-PMFs taken as exact; for FFT results, under the
+stated round-off model of the FFT itself, see :mod:`.fft`, which the tests check with a wide margin).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import check_int, check_real
+from ..errors import AccuracyError, ParameterError, ShufflesimError
+from .calibrate import calibrate, eps_interval_for_delta
+from .fft import (BaseSplit, GridComposition, Window, _compose_atoms_two, base_split, choose_window, compose_grid,
+                  discretise, discretise_base)
+from .pld import (NEG_INF, REL_SLACK, U, LossAtoms, PrivacyLossDistribution, _exp, check_delta, check_eps,
+                  exp_down, exp_up, sum_up)
+from .pmf_pair import PMFPair
+from .results import DeltaBound, EpsBound
+from .tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
+
+
+#: components with more atoms than this (after pruning) are split once onto a base grid of spacing
+#: max(range / BASE_POINTS, first grid spacing / 256)
+BASE_MIN_ATOMS = 200_000
+BASE_POINTS = 2**22
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """Numerical knobs of the tight accountant (all explicit; defaults in brackets).
+
+    target_accuracy  relative width (delta_upper - delta_lower)/delta_upper to certify [1e-3];
+                     None: never raise AccuracyError, return the best certified interval found
+    max_grid_size    largest FFT length allowed [2**22]
+    L, m             overrides in Koskela et al.'s terms: window [-L, L) and/or grid size m (h = 2L/m
+                     when both are given; with m alone h is chosen so that the needed window fits
+                     in m points) [None: chosen automatically].  A too small L is never hidden:
+                     the mass outside the window is bounded and shows up in the interval
+    tilt             allow exponential tilting below the round-off floor [True]; False falls back to
+                     the Chernoff/product-event bounds of :mod:`.tails` there
+    discretisation   "split" (mass- and Q-mass-preserving split between neighbouring grid points,
+                     second-order accurate, one FFT per direction) or "lemma6" (seed 001 Lemma 6:
+                     losses rounded up for the upper bound and down for the lower bound, first-order
+                     accurate, two FFTs per direction) ["split"]
+    exact_max_atoms  compose exactly (pairwise convolution) while the composed support stays below
+                     this many atoms [100_000]
+    eps_tol          absolute tolerance of eps in :meth:`TightAccountant.epsilon` root finding [1e-9]
+    absolute_accuracy  an interval narrower than this is accepted even if its relative width is
+                     larger (e.g. deltas that are zero up to rounding) [0.0]
+    max_refinements  grid refinements before giving up [4]
+    workers          threads for scipy.fft [1]
+    """
+
+    target_accuracy: float | None = 1e-3
+    max_grid_size: int = 2**22
+    L: float | None = None
+    m: int | None = None
+    tilt: bool = True
+    discretisation: str = "split"
+    exact_max_atoms: int = 100_000
+    eps_tol: float = 1e-9
+    absolute_accuracy: float = 0.0
+    max_refinements: int = 4
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if self.target_accuracy is not None:
+            check_real("target_accuracy", self.target_accuracy, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_int("max_grid_size", self.max_grid_size, minimum=64)
+        if self.L is not None:
+            check_real("L", self.L, low=0.0, low_open=True)
+        if self.m is not None:
+            check_int("m", self.m, minimum=64)
+            if self.L is None:
+                pass
+        check_int("exact_max_atoms", self.exact_max_atoms, minimum=1)
+        check_real("eps_tol", self.eps_tol, low=0.0, low_open=True)
+        check_real("absolute_accuracy", self.absolute_accuracy, low=0.0, high=1.0)
+        check_int("max_refinements", self.max_refinements, minimum=0)
+        check_int("workers", self.workers, minimum=1)
+        if self.discretisation not in ("split", "lemma6"):
+            raise ParameterError(f"discretisation must be 'split' or 'lemma6'; got {self.discretisation!r}")
+        if not isinstance(self.tilt, bool):
+            raise ParameterError(f"tilt must be True or False; got {self.tilt!r}")
+
+
+def _as_pld(p) -> PrivacyLossDistribution:
+    if isinstance(p, PrivacyLossDistribution):
+        return p
+    if isinstance(p, PMFPair):
+        return PrivacyLossDistribution.from_pair(p)
+    raise ParameterError(f"pairs must be PMFPair or PrivacyLossDistribution objects; got {type(p).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# one direction, FFT path
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class _Result:
+    lam: float
+    h: float
+    comps: tuple[GridComposition, ...]
+    span: float  #: loss range the window needs (for the next refinement); >= the window with L fixed
+
+    def interval(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.zeros(eps.shape)
+        up = np.ones(eps.shape)
+        for c in self.comps:
+            l2, u2 = c.interval(eps)
+            lo = np.maximum(lo, l2)
+            up = np.minimum(up, u2)
+        return lo, up
+
+    def fixed_error(self, eps: float) -> float:
+        return float(sum(c.fixed_error(eps)[0] for c in self.comps))
+
+    def ratio(self, eps: float) -> float:
+        return self.comps[0].ratio(eps)
+
+    @property
+    def M(self) -> int:
+        return max(c.M for c in self.comps)
+
+    def note(self) -> str:
+        c = self.comps[0]
+        w = c.window
+        how = ("split placement (upper bound; lower = upper - second-order correction)"
+               if c.rounding == "split" else "pessimistic (omega^R) upper / optimistic (omega^L) lower")
+        return (f"FFT grid h={self.h:.3g}, window [{w.lo * self.h:.4g}, {(w.lo + w.M) * self.h:.4g}) "
+                f"(L~{max(abs(w.lo), abs(w.lo + w.M)) * self.h:.3g}, m={w.M}), tilt lam={self.lam:.4g}, {how}")
+
+
+class _DirectionFFT:
+    """Adaptive FFT accounting of one direction (components = [(atoms, count)])."""
+
+    def __init__(self, components: list[tuple[LossAtoms, int]], numerics: Numerics):
+        self.components = components
+        self.num = numerics
+        self.n_total = int(sum(n for _, n in components))
+        self.results: list[_Result] = []
+        #: eps -> (lower, upper, reason) from the Chernoff/product-event bounds of .tails
+        self.tail_bounds: dict[float, tuple[float, float, str]] = {}
+        if all(a.size for a, _ in components):
+            mt = float(sum(n * (a.max_loss + a.loss_tol) for a, n in components))
+            self.max_total = mt + 4 * U * abs(mt)
+        else:
+            self.max_total = NEG_INF
+        self._grids: dict[tuple[float, float], list] = {}
+        self.log_inf = composed_log_inf_mass(components)
+        self.tail = composed_tail(components)
+        #: current pruning budget (log of the mass each component may drop into its tail)
+        self.log_budget = math.inf
+        self._work: dict[tuple[float, bool], list] = {}
+        # large components are split once onto a fine common base grid (placement "split" only)
+        self.h_base = 0.0  # 0: no base grid; fixed at the first grid request (see _grids_at)
+        self._base_spread = 0.0
+        if numerics.discretisation == "split":
+            large = [a for a, _ in components if a.size > BASE_MIN_ATOMS]
+            if large:
+                self._base_spread = max(a.max_loss - a.min_loss + 2 * a.loss_tol for a in large)
+                self.h_base = -1.0
+        #: components for the Chernoff heuristics (choice of lam, pruning budget)
+        self.heuristic_components = components
+
+    def work_components(self, use_base: bool = False) -> list:
+        """The components with their lightest atoms pruned into the tail (budget ``log_budget``);
+        with ``use_base``, those still larger than BASE_MIN_ATOMS as :class:`BaseSplit` objects."""
+        b = self.log_budget
+        key = (b, use_base)
+        if key not in self._work:
+            if len(self._work) > 4:
+                self._work.clear()
+            out = []
+            for a, n in self.components:
+                pa = a.prune(b)
+                if use_base and self.h_base > 0 and pa.size > BASE_MIN_ATOMS:
+                    out.append((base_split(pa, self.h_base), n))
+                else:
+                    out.append((pa, n))
+            self._work[key] = out
+        return self._work[key]
+
+    def pruned_tail(self) -> float:
+        """Upper-bound increment caused by pruning at the current budget."""
+        return max(composed_tail(self.work_components(False)) - self.tail, 0.0)
+
+    # ---- helpers
+    def chernoff(self, eps: float, exact: bool = True) -> tuple[float, float]:
+        key = (float(eps), exact)
+        cache = self.__dict__.setdefault("_chern_cache", {})
+        if key not in cache:
+            if len(cache) > 256:
+                cache.clear()
+            cache[key] = chernoff_log_delta(self.heuristic_components, eps, exact=exact)
+        return cache[key]
+
+    def _grids_at(self, h: float) -> tuple[float, list]:
+        """(effective h, grid components per placement); with a base grid, h is rounded down to a
+        multiple of h_base (unless h is finer than h_base, then the atoms are split directly)."""
+        use_base = False
+        if self.h_base < 0:
+            # fine enough for ~8 refinements of the first (coarse) grid, at most BASE_POINTS cells
+            self.h_base = max(self._base_spread / BASE_POINTS, h / 256, 1e-300)
+        if self.h_base > 0 and h >= self.h_base:
+            m = int(math.floor(h / self.h_base))
+            h = m * self.h_base
+            use_base = True
+        key = (h, self.log_budget)
+        if key not in self._grids:
+            if len(self._grids) > 6:
+                self._grids.clear()
+            placements = ("split",) if self.num.discretisation == "split" else ("up", "down")
+            comps = self.work_components(use_base)
+            grids = []
+            for pl in placements:
+                row = []
+                for c, n in comps:
+                    if isinstance(c, BaseSplit):
+                        row.append((discretise_base(c, int(round(h / c.h_b))), n))
+                    else:
+                        row.append((discretise(c, h, pl), n))
+                grids.append(row)
+            self._grids[key] = grids
+        return h, self._grids[key]
+
+    def _initial_h(self, lam: float) -> float:
+        """A coarse first grid: 1/100 of the tilted standard deviation of S, but never so fine that the
+        whole composed support would need more than a quarter of max_grid_size points."""
+        var = 0.0
+        total_spread = 0.0
+        for a, n in self.heuristic_components:
+            _, v = a.sketch.tilted_moments(lam)
+            var += n * v
+            if a.size:
+                total_spread += n * (a.max_loss - a.min_loss)
+        s = math.sqrt(var)
+        if not s > 0:
+            s = max(total_spread, 1e-6)
+        floor = total_spread / (self.num.max_grid_size / 4)
+        return max(s / 100, floor, 1e-12)
+
+    def build(self, lam: float, h: float, tau_w: float) -> _Result:
+        num = self.num
+        out = []
+        h, grids = self._grids_at(h)
+        span = 0.0
+        for comps in grids:
+            log_cs = [g.log_mgf(lam) for g, _ in comps]
+            if num.L is not None:
+                lo = int(math.floor(-num.L / h))
+                M = num.m if num.m is not None else int(math.ceil(2 * num.L / h))
+                if M > num.max_grid_size and num.m is None:
+                    raise AccuracyError(
+                        f"window [-L, L) with L={num.L} at spacing h={h:.3g} needs {M} grid points "
+                        f"(> max_grid_size={num.max_grid_size}); raise max_grid_size or loosen target_accuracy")
+                win = Window(lo, M)
+                span = max(span, 2 * num.L)
+            elif num.m is not None:
+                # grid size fixed: centre the window the tail bounds ask for on m points
+                need = choose_window(comps, lam, log_cs, tau_w, 2**62)
+                win = Window(need.lo - (num.m - need.M) // 2, num.m)
+                span = max(span, need.M * h)
+            else:
+                win = choose_window(comps, lam, log_cs, tau_w, num.max_grid_size)
+                span = max(span, win.M * h)
+            out.append(compose_grid(comps, lam=lam, window=win, workers=num.workers))
+        res = _Result(lam, h, tuple(out), span)
+        self.results.append(res)
+        return res
+
+    def fft_interval(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Best certified FFT interval over all results built so far (min of uppers, max of lowers)."""
+        lo = np.zeros(eps.shape)
+        up = np.ones(eps.shape)
+        for r in self.results:
+            l2, u2 = r.interval(eps)
+            lo = np.maximum(lo, l2)
+            up = np.minimum(up, u2)
+        return lo, np.maximum(up, lo)
+
+    def interval(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Best certified interval: FFT results, the exact zero beyond the largest loss, tail bounds."""
+        lo, up = self.fft_interval(eps)
+        beyond = eps >= self.max_total
+        if np.any(beyond):
+            inf_up = min(1.0, sum_up(exp_up(self.log_inf + math.log1p(REL_SLACK)), self.tail))
+            inf_lo = exp_down(self.log_inf + math.log1p(-REL_SLACK))
+            up = np.where(beyond, np.minimum(up, inf_up), up)
+            lo = np.where(beyond, np.maximum(lo, inf_lo), lo)
+        for i, e in enumerate(eps):
+            tb = self.tail_bounds.get(float(e))
+            if tb is not None:
+                lo[i] = max(lo[i], tb[0])
+                up[i] = min(up[i], tb[1])
+        return lo, np.maximum(up, lo)
+
+    def _fixed_error(self, r: _Result, eps: float) -> float:
+        """Part of the width of r's interval at eps that does not shrink with h (round-off, tails)."""
+        return r.fixed_error(eps)
+
+    def _add_tails(self, eps: float, reason: str) -> None:
+        if float(eps) not in self.tail_bounds:
+            tl, tu = tail_delta_interval(self.components, np.array([eps]))
+            self.tail_bounds[float(eps)] = (float(tl[0]), float(tu[0]), reason)
+
+    # ---- the adaptive procedure
+    def ensure(self, eps: float, ref: float) -> str:
+        """Certify the interval at eps to the target accuracy.
+
+        Returns "fft" (certified by the FFT), "exact" (eps beyond the largest loss), "tails"
+        (Chernoff fallback: below the round-off floor with tilting disabled, or the tail bounds meet
+        the target where the FFT could not) or "fail" (target not met).
+        """
+        num = self.num
+        tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
+        e = np.array([eps])
+
+        def good() -> bool:
+            lo, up = self.interval(e)
+            return float(up[0] - lo[0]) <= max(tau * max(float(up[0]), ref), num.absolute_accuracy)
+
+        if eps >= self.max_total:
+            return "exact"
+        if float(eps) in self.tail_bounds:
+            return "tails" if good() or self.tail_bounds[float(eps)][2] == "floor" else "fail"
+        if self.results and good():
+            return "fft"
+        log_ch, lam_star = self.chernoff(eps)
+        if not math.isfinite(lam_star):
+            lam_star = 0.0
+        # prune atoms whose total mass is far below the accuracy needed here (Chernoff >= delta)
+        budget = math.log(1e-9 * tau) + max(log_ch, math.log(1e-300)) - math.log(max(self.n_total, 1))
+        if budget < self.log_budget:
+            self.log_budget = budget
+        lam = 0.0
+        if num.tilt and log_ch < math.log(1e-3):
+            lam = lam_star
+        tau_w = 1e-7 * tau
+        same = [r for r in self.results if r.lam == lam]
+        if same:
+            r = min(same, key=lambda r: r.h)
+            h = r.h
+        else:
+            h = 2 * num.L / num.m if (num.L is not None and num.m is not None) else self._initial_h(lam)
+            r = self.build(lam, h, tau_w)
+        for _ in range(num.max_refinements + 1):
+            if good():
+                return "fft"
+            lo, up = r.interval(e)
+            width = float(up[0] - lo[0])
+            need = max(tau * max(float(up[0]), ref), num.absolute_accuracy)
+            if self.tail > 0:
+                # the pairs' own truncated mass is part of the width whatever the grid: refine the rest
+                width = max(width - self.tail, 0.0)
+                if width <= need:
+                    break
+            fixed = self._fixed_error(r, eps)
+            pruned = self.pruned_tail()
+            if pruned > 0.1 * need:
+                self.log_budget -= math.log(1e8)
+                r = self.build(lam, h, tau_w)
+                continue
+            fixed += pruned
+            if fixed > 0.25 * need:
+                if lam == 0.0 and num.tilt and lam_star > 0:
+                    lam = lam_star
+                    h = self._initial_h(lam)
+                    r = self.build(lam, h, tau_w)
+                    continue
+                if lam == 0.0 and not num.tilt:
+                    self._add_tails(eps, "floor")
+                    return "tails"
+                tau_w *= 1e-6
+            if num.L is not None and num.m is not None:
+                break
+            disc = max(width - fixed, 1e-300)
+            if num.discretisation == "split":
+                # the split's width is second order in h
+                h_new = h * math.sqrt(0.4 * need / disc)
+            else:
+                ratio = r.ratio(eps)
+                h_disc = 0.4 * need / disc * h
+                h_model = 0.4 * tau / (self.n_total * max(ratio - 1.0, 1e-6))
+                h_new = min(h_disc, h_model)
+            h_new = min(h_new, h / 1.5)
+            width_loss = r.span
+            limit = num.m if num.m is not None else num.max_grid_size
+            if width_loss / h_new > 0.95 * limit:
+                h_new = width_loss / (0.95 * limit)
+                if h_new >= h * 0.999:
+                    break
+            h = h_new
+            try:
+                r = self.build(lam, h, tau_w)
+            except AccuracyError:
+                break
+        if good():
+            return "fft"
+        self._add_tails(eps, "accuracy")
+        return "tails" if good() else "fail"
+
+
+# ---------------------------------------------------------------------------------------------
+# the accountant
+# ---------------------------------------------------------------------------------------------
+
+class TightAccountant:
+    """Tight accountant for one pair used ``compositions`` times, or a list of pairs (heterogeneous).
+
+    Build once, then call :meth:`delta` / :meth:`epsilon` as often as needed: PLDs, exact
+    compositions and FFT results are cached and reused across eps / delta values.
+    """
+
+    def __init__(self, pairs, *, compositions: int = 1, **numerics):
+        self.numerics = Numerics(**numerics)
+        self.compositions = check_int("compositions", compositions, minimum=1)
+        if isinstance(pairs, (PMFPair, PrivacyLossDistribution)):
+            plist = [pairs]
+        else:
+            try:
+                plist = list(pairs)
+            except TypeError:
+                raise ParameterError(f"pairs must be a PMFPair or a sequence of them; got {type(pairs).__name__}") from None
+            if not plist:
+                raise ParameterError("pairs must contain at least one pair")
+        # group identical objects
+        groups: dict[int, list] = {}
+        for p in plist:
+            groups.setdefault(id(p), [p, 0])[1] += 1
+        self.plds: list[tuple[PrivacyLossDistribution, int]] = [
+            (_as_pld(p), cnt * self.compositions) for p, cnt in groups.values()
+        ]
+        self.n_total = sum(c for _, c in self.plds)
+        self.symmetric = all(p.symmetric for p, _ in self.plds)
+        self._exact: PrivacyLossDistribution | None = None
+        self._mode = "fft"
+        if self.n_total == 1:
+            self._exact = self.plds[0][0]
+            self._mode = "exact"
+        else:
+            try:
+                pq = _try_exact([(p.pq, c) for p, c in self.plds], self.numerics.exact_max_atoms)
+                qp = pq if self.symmetric else _try_exact([(p.qp, c) for p, c in self.plds], self.numerics.exact_max_atoms)
+            except _TooBig:
+                pass
+            else:
+                self._exact = PrivacyLossDistribution(pq, qp, "composed", {}, "exact pairwise composition")
+                self._mode = "exact-composed"
+        self._dirs: list[_DirectionFFT] = []
+        if self._mode == "fft":
+            ndir = 1 if self.symmetric else 2
+            for d in range(ndir):
+                comps = [(p.directions[d], c) for p, c in self.plds]
+                self._dirs.append(_DirectionFFT(comps, self.numerics))
+
+    @property
+    def mode(self) -> str:
+        """"exact" (single use), "exact-composed" (pairwise convolution) or "fft"."""
+        return self._mode
+
+    # ------------------------------------------------------------------ delta
+    def delta_interval(self, eps, *, strict: bool = True, query: str = "") -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
+        """(lower, upper, notes) for an array of eps (no monotone post-processing).
+
+        ``strict``: raise AccuracyError where the target cannot be certified (unless the target is None);
+        ``query`` names the user's question in that message.
+        """
+        eps = check_eps(eps)
+        if self._exact is not None:
+            lo, up = self._exact.delta_interval(eps)
+            n = self._exact.pq.size + (0 if self.symmetric else self._exact.qp.size)
+            what = "single use" if self._mode == "exact" else f"exact pairwise composition, n_c={self.n_total}"
+            return lo, up, [(f"exact over {n} atoms ({what})",)] * eps.size
+        num = self.numerics
+        los = np.zeros(eps.size)
+        ups = np.zeros(eps.size)
+        notes: list[tuple[str, ...]] = []
+        for i, e in enumerate(eps):
+            e = float(e)
+            e_arr = np.array([e])
+            order = sorted(range(len(self._dirs)), key=lambda d: -self._dirs[d].chernoff(e, exact=False)[0])
+            ref = 0.0
+            dl, du, dn = [], [], []
+            for d in order:
+                sol = self._dirs[d]
+                status = sol.ensure(e, ref)
+                lo, up = sol.interval(e_arr)
+                if status == "fail" and strict and num.target_accuracy is not None:
+                    rel = float((up[0] - lo[0]) / up[0]) if up[0] > 0 else 0.0
+                    what = query or f"delta(eps={e:.6g})"
+                    where = f" at eps={e:.6g}" if query else ""
+                    hint = "raise max_grid_size, loosen target_accuracy, or pass target_accuracy=None to accept it"
+                    if sol.tail > 0.5 * (up[0] - lo[0]):
+                        hint = (f"the pairs' truncated (dropped) mass alone contributes {sol.tail:.3g}; build the pairs "
+                                f"with a smaller truncation, or pass target_accuracy=None to accept it")
+                    raise AccuracyError(
+                        f"could not certify {what} to relative accuracy {num.target_accuracy:g} within "
+                        f"max_grid_size={num.max_grid_size}: best delta interval{where} [{lo[0]:.6g}, {up[0]:.6g}] "
+                        f"(relative width {rel:.3g}); {hint}"
+                    )
+                dn.extend(self._notes(sol, status, e_arr))
+                ref = max(ref, float(lo[0]))
+                dl.append(float(lo[0]))
+                du.append(float(up[0]))
+            los[i] = max(dl)
+            ups[i] = max(du)
+            dn.append(f"composed n_c={self.n_total} ({len(self.plds)} distinct pair(s))")
+            notes.append(tuple(dict.fromkeys(dn)))
+        return los, ups, notes
+
+    @staticmethod
+    def _notes(sol: _DirectionFFT, status: str, e_arr: np.ndarray) -> list[str]:
+        out = []
+        tb = sol.tail_bounds.get(float(e_arr[0]))
+        if status == "exact":
+            out.append("eps beyond the largest composed loss: finite part exactly 0")
+        elif status in ("tails", "fail") and tb is not None and tb[2] == "floor":
+            out.append("Chernoff fallback below round-off floor (tilting disabled): upper = Chernoff bound, "
+                       "lower = product-event bound (not tight)")
+        elif status in ("tails", "fail") and tb is not None:
+            out.append("Chernoff/product-event tail bounds used where the FFT grid could not certify the target")
+        if status == "fail":
+            out.append("target accuracy NOT met (target_accuracy=None): interval is certified but wide")
+        if sol.results and status != "exact":
+            best = min(sol.results, key=lambda r: float(r.interval(e_arr)[1][0]))
+            out.append(best.note())
+        return out
+
+    def delta(self, eps) -> list[DeltaBound]:
+        """Certified bounds on delta(eps) for a scalar or list of eps >= 0."""
+        eps_arr = check_eps(eps)
+        order = np.argsort(eps_arr, kind="stable")
+        lo, up, notes = self.delta_interval(eps_arr[order])
+        # monotone tightening: delta is non-increasing in eps, so both stay valid
+        up = np.minimum.accumulate(up)
+        lo = np.maximum.accumulate(lo[::-1])[::-1]
+        lo = np.minimum(lo, up)
+        out: list[DeltaBound | None] = [None] * eps_arr.size
+        for rank, idx in enumerate(order):
+            out[idx] = DeltaBound(float(eps_arr[idx]), float(up[rank]), float(lo[rank]), "tight", notes[rank])
+        return out  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ epsilon
+    def _combined(self, eps: float) -> tuple[float, float]:
+        e = np.array([eps])
+        if self._exact is not None:
+            lo, up = self._exact.delta_interval(e)
+            return float(lo[0]), float(up[0])
+        lo = 0.0
+        up = 0.0
+        for sol in self._dirs:
+            l2, u2 = sol.interval(e)
+            lo = max(lo, float(l2[0]))
+            up = max(up, float(u2[0]))
+        return lo, max(up, lo)
+
+    def _eps_max(self) -> float:
+        if self._exact is not None:
+            return max(0.0, self._exact.max_finite_loss()) * (1 + 1e-12) + 1e-300
+        return max([0.0] + [s.max_total for s in self._dirs if s.max_total > NEG_INF]) * (1 + 1e-12) + 1e-300
+
+    def epsilon(self, delta) -> list[EpsBound]:
+        """Certified interval (eps_lower, eps_upper] for eps(delta) = min{eps >= 0: delta(eps) <= delta}.
+
+        eps_upper is an evaluated eps with certified delta_upper(eps_upper) <= delta; eps_lower one with
+        certified delta_lower(eps_lower) > delta (0 if none).  Composed case: the grid is refined at
+        the current estimate of eps(delta) until the delta interval there meets the target accuracy.
+        """
+        deltas = check_delta(delta)
+        num = self.numerics
+        out = []
+        eps_max = self._eps_max()
+        upper = lambda x: self._combined(x)[1]  # noqa: E731
+        lower = lambda x: self._combined(x)[0]  # noqa: E731
+        for d in deltas:
+            d = float(d)
+            if self._exact is not None:
+                lo_e, up_e = eps_interval_for_delta(upper, lower, d, eps_max, xtol=num.eps_tol)
+                notes = self.delta_interval([0.0])[2][0]
+                out.append(EpsBound(d, float(up_e), float(lo_e), "tight", notes))
+                continue
+            # first guess: where the (sketch) Chernoff bound meets the target; it is >= eps(delta)
+            e_guess = self._chernoff_eps(d, eps_max)
+            up_e, lo_e = e_guess, 0.0
+            for _ in range(num.max_refinements + 2):
+                self.delta_interval([e_guess], strict=False)
+                lo_e, up_e = eps_interval_for_delta(upper, lower, d, eps_max, xtol=num.eps_tol)
+                if not math.isfinite(up_e) or abs(up_e - e_guess) <= 1e-12 + 1e-9 * up_e:
+                    break
+                e_guess = up_e
+            at = up_e if math.isfinite(up_e) else e_guess
+            _, _, nts = self.delta_interval([at], strict=num.target_accuracy is not None,
+                                            query=f"eps(delta={d:.6g})")
+            out.append(EpsBound(d, float(up_e), float(lo_e), "tight", nts[0]))
+        return out
+
+    def _chernoff_eps(self, delta: float, eps_max: float) -> float:
+        def chern(x: float) -> float:
+            tot = 0.0
+            for sol in self._dirs:
+                lc, _ = sol.chernoff(x, exact=False)
+                tot = max(tot, exp_up(lc) + _exp(sol.log_inf) + sol.tail)
+            return tot
+
+        try:
+            return calibrate(chern, delta, 0.0, eps_max, increasing=False, xtol=1e-6, rtol=1e-4).x
+        except ShufflesimError:
+            return eps_max
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _try_exact(components: list[tuple[LossAtoms, int]], max_atoms: int) -> LossAtoms:
+    """Exact pairwise composition, abandoned (``_TooBig``) as soon as a step would exceed max_atoms."""
+    seq: list[LossAtoms] = []
+    for a, n in components:
+        seq.extend([a] * int(n))
+    out = seq[0]
+    for a in seq[1:]:
+        if out.size * max(a.size, 1) > max_atoms:
+            raise _TooBig
+        out = _compose_atoms_two(out, a, True)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# functional interface
+# ---------------------------------------------------------------------------------------------
+
+def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaBound]:
+    """Tight certified delta(eps) for one pair used ``compositions`` times or a list of pairs.
+
+    ``pairs``: a PMFPair (homogeneous: composed ``compositions`` times) or a sequence of PMFPairs
+    (heterogeneous: each composed once; ``compositions`` repeats the whole list).  ``eps``: a number
+    or list of numbers >= 0.  ``numerics``: see :class:`Numerics`.  Returns one DeltaBound per eps
+    (method "tight"; ``notes`` say which path certified it).
+    """
+    return TightAccountant(pairs, compositions=compositions, **numerics).delta(eps)
+
+
+def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
+    """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
+    return TightAccountant(pairs, compositions=compositions, **numerics).epsilon(delta)
