@@ -140,5 +140,6 @@ def test_demo_quick(capsys, tmp_path):
     assert code == 0, err
     d = json.loads(out)
     assert len(d["summary"]) == 2 and d["complete"]
+    assert all(r["eps"] <= r["eps0"] for r in d["summary"])
     assert (tmp_path / "demo" / "records.parquet").exists()
     assert (tmp_path / "demo" / "summary.csv").exists()
