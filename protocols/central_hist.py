@@ -25,12 +25,10 @@ from shufflesim.baselines import IdentityRandomiser
 from shufflesim.central import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
 from shufflesim.errors import ParameterError
 from shufflesim.options import Option
-from shufflesim.protocol import Protocol
+from shufflesim.histogram import HistogramEstimate, HistogramProtocol
 from shufflesim.registry import register
 from shufflesim.shuffler import TrustedCurator, View
-from shufflesim.simplex import project_to_simplex, total_variation
-
-from .krr import HistogramEstimate
+from shufflesim.simplex import project_to_simplex
 
 SENSITIVITY = {"replace": (2.0, math.sqrt(2.0)), "add-remove": (1.0, 1.0)}
 
@@ -51,23 +49,7 @@ class NoisyHistogramAnalyser(Analyser):
         return HistogramEstimate(hist, noisy, project_to_simplex(noisy / self.n))
 
 
-class _CentralHistogram(Protocol):
-    data_kind = "categorical"
-    metric_names = ("tv",)
-
-    @property
-    def k(self) -> int:
-        return self.params["k"]
-
-    def truth(self, data: np.ndarray) -> np.ndarray:
-        return np.bincount(data, minlength=self.k).astype(float)
-
-    def point_estimate(self, raw: HistogramEstimate) -> np.ndarray:
-        return raw.counts
-
-    def metrics(self, raw: HistogramEstimate, truth: np.ndarray) -> dict[str, float]:
-        return {"tv": total_variation(raw.distribution, truth / self.n)}
-
+class _CentralHistogram(HistogramProtocol):
     def mse_worst(self) -> float:
         return self.mse_expected(None)
 

@@ -19,11 +19,11 @@ from shufflesim._checks import check_int, check_positive, check_real
 from shufflesim.analyser import Analyser
 from shufflesim.errors import ParameterError
 from shufflesim.options import Option
-from shufflesim.protocol import Protocol
+from shufflesim.histogram import HistogramEstimate, HistogramProtocol
 from shufflesim.randomiser import LocalRandomiser, RRFamily
 from shufflesim.registry import register
 from shufflesim.shuffler import SingleShuffler, View
-from shufflesim.simplex import project_to_simplex, total_variation
+from shufflesim.simplex import project_to_simplex
 from shufflesim.spaces import IntegerRange
 
 
@@ -88,15 +88,6 @@ class KRRRandomiser(LocalRandomiser):
         return p
 
 
-@dataclass(frozen=True)
-class HistogramEstimate:
-    """The three k-RR analyses of one view."""
-
-    histogram: np.ndarray  # N_j, the shuffled counts
-    counts: np.ndarray  # debiased ĉ_j
-    distribution: np.ndarray  # projected onto the simplex
-
-
 class KRRAnalyser(Analyser):
     """Shuffled histogram, debiased counts and the shuffle+INV distribution estimate."""
 
@@ -131,13 +122,11 @@ def krr_mse_expected(n: int, k: int, gamma: float) -> float:
 
 
 @register
-class KRRProtocol(Protocol):
+class KRRProtocol(HistogramProtocol):
     """Shuffled k-ary randomised response (single message, single shuffler)."""
 
     name = "krr"
     summary = "k-ary randomised response, shuffled; debiased counts and shuffle+INV distribution"
-    data_kind = "categorical"
-    metric_names = ("tv",)
     options = (
         Option("k", int, "number of categories (k >= 2; k = 2 is binary RR)", default=None, metavar="K"),
         Option("gamma", float, "blanket probability in (0, 1): report a uniform value w.p. gamma"),
@@ -166,21 +155,8 @@ class KRRProtocol(Protocol):
         )
 
     @property
-    def k(self) -> int:
-        return self.params["k"]
-
-    @property
     def gamma(self) -> float:
         return self.params["gamma"]
-
-    def truth(self, data: np.ndarray) -> np.ndarray:
-        return np.bincount(data, minlength=self.k).astype(float)
-
-    def point_estimate(self, raw: HistogramEstimate) -> np.ndarray:
-        return raw.counts
-
-    def metrics(self, raw: HistogramEstimate, truth: np.ndarray) -> dict[str, float]:
-        return {"tv": total_variation(raw.distribution, truth / self.n)}
 
     def mse_expected(self, data: np.ndarray) -> float:
         return krr_mse_expected(self.n, self.k, self.gamma)
