@@ -1,0 +1,457 @@
+"""Baselines for real summation (seed 004 §1, §7, Table 3; FORMULAS §4–5).  Inputs x ∈ [0, 1]; the target is
+S = Σ x and the error is the squared error of the sum.
+
+* ``cheu-sum``  — Cheu et al. (EUROCRYPT 2019) as seed 004 describes it: randomised rounding of x to
+  x̄ ∈ {0..r}, unary encoding into r bits (bit j = 1 iff j ≤ x̄), each bit through binary blanket randomised
+  response (keep w.p. 1 − γ, else a uniform bit), all n·r bits through one shuffler; r = ⌈ε√n⌉ by default
+  (the message counts of seed 004 Table 3).  Analyser: Ŝ = (Σ y − nrγ/2)/(r(1 − γ)).
+  Exact error: Σy_i = x̄_i + Σ_j B_j(U_j − b_j) has E[·|x̄] = (1−γ)x̄ + γr/2 and Var(·|x̄) = rγ(2−γ)/4 for
+  every x̄, so a user contributes v_i/r² + γ(2−γ)/(4r(1−γ)²), v_i the rounding variance.
+  Privacy ("blanket-binomial", an upper bound for the adversary who knows the other users' inputs and
+  which of their bits were blanketed): the view reduces to the target's count of ones plus Bin(M, 1/2),
+  M ~ Bin((n−1)r, γ) the other users' blanketed bits.  The target's count is Bin(r, 1 − γ/2) (x̄ = r) or
+  Bin(r, γ/2) (x̄ = 0); these extremes are taken as the worst pair (monotone likelihood ratio; the tests
+  check it against every pair of x̄ by brute force for small r).  δ = E_M[δ(P_M‖Q_M)] (both directions
+  agree by the bit-flip symmetry), and δ(P_m‖Q_m) is non-increasing in m (Bin(m+1, ½) adds independent
+  noise to Bin(m, ½)), so M is binned and each bin charged the δ of its smallest m; the masses of M and
+  of Bin(m, ½) outside the computed windows are added to δ.  γ is the smallest value this certifies
+  (safe-side root finding).
+* ``local-rr-sum`` — local model (seed 004 Table 3 "LocalDP"): randomised rounding to a bit, binary
+  randomised response with ε (flip probability p = 1/(e^ε + 1)), Ŝ = (Σ y − np)/(1 − 2p).  y is Bernoulli
+  with π = p + (1−2p)x, so the exact MSE is Σ π_i(1−π_i)/(1−2p)², worst n(e^ε/(e^ε−1)² + 1/4) at x = ½.
+* ``local-laplace-sum`` — each user sends x + Lap(1/ε); MSE 2n/ε² for every data set.
+* ``central-laplace-sum`` — a trusted curator adds Lap(1/ε) to Σ x (sensitivity 1); MSE 2/ε² (Table 3
+  "CuratorDP").
+* ``central-dlap-sum`` — the curator sums the users' randomised roundings at precision p (default ⌈√n⌉,
+  as seed 004's experiments), adds DLap(α) with α = e^{−ε/p} (sensitivity p) and divides by p; exact
+  MSE Σ v_i/p² + 2α/((1−α)²p²) (FORMULAS §4), worst n/(4p²) + 2α/((1−α)²p²).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from shufflesim._checks import check_int, check_real
+from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.analyser import Analyser
+from shufflesim.baselines import IdentityRandomiser
+from shufflesim.errors import InfeasibleError, ParameterError
+from shufflesim.options import Option
+from shufflesim.protocol import Protocol
+from shufflesim.randomiser import LocalRandomiser, RRFamily
+from shufflesim.registry import register
+from shufflesim.rounding import grid_dtype, randomised_round, rounding_variance
+from shufflesim.shuffler import SingleShuffler, TrustedCurator, View
+from shufflesim.spaces import IntegerRange, RealNumbers
+
+from .blanket_sum import DELTA_OPTION, GAMMA_MAX, default_delta
+
+__all__ = [
+    "cheu_messages",
+    "cheu_delta",
+    "cheu_gamma",
+    "CheuRandomiser",
+    "CheuAnalyser",
+    "CheuSumProtocol",
+    "LocalRRSumProtocol",
+    "LocalLaplaceSumProtocol",
+    "CentralLaplaceSumProtocol",
+    "CentralDLapSumProtocol",
+    "local_rr_worst_mse",
+]
+
+EPS_REQUIRED = Option("eps", float, "central epsilon > 0 (required)")
+
+
+def _eps(eps) -> float:
+    if eps is None:
+        raise ParameterError("this protocol needs --eps (epsilon > 0)")
+    return check_real("eps", eps, low=0.0, low_open=True)
+
+
+class _RealSum(Protocol):
+    data_kind = "real"
+
+    def truth(self, data: np.ndarray) -> float:
+        return float(np.sum(data))
+
+    def mse_worst(self) -> float:
+        return self.mse_expected(None)
+
+    def privacy(self) -> PrivacyGuarantee:
+        return self._privacy
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cheu et al.: unary encoding, binary RR per bit, one shuffler
+# ---------------------------------------------------------------------------------------------------
+
+
+def cheu_messages(n: int, eps: float) -> int:
+    """r = ⌈ε√n⌉ (the message counts of seed 004 Table 3), at least 1."""
+    return max(1, math.ceil(eps * math.sqrt(n) - 1e-12))
+
+
+def _log_binom(n: int, p: float, lo: int, hi: int) -> np.ndarray:
+    k = np.arange(lo, hi + 1)
+    return stats.binom.logpmf(k, n, p)
+
+
+def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
+    return float(np.sum(np.maximum(p - math.exp(eps) * q, 0.0)))
+
+
+def _cheu_delta_at(m: int, r: int, q: float, eps: float, tail: float) -> float:
+    """δ(P_m‖Q_m) with P_m = Bin(r, 1−q) + Bin(m, ½), Q_m = Bin(r, q) + Bin(m, ½), plus dropped mass."""
+    if m == 0:
+        lo, hi, noise = 0, 0, np.ones(1)
+        dropped = 0.0
+    else:
+        lo = int(stats.binom.ppf(tail, m, 0.5))
+        hi = int(stats.binom.isf(tail, m, 0.5))
+        noise = np.exp(_log_binom(m, 0.5, lo, hi))
+        dropped = 2.0 * tail
+    tp = np.exp(_log_binom(r, 1.0 - q, 0, r))
+    tq = np.exp(_log_binom(r, q, 0, r))
+    pp = np.convolve(noise, tp)  # direct convolution: positive terms only, relative accuracy
+    qq = np.convolve(noise, tq)
+    return min(1.0, _hockey(pp, qq, eps) + dropped)
+
+
+def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int = 64, tail: float = 1e-16) -> float:
+    """Certified upper bound on δ(ε) of ``cheu-sum`` ("blanket-binomial", module docstring)."""
+    if gamma >= 1.0:
+        return 0.0
+    q = gamma / 2.0
+    n0 = (n - 1) * r
+    if n0 == 0:
+        return _cheu_delta_at(0, r, q, eps, tail)
+    m_lo = int(stats.binom.ppf(tail, n0, gamma))
+    m_hi = int(stats.binom.isf(tail, n0, gamma)) + 1
+    edges = np.unique(np.linspace(m_lo, m_hi, bins + 1).round().astype(np.int64))
+    cdf = stats.binom.cdf(edges - 1, n0, gamma)
+    weights = np.diff(np.r_[cdf, 1.0])  # bin b = [edges[b], edges[b+1]); the last bin takes the upper tail
+    below = float(cdf[0])  # P(M < m_lo): charged delta = 1
+    total = below
+    for a, w in zip(edges, weights):  # ~64 bins, each one FFT convolution
+        if w > 0:
+            total += float(w) * _cheu_delta_at(int(a), r, q, eps, tail)
+    return min(1.0, total)
+
+
+@lru_cache(maxsize=64)
+def cheu_gamma(n: int, r: int, eps: float, delta: float) -> float:
+    """Smallest γ whose :func:`cheu_delta` is ≤ δ (safe-side root finding); InfeasibleError if γ → 1."""
+    from shufflesim.accounting.calibrate import calibrate
+
+    try:
+        cal = calibrate(lambda g: cheu_delta(n, r, g, eps), delta, 1e-4, GAMMA_MAX, increasing=False,
+                        xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60)
+    except InfeasibleError:
+        raise InfeasibleError(f"cheu-sum: no blanket gamma < 1 certifies ({eps:.6g}, {delta:.3g})-DP with n={n}, "
+                              f"r={r} messages") from None
+    if cal.x >= GAMMA_MAX:
+        raise InfeasibleError(f"cheu-sum: ({eps:.6g}, {delta:.3g})-DP with n={n}, r={r} needs gamma -> 1")
+    return float(cal.x)
+
+
+@dataclass(frozen=True, eq=False)
+class CheuRandomiser(LocalRandomiser):
+    """Randomised rounding to {0..r}, unary encoding into r bits, binary blanket RR on each bit."""
+
+    r: int
+    gamma: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages_per_user", self.r)
+        object.__setattr__(self, "message_space", IntegerRange(0, 1))
+        object.__setattr__(self, "rr_family", RRFamily(2, self.gamma))
+        object.__setattr__(self, "eps0", math.log1p(2.0 * (1.0 - self.gamma) / self.gamma))
+
+    #: bits drawn per chunk of users (bounds the temporary float arrays to ~32 MB)
+    chunk_bits: int = 1 << 22
+
+    def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        # blanket-then-uniform flips each bit independently with probability γ/2
+        xbar = randomised_round(x, self.r, rng, dtype=np.int64)
+        n = xbar.shape[0]
+        out = np.empty((n, self.r), dtype=np.uint8)
+        pos = np.arange(1, self.r + 1)
+        step = max(1, self.chunk_bits // self.r)
+        for s in range(0, n, step):  # chunks of users, each vectorised
+            e = min(n, s + step)
+            bits = pos[None, :] <= xbar[s:e, None]  # unary code
+            flips = rng.random((e - s, self.r)) < self.gamma / 2.0
+            np.not_equal(bits, flips, out=out[s:e].view(bool))
+        return out
+
+
+class CheuAnalyser(Analyser):
+    """Ŝ = (Σ y − nrγ/2)/(r(1 − γ)) from the count of ones in the single shuffled channel."""
+
+    name = "cheu-debias"
+
+    def __init__(self, r: int, gamma: float, n: int):
+        self.r, self.gamma, self.n = r, gamma, n
+
+    def analyse(self, view: View, rng: np.random.Generator) -> float:
+        ones = view.integer_sum(0)
+        return (ones - self.n * self.r * self.gamma / 2.0) / (self.r * (1.0 - self.gamma))
+
+
+@register
+class CheuSumProtocol(_RealSum):
+    """Cheu et al.'s multi-message real summation (unary bits, binary RR, one shuffler)."""
+
+    name = "cheu-sum"
+    summary = "Cheu et al. real sum: unary encoding into r bits, binary blanket RR per bit, one shuffler"
+    options = (
+        EPS_REQUIRED,
+        DELTA_OPTION,
+        Option("messages", int, "bits per user r >= 1 (default: ceil(eps*sqrt(n)), seed 004 Table 3)", metavar="R"),
+        Option("gamma", float, "blanket probability per bit in (0, 1) (default: calibrated to eps, delta)"),
+    )
+
+    @classmethod
+    def create(cls, n: int, *, eps=None, delta=None, messages=None, gamma=None) -> "CheuSumProtocol":
+        n = check_int("n", n, minimum=2)
+        eps = _eps(eps)
+        delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
+                                                                     high_open=True)
+        r = cheu_messages(n, eps) if messages is None else check_int("messages", messages, minimum=1)
+        if gamma is None:
+            gamma = cheu_gamma(n, r, eps, delta)
+            d = cheu_delta(n, r, gamma, eps)
+        else:
+            gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True)
+            d = cheu_delta(n, r, gamma, eps)
+        proto = cls(n=n, randomiser=CheuRandomiser(r, gamma), shuffler=SingleShuffler(),
+                    analyser=CheuAnalyser(r, gamma, n),
+                    params={"messages": r, "gamma": gamma, "eps": eps, "delta": d})
+        proto._privacy = PrivacyGuarantee(eps, d, "blanket-binomial", (
+            "upper bound for the adversary who knows the others' inputs and blanket coins; module docstring",))
+        return proto
+
+    def user_variances(self, data: np.ndarray) -> np.ndarray:
+        r, g = self.params["messages"], self.params["gamma"]
+        return rounding_variance(data, r) / r**2 + g * (2.0 - g) / (4.0 * r * (1.0 - g) ** 2)
+
+    def mse_expected(self, data) -> float:
+        if data is None:  # worst case: rounding variance 1/4 (x at the middle of a grid cell)
+            r, g = self.params["messages"], self.params["gamma"]
+            return self.n * (1.0 / (4.0 * r * r) + g * (2.0 - g) / (4.0 * r * (1.0 - g) ** 2))
+        return float(np.sum(self.user_variances(data)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Local model: randomised rounding + binary RR; local Laplace
+# ---------------------------------------------------------------------------------------------------
+
+
+def local_rr_worst_mse(n: int, eps: float) -> float:
+    """n(e^ε/(e^ε−1)² + 1/4) (seed 004 Table 3 "LocalDP"; FORMULAS §5)."""
+    return n * (math.exp(eps) / math.expm1(eps) ** 2 + 0.25)
+
+
+@dataclass(frozen=True, eq=False)
+class LocalRRRandomiser(LocalRandomiser):
+    """Randomised rounding to a bit, then binary randomised response with flip probability p."""
+
+    eps: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flip", 1.0 / (math.exp(self.eps) + 1.0))
+        object.__setattr__(self, "message_space", IntegerRange(0, 1))
+        object.__setattr__(self, "eps0", self.eps)
+        object.__setattr__(self, "rr_family", RRFamily(2, 2.0 * self.flip))
+
+    def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        b = randomised_round(x, 1, rng)
+        flip = (rng.random(b.shape[0]) < self.flip).astype(b.dtype)
+        return (b ^ flip)[:, None]
+
+
+class LocalRRAnalyser(Analyser):
+    name = "local-rr-debias"
+
+    def __init__(self, flip: float, n: int):
+        self.flip, self.n = flip, n
+
+    def analyse(self, view: View, rng: np.random.Generator) -> float:
+        return (view.integer_sum(0) - self.n * self.flip) / (1.0 - 2.0 * self.flip)
+
+
+@register
+class LocalRRSumProtocol(_RealSum):
+    """Local-model real sum: randomised rounding to {0, 1} + binary randomised response."""
+
+    name = "local-rr-sum"
+    summary = "local model: randomised rounding to a bit + binary randomised response (seed 004 LocalDP)"
+    options = (EPS_REQUIRED,)
+
+    @classmethod
+    def create(cls, n: int, *, eps=None) -> "LocalRRSumProtocol":
+        n = check_int("n", n, minimum=1)
+        eps = _eps(eps)
+        rnd = LocalRRRandomiser(eps)
+        proto = cls(n=n, randomiser=rnd, shuffler=SingleShuffler(), analyser=LocalRRAnalyser(rnd.flip, n),
+                    params={"eps": eps, "flip_probability": rnd.flip})
+        proto._privacy = PrivacyGuarantee(eps, 0.0, "local", ("eps-LDP randomiser; no amplification claimed",))
+        return proto
+
+    def mse_expected(self, data) -> float:
+        p = self.params["flip_probability"]
+        if data is None:
+            return local_rr_worst_mse(self.n, self.params["eps"])
+        pi = p + (1.0 - 2.0 * p) * np.asarray(data, dtype=float)
+        return float(np.sum(pi * (1.0 - pi)) / (1.0 - 2.0 * p) ** 2)
+
+    def mse_bound(self) -> float:
+        return local_rr_worst_mse(self.n, self.params["eps"])
+
+
+@dataclass(frozen=True, eq=False)
+class LocalLaplaceRandomiser(LocalRandomiser):
+    """x + Lap(1/ε) (ε-LDP for x ∈ [0, 1])."""
+
+    eps: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message_space", RealNumbers())
+        object.__setattr__(self, "eps0", self.eps)
+
+    def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return (np.asarray(x, dtype=float) + rng.laplace(0.0, 1.0 / self.eps, size=np.shape(x)[0]))[:, None]
+
+
+class ChannelSumAnalyser(Analyser):
+    """The sum of the (real) messages of channel 0."""
+
+    name = "sum"
+
+    def analyse(self, view: View, rng: np.random.Generator) -> float:
+        return float(np.sum(view.channel(0)))
+
+
+@register
+class LocalLaplaceSumProtocol(_RealSum):
+    """Local-model real sum: every user sends x + Lap(1/ε)."""
+
+    name = "local-laplace-sum"
+    summary = "local model: each user sends x + Laplace(1/eps)"
+    options = (EPS_REQUIRED,)
+
+    @classmethod
+    def create(cls, n: int, *, eps=None) -> "LocalLaplaceSumProtocol":
+        n = check_int("n", n, minimum=1)
+        eps = _eps(eps)
+        proto = cls(n=n, randomiser=LocalLaplaceRandomiser(eps), shuffler=SingleShuffler(),
+                    analyser=ChannelSumAnalyser(), params={"eps": eps})
+        proto._privacy = PrivacyGuarantee(eps, 0.0, "local", ("eps-LDP Laplace randomiser",))
+        return proto
+
+    def mse_expected(self, data) -> float:
+        return 2.0 * self.n / self.params["eps"] ** 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# Central model
+# ---------------------------------------------------------------------------------------------------
+
+
+class CentralLaplaceAnalyser(Analyser):
+    name = "central-laplace"
+
+    def __init__(self, eps: float):
+        self.eps = eps
+
+    def analyse(self, view: View, rng: np.random.Generator) -> float:
+        return float(np.sum(view.channel(0))) + float(rng.laplace(0.0, 1.0 / self.eps))
+
+
+@register
+class CentralLaplaceSumProtocol(_RealSum):
+    """Trusted curator: Σ x + Lap(1/ε)."""
+
+    name = "central-laplace-sum"
+    summary = "central model: the curator adds Laplace(1/eps) to the exact sum (seed 004 CuratorDP)"
+    options = (EPS_REQUIRED,)
+
+    @classmethod
+    def create(cls, n: int, *, eps=None) -> "CentralLaplaceSumProtocol":
+        n = check_int("n", n, minimum=1)
+        eps = _eps(eps)
+        proto = cls(n=n, randomiser=IdentityRandomiser(), shuffler=TrustedCurator(),
+                    analyser=CentralLaplaceAnalyser(eps), params={"eps": eps})
+        proto._privacy = PrivacyGuarantee(eps, 0.0, "laplace", ("sensitivity 1 (one input in [0, 1] replaced)",))
+        return proto
+
+    def mse_expected(self, data) -> float:
+        return 2.0 / self.params["eps"] ** 2
+
+    def mse_bound(self) -> float:
+        return 2.0 / self.params["eps"] ** 2
+
+
+@dataclass(frozen=True, eq=False)
+class RoundingRandomiser(LocalRandomiser):
+    """Randomised rounding to {0..p}; the integer goes to the curator."""
+
+    p: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message_space", IntegerRange(0, self.p))
+
+    def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return randomised_round(x, self.p, rng, dtype=grid_dtype(self.p))[:, None]
+
+
+class CentralDLapAnalyser(Analyser):
+    """(Σ x̄ + DLap(α))/p, DLap sampled as the difference of two geometrics on {0, 1, …}."""
+
+    name = "central-dlap"
+
+    def __init__(self, p: int, alpha: float):
+        self.p, self.alpha = p, alpha
+
+    def analyse(self, view: View, rng: np.random.Generator) -> float:
+        g = rng.geometric(1.0 - self.alpha, size=2)  # numpy counts trials: support {1, 2, ...}
+        return (view.integer_sum(0) + int(g[0]) - int(g[1])) / self.p
+
+
+@register
+class CentralDLapSumProtocol(_RealSum):
+    """Trusted curator: randomised rounding at precision p, Σ x̄ + DLap(e^{−ε/p}), divided by p."""
+
+    name = "central-dlap-sum"
+    summary = "central model: discrete Laplace on the sum of randomised roundings at precision p"
+    options = (
+        EPS_REQUIRED,
+        Option("p", int, "fixed-point precision p >= 1 (default: ceil(sqrt(n)))"),
+    )
+
+    @classmethod
+    def create(cls, n: int, *, eps=None, p=None) -> "CentralDLapSumProtocol":
+        n = check_int("n", n, minimum=1)
+        eps = _eps(eps)
+        p = math.isqrt(n - 1) + 1 if p is None else check_int("p", p, minimum=1)
+        alpha = math.exp(-eps / p)
+        proto = cls(n=n, randomiser=RoundingRandomiser(p), shuffler=TrustedCurator(),
+                    analyser=CentralDLapAnalyser(p, alpha), params={"eps": eps, "p": p, "alpha": alpha})
+        proto._privacy = PrivacyGuarantee(eps, 0.0, "discrete-laplace", ("sensitivity p on the rounded sum",))
+        return proto
+
+    def _noise_mse(self) -> float:
+        a, p = self.params["alpha"], self.params["p"]
+        return 2.0 * a / ((1.0 - a) ** 2 * p * p)
+
+    def mse_expected(self, data) -> float:
+        p = self.params["p"]
+        if data is None:
+            return self.n / (4.0 * p * p) + self._noise_mse()
+        return float(np.sum(rounding_variance(data, p))) / (p * p) + self._noise_mse()
