@@ -8,6 +8,8 @@ with the reason.  Methods:
 * ``tight`` — the PLD accountant (:mod:`.tight`) on the mechanism's neighbouring pair (:mod:`.pairs`):
   rr2 (seed 001 §4), krr with an adversary (strong-1d / strong / weak), clones (seed 001 §6),
   biswas = the released count of x0 (seed 003's setting).  ``compositions`` uses FFT composition.
+  krr strong/weak and clones are accounted in row form (exact single use in O(rows) per eps; their
+  atoms streamed onto the FFT grid for composition), which keeps n = 1e6 within seconds and 2 GB.
 * ``exact`` — brute-force enumeration of every user's coin and report (:mod:`.bruteforce`), for small n;
   refuses larger sizes with the limit.  For ``biswas`` it is the exact δ of the released count of x0
   computed directly (any n) — the quantity seed 003's derivation analyses.
@@ -29,7 +31,8 @@ from .._checks import check_int, check_positive, check_real
 from ..errors import AccuracyError, NotApplicableError, ParameterError
 from . import bounds as B
 from . import bruteforce as BF
-from .pairs import biswas_count_pair, clones_pair, krr_pair, rr2_pair
+from .pairs import (DEFAULT_TAIL_BOUND_MD, biswas_count_pair, clones_pair, krr_pair, krr_strong_pair, krr_weak_pair,
+                    rr2_pair)
 from .results import DeltaBound, EpsBound, NotApplicable
 from .tight import tight_delta, tight_epsilon
 
@@ -112,7 +115,11 @@ def resolve_params(mechanism: str, **p: Any) -> dict:
 
 
 def _pair(mechanism: str, prm: dict, method: str, tail_bound: float | None = None):
-    """The PMFPair a pair-based method accounts (``tail_bound``: truncation mass, None = the pair's default)."""
+    """The pair a pair-based method accounts (``tail_bound``: truncation mass, None = the pair's default).
+
+    For ``tight``, the 2-D/3-D pairs (krr strong and weak, clones) are built in row form
+    (:class:`~.pairs.BinomialRows`): the accountant then evaluates single use exactly in O(rows) per eps
+    and streams the atoms onto its grid for composition, without materialising 1e7-1e8 atoms."""
     tb = {} if tail_bound is None else {"tail_bound": tail_bound}
     if method == "tight" or (method == "exact" and mechanism == "biswas"):
         if mechanism == "rr2":
@@ -120,9 +127,15 @@ def _pair(mechanism: str, prm: dict, method: str, tail_bound: float | None = Non
         if mechanism == "krr":
             if "adversary" not in prm:
                 raise ParameterError("krr with --method tight needs --adversary strong-1d|strong|weak")
-            return krr_pair(prm["n"], prm["k"], prm["gamma"], prm["adversary"], **tb)
+            adv = prm["adversary"]
+            if adv == "strong-1d":
+                return krr_pair(prm["n"], prm["k"], prm["gamma"], adv, **tb)
+            tb.setdefault("tail_bound", DEFAULT_TAIL_BOUND_MD)
+            make = krr_strong_pair if adv == "strong" else krr_weak_pair
+            return make(prm["n"], prm["k"], prm["gamma"], as_rows=True, **tb)
         if mechanism == "clones":
-            return clones_pair(prm["n"], prm["eps0"], **tb)
+            tb.setdefault("tail_bound", DEFAULT_TAIL_BOUND_MD)
+            return clones_pair(prm["n"], prm["eps0"], as_rows=True, **tb)
         return biswas_count_pair(prm["n"], prm["k"], prm["eps0"], prm["n_x0"], **tb)
     if method == "exact":
         if mechanism == "rr2":

@@ -6,7 +6,8 @@ FFT results across many eps / delta values, :class:`TightAccountant`.
 How an answer is obtained (the ``notes`` of every result say which path was taken):
 
 * **single use** - exact hockey-stick divergence over the atoms of the PLD, in log space
-  (:mod:`.pld`; seed 001 eq 2.3 with n_c = 1);
+  (:mod:`.pld`; seed 001 eq 2.3 with n_c = 1); for a pair in row form
+  (:class:`~.pairs.BinomialRows`), exact over its rows in O(rows) per eps (:class:`~.pld.RowsPLD`);
 * **small compositions** - exact pairwise convolution of the atoms when the composed support stays
   below ``exact_max_atoms`` (:func:`.fft.compose_exact`);
 * **otherwise** - the Fourier accountant of seed 001 (§2.2, Algorithm 1) on a grid with certified
@@ -20,12 +21,16 @@ How an answer is obtained (the ``notes`` of every result say which path was take
   best certified interval found).  To stay fast for supports of 10^6-10^7 outcomes, atoms whose total
   mass is far below the accuracy needed are pruned into the dropped tail (upper bound only; the
   budget is tightened if that tail ever shows in the width), and very large components are split
-  once onto a fine base grid from which every coarser split follows exactly;
+  once onto a fine base grid from which every coarser split follows exactly.  A pair in row form is
+  never expanded: its atoms are streamed block by block onto that base grid
+  (:func:`~.fft.rows_base_split`, memory O(block + grid points)), streamed again onto a finer one if a
+  grid finer than the base is ever needed;
 * **Chernoff fallback** - with ``tilt=False``, deltas below the plain FFT's round-off floor are
   reported as the Chernoff upper bound and the product-event lower bound of :mod:`.tails` (flagged
   in ``notes``), never as round-off.
 
-Heterogeneous compositions: ``pairs`` may be a sequence of pairs (P_i, Q_i); the composed pair is
+Pairs are :class:`~.pmf_pair.PMFPair`, :class:`~.pairs.BinomialRows` (row form) or an already built
+PLD.  Heterogeneous compositions: ``pairs`` may be a sequence of pairs (P_i, Q_i); the composed pair is
 (P_1 x ... x P_r, Q_1 x ... x Q_r) (seed 001 Theorem 5, Theorem 7), and ``compositions = c`` repeats
 the whole list c times (each pair is used c times).
 
@@ -46,10 +51,11 @@ import numpy as np
 from .._checks import check_int, check_real
 from ..errors import AccuracyError, ParameterError, ShufflesimError
 from .calibrate import calibrate, eps_interval_for_delta
-from .fft import (BaseSplit, GridComposition, Window, _compose_atoms_two, base_split, choose_window, compose_grid,
-                  discretise, discretise_base)
-from .pld import (NEG_INF, REL_SLACK, U, LossAtoms, PrivacyLossDistribution, _exp, check_delta, check_eps,
-                  exp_down, exp_up, sum_up)
+from .fft import (BaseSplit, GridComposition, RowsComponent, Window, _compose_atoms_two, base_split, choose_window,
+                  compose_grid, discretise, discretise_base, rows_spread)
+from .pairs import BinomialRows
+from .pld import (NEG_INF, REL_SLACK, U, LossAtoms, PrivacyLossDistribution, RowsPLD, _exp, check_delta,
+                  check_eps, exp_down, exp_up, sum_up)
 from .pmf_pair import PMFPair
 from .results import DeltaBound, EpsBound
 from .tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
@@ -59,6 +65,9 @@ from .tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tai
 #: max(range / BASE_POINTS, first grid spacing / 256)
 BASE_MIN_ATOMS = 200_000
 BASE_POINTS = 2**22
+#: pairs in row form are streamed onto a base grid of spacing (loss range) / ROWS_BASE_POINTS; a grid
+#: finer than that streams them again (see _DirectionFFT._grids_at)
+ROWS_BASE_POINTS = 2**19
 
 
 @dataclass(frozen=True)
@@ -120,12 +129,23 @@ class Numerics:
             raise ParameterError(f"tilt must be True or False; got {self.tilt!r}")
 
 
-def _as_pld(p) -> PrivacyLossDistribution:
-    if isinstance(p, PrivacyLossDistribution):
+#: the pair types the accountant takes (a BinomialRows is a pair in row form, see :mod:`.pairs`)
+PAIR_TYPES = (PMFPair, PrivacyLossDistribution, BinomialRows, RowsPLD)
+
+
+def _as_pld(p) -> PrivacyLossDistribution | RowsPLD:
+    if isinstance(p, (PrivacyLossDistribution, RowsPLD)):
         return p
     if isinstance(p, PMFPair):
         return PrivacyLossDistribution.from_pair(p)
-    raise ParameterError(f"pairs must be PMFPair or PrivacyLossDistribution objects; got {type(p).__name__}")
+    if isinstance(p, BinomialRows):
+        return RowsPLD.from_rows(p)
+    raise ParameterError(f"pairs must be PMFPair, BinomialRows or PrivacyLossDistribution objects; got {type(p).__name__}")
+
+
+def _atoms_of(c) -> LossAtoms:
+    """The LossAtoms of a component (a RowsComponent or BaseSplit stands in with its base atoms)."""
+    return c if isinstance(c, LossAtoms) else c.atoms
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,9 +188,17 @@ class _Result:
 
 
 class _DirectionFFT:
-    """Adaptive FFT accounting of one direction (components = [(atoms, count)])."""
+    """Adaptive FFT accounting of one direction (components = [(atoms, count)]).
 
-    def __init__(self, components: list[tuple[LossAtoms, int]], numerics: Numerics):
+    A component is a :class:`LossAtoms` or a :class:`~.fft.RowsComponent` (a pair in row form whose
+    atoms are streamed onto a base grid of spacing ``h_base``, shared by all components; every grid
+    spacing used is then a multiple of it, and a finer one re-streams the rows)."""
+
+    def __init__(self, components: list[tuple[LossAtoms | RowsComponent, int]], numerics: Numerics,
+                 h_base: float = 0.0):
+        self.sources = components
+        self._rows = any(isinstance(c, RowsComponent) for c, _ in components)
+        components = [(_atoms_of(c), n) for c, n in components]
         self.components = components
         self.num = numerics
         self.n_total = int(sum(n for _, n in components))
@@ -191,7 +219,9 @@ class _DirectionFFT:
         # large components are split once onto a fine common base grid (placement "split" only)
         self.h_base = 0.0  # 0: no base grid; fixed at the first grid request (see _grids_at)
         self._base_spread = 0.0
-        if numerics.discretisation == "split":
+        if self._rows:
+            self.h_base = float(h_base)  # the accountant expands rows for discretisation="lemma6"
+        elif numerics.discretisation == "split":
             large = [a for a, _ in components if a.size > BASE_MIN_ATOMS]
             if large:
                 self._base_spread = max(a.max_loss - a.min_loss + 2 * a.loss_tol for a in large)
@@ -208,7 +238,10 @@ class _DirectionFFT:
             if len(self._work) > 4:
                 self._work.clear()
             out = []
-            for a, n in self.components:
+            for (a, n), (src, _) in zip(self.components, self.sources):
+                if isinstance(src, RowsComponent):
+                    out.append((src.base(self.h_base).prune(b), n))
+                    continue
                 pa = a.prune(b)
                 if use_base and self.h_base > 0 and pa.size > BASE_MIN_ATOMS:
                     out.append((base_split(pa, self.h_base), n))
@@ -219,7 +252,8 @@ class _DirectionFFT:
 
     def pruned_tail(self) -> float:
         """Upper-bound increment caused by pruning at the current budget."""
-        return max(composed_tail(self.work_components(False)) - self.tail, 0.0)
+        comps = [(_atoms_of(c), n) for c, n in self.work_components(self._rows)]
+        return max(composed_tail(comps) - self.tail, 0.0)
 
     # ---- helpers
     def chernoff(self, eps: float, exact: bool = True) -> tuple[float, float]:
@@ -238,6 +272,11 @@ class _DirectionFFT:
         if self.h_base < 0:
             # fine enough for ~8 refinements of the first (coarse) grid, at most BASE_POINTS cells
             self.h_base = max(self._base_spread / BASE_POINTS, h / 256, 1e-300)
+        if self._rows and h < self.h_base:
+            # finer than the rows' base grid: stream them again onto a finer one
+            self.h_base = h / 16
+            self._work.clear()
+            self._grids.clear()
         if self.h_base > 0 and h >= self.h_base:
             m = int(math.floor(h / self.h_base))
             h = m * self.h_base
@@ -451,7 +490,7 @@ class TightAccountant:
     def __init__(self, pairs, *, compositions: int = 1, **numerics):
         self.numerics = Numerics(**numerics)
         self.compositions = check_int("compositions", compositions, minimum=1)
-        if isinstance(pairs, (PMFPair, PrivacyLossDistribution)):
+        if isinstance(pairs, PAIR_TYPES):
             plist = [pairs]
         else:
             try:
@@ -464,31 +503,58 @@ class TightAccountant:
         groups: dict[int, list] = {}
         for p in plist:
             groups.setdefault(id(p), [p, 0])[1] += 1
-        self.plds: list[tuple[PrivacyLossDistribution, int]] = [
+        self.plds: list[tuple[PrivacyLossDistribution | RowsPLD, int]] = [
             (_as_pld(p), cnt * self.compositions) for p, cnt in groups.values()
         ]
         self.n_total = sum(c for _, c in self.plds)
         self.symmetric = all(p.symmetric for p, _ in self.plds)
-        self._exact: PrivacyLossDistribution | None = None
+        self._exact: PrivacyLossDistribution | RowsPLD | None = None
         self._mode = "fft"
         if self.n_total == 1:
             self._exact = self.plds[0][0]
             self._mode = "exact"
         else:
             try:
-                pq = _try_exact([(p.pq, c) for p, c in self.plds], self.numerics.exact_max_atoms)
-                qp = pq if self.symmetric else _try_exact([(p.qp, c) for p, c in self.plds], self.numerics.exact_max_atoms)
+                plds = self._small_plds()
+                pq = _try_exact([(p.pq, c) for p, c in plds], self.numerics.exact_max_atoms)
+                qp = pq if self.symmetric else _try_exact([(p.qp, c) for p, c in plds], self.numerics.exact_max_atoms)
             except _TooBig:
                 pass
             else:
                 self._exact = PrivacyLossDistribution(pq, qp, "composed", {}, "exact pairwise composition")
                 self._mode = "exact-composed"
         self._dirs: list[_DirectionFFT] = []
+        if self._mode == "fft" and self.numerics.discretisation != "split":
+            # omega^R / omega^L placement rounds every atom: expand pairs in row form into atoms
+            self.plds = [(p.to_pld() if isinstance(p, RowsPLD) else p, c) for p, c in self.plds]
+            self.symmetric = all(p.symmetric for p, _ in self.plds)
         if self._mode == "fft":
             ndir = 1 if self.symmetric else 2
+            h_base = self._rows_base_spacing()
             for d in range(ndir):
-                comps = [(p.directions[d], c) for p, c in self.plds]
-                self._dirs.append(_DirectionFFT(comps, self.numerics))
+                comps = [(RowsComponent(p.rows if d == 0 else p.rows.mirrored(), h_base) if isinstance(p, RowsPLD)
+                          else p.directions[d], c) for p, c in self.plds]
+                self._dirs.append(_DirectionFFT(comps, self.numerics, h_base))
+
+    def _small_plds(self) -> list[tuple[PrivacyLossDistribution, int]]:
+        """The PLDs as atoms for exact composition; pairs in row form are expanded only when the
+        composed support could fit in exact_max_atoms (raises _TooBig otherwise)."""
+        if any(isinstance(p, RowsPLD) for p, _ in self.plds):
+            size = 1
+            for p, c in self.plds:
+                size *= max(p.size, 1) ** c
+                if size > self.numerics.exact_max_atoms:
+                    raise _TooBig
+        return [(p.to_pld() if isinstance(p, RowsPLD) else p, c) for p, c in self.plds]
+
+    def _rows_base_spacing(self) -> float:
+        """Common base-grid spacing for the pairs in row form: their widest loss range / ROWS_BASE_POINTS."""
+        spread = 0.0
+        for p, _ in self.plds:
+            if isinstance(p, RowsPLD):
+                for rows in ((p.rows,) if p.symmetric else (p.rows, p.rows.mirrored())):
+                    spread = max(spread, rows_spread(rows))
+        return max(spread / ROWS_BASE_POINTS, 1e-12) if spread > 0 else 1e-6
 
     @property
     def mode(self) -> str:
@@ -505,6 +571,8 @@ class TightAccountant:
         eps = check_eps(eps)
         if self._exact is not None:
             lo, up = self._exact.delta_interval(eps)
+            if isinstance(self._exact, RowsPLD):
+                return lo, up, [(self._exact.note(),)] * eps.size
             n = self._exact.pq.size + (0 if self.symmetric else self._exact.qp.size)
             what = "single use" if self._mode == "exact" else f"exact pairwise composition, n_c={self.n_total}"
             return lo, up, [(f"exact over {n} atoms ({what})",)] * eps.size

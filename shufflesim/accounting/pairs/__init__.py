@@ -38,8 +38,8 @@ This module also holds the numerics shared by the constructors: an accurate log 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
@@ -187,51 +187,73 @@ def chernoff_window(n, p: float, log_budget, q: float | None = None):
     """
     p, q, lp, lq = _logs(p, q)
     n_arr, lb = np.broadcast_arrays(np.asarray(n, dtype=np.int64), np.asarray(log_budget, dtype=float))
-    n_arr = n_arr.astype(np.int64)
+    shape = n_arr.shape
+    n_arr = n_arr.astype(np.int64).ravel()
+    lb = lb.ravel()
     if p == 0.0 or q == 0.0:
-        point = n_arr if q == 0.0 else np.zeros_like(n_arr)
-        return point.copy(), point.copy(), np.full(n_arr.shape, -np.inf)
+        point = (n_arr if q == 0.0 else np.zeros_like(n_arr)).reshape(shape)
+        return point.copy(), point.copy(), np.full(shape, -np.inf)
     side = lb - math.log(2.0)
     need = -side  # required n KL at the first dropped value
     mean = n_arr * p
+    with np.errstate(invalid="ignore", over="ignore"):
+        # normal-approximation distance to the boundary (capped: a budget of 0 asks for the whole support)
+        spread = np.fmin(np.sqrt(2.0 * np.maximum(need, 0.0) * n_arr * p * q), n_arr + 2.0)  # nan (inf * 0) -> cap
+
+    def sat(x, idx):  # n KL(x/n || p) >= need (x clipped to the support)
+        return binom_log_kl(np.clip(x, 0, n_arr[idx]), n_arr[idx], p, q) >= need[idx]
+
+    def bisect(a, b, guess, step):
+        """Narrow brackets with a satisfying and b not (sat is monotone between them) until
+        |b - a| = 1.  A bracket of half-width ``step`` around ``guess`` is tried first (the normal
+        approximation is close), keeping the full bracket where it does not hold."""
+        g_a = np.clip(guess - step, np.minimum(a, b), np.maximum(a, b))
+        g_b = np.clip(guess + step, np.minimum(a, b), np.maximum(a, b))
+        if np.any(a > b):  # upper side: a above b
+            g_a, g_b = g_b, g_a
+        every = np.arange(a.size)
+        ok = sat(g_a, every) | (g_a == a)
+        ok &= ~sat(g_b, every) & (g_b != a)
+        a = np.where(ok, g_a, a)
+        b = np.where(ok, g_b, b)
+        for _ in range(70):
+            act = np.flatnonzero(np.abs(b - a) > 1)
+            if act.size == 0:
+                break
+            mid = (a[act] + b[act]) // 2
+            good = sat(mid, act)
+            a[act] = np.where(good, mid, a[act])
+            b[act] = np.where(good, b[act], mid)
+        return a, b
+
+    step = np.maximum(8, np.ceil(0.2 * spread).astype(np.int64))
     # lower side: largest integer x < mean with nKL(x) >= need; then lo = x + 1 (x < 0 -> lo = 0)
     lo_int = np.floor(mean).astype(np.int64)  # nKL(lo_int) small; search x in [-1, lo_int]
     a = np.full(n_arr.shape, -1, dtype=np.int64)  # a: value known to satisfy (x=-1: empty tail)
     b = np.minimum(lo_int, n_arr)  # b: value possibly not satisfying
-    # invariant: a satisfies (or is -1), and we want the largest satisfying x in [a, b)
     ok_b = binom_log_kl(b, n_arr, p, q) >= need
-    # if even b = floor(mean) satisfies (only when need <= ~0), start from mean itself
-    a = np.where(ok_b, b, a)
-    for _ in range(70):
-        active = b - a > 1
-        if not active.any():
-            break
-        mid = (a + b) // 2
-        sat = binom_log_kl(np.maximum(mid, 0), n_arr, p, q) >= need
-        a = np.where(active & sat, mid, a)
-        b = np.where(active & ~sat, mid, b)
-    x_lo = np.where(ok_b, b, a)  # largest dropped value on the left (-1: nothing dropped)
+    # if even b = floor(mean) satisfies (only when need <= ~0), the whole left side is dropped
+    guess = np.floor(mean - spread).astype(np.int64)
+    a, b = bisect(a, b, guess, step)
+    x_lo = np.where(ok_b, np.minimum(lo_int, n_arr), a)  # largest dropped value on the left (-1: none)
     lo = x_lo + 1
-    # upper side: smallest integer x > mean with nKL(x) >= need; hi = x - 1 (x > n -> hi = n)
-    c = np.minimum(np.ceil(mean).astype(np.int64), n_arr)
-    d = n_arr + 1
-    ok_c = binom_log_kl(c, n_arr, p, q) >= need
-    d = np.where(ok_c, c, d)
-    for _ in range(70):
-        active = d - c > 1
-        if not active.any():
-            break
-        mid = (c + d) // 2
-        sat = binom_log_kl(np.minimum(mid, n_arr), n_arr, p, q) >= need
-        d = np.where(active & sat, mid, d)
-        c = np.where(active & ~sat, mid, c)
+    # upper side: smallest integer x > mean with nKL(x) >= need; hi = x - 1 (x > n -> hi = n).
+    # For p = 1/2, KL is symmetric (x <-> n - x, computed identically), so the mirror of the left side.
+    if p == q:
+        d = n_arr - x_lo
+    else:
+        c = np.minimum(np.ceil(mean).astype(np.int64), n_arr)
+        ok_c = binom_log_kl(c, n_arr, p, q) >= need
+        guess = np.ceil(mean + spread).astype(np.int64)
+        d, c = bisect(n_arr + 1, c, guess, step)  # d satisfies (n + 1: empty tail), c does not
+        d = np.where(ok_c, c, d)
     x_hi = d  # smallest dropped value on the right (n+1: nothing dropped)
     hi = x_hi - 1
     lo = np.minimum(lo, hi)  # a window always keeps at least one value
     with np.errstate(divide="ignore"):
         lt_lo = np.where(lo > 0, -binom_log_kl(np.maximum(lo - 1, 0), n_arr, p, q), -np.inf)
         lt_hi = np.where(hi < n_arr, -binom_log_kl(np.minimum(hi + 1, n_arr), n_arr, p, q), -np.inf)
-    return lo, hi, np.logaddexp(lt_lo, lt_hi)
+    return lo.reshape(shape), hi.reshape(shape), np.logaddexp(lt_lo, lt_hi).reshape(shape)
 
 
 def binom_rows(n_rows, p: float, lo, hi, q: float | None = None, log_int: np.ndarray | None = None):
@@ -260,6 +282,21 @@ def binom_rows(n_rows, p: float, lo, hi, q: float | None = None, log_int: np.nda
     L = log_int if (log_int is not None and log_int.size > nmax) else log_int_table(nmax)
     start = np.clip(lo, 0, n_rows)
     first = log_binom_pmf(start, n_rows, p, q)
+    if W and np.all((lo >= 0) | (width == 0)):
+        # every window starts inside the support: the same recurrence (identical values) with fewer
+        # temporaries; columns beyond n_r are set to -inf
+        N = n_rows[:, None]
+        c = lo[:, None] + j
+        np.minimum(c, N + 1, out=c)
+        inc = L[N + 1 - c]
+        inc -= L[np.maximum(c, 1)]
+        inc[:, 0] = 0.0
+        if lp != lq:
+            inc[:, 1:] += lp - lq
+        G = np.cumsum(inc, axis=1)
+        G += first[:, None]
+        G[c > N] = -np.inf
+        return G, mask
     N = n_rows[:, None]
     inside = (c > start[:, None]) & (c <= N)
     cc = np.where(inside, c, 1)
@@ -370,8 +407,10 @@ def certified_tail(log_tail: float) -> float:
     return float(math.exp(log_tail) * (1.0 + 1e-12))
 
 
-#: atoms built at a time when a :class:`BinomialRows` is expanded (~32 MB per float64 temporary)
-CHUNK_CELLS = 4_000_000
+#: atoms built at a time when a :class:`BinomialRows` is expanded or tabulated (8 MB per float64
+#: temporary: blocks this size are recycled by the allocator, while much larger ones are mapped
+#: afresh each time and pay a page fault per 4 kB, which made 4M-cell blocks ~5x slower)
+CHUNK_CELLS = 1 << 20
 
 
 def _chunks(width: np.ndarray, cells: int):
@@ -399,7 +438,12 @@ class BinomialRows:
     pair is symmetric: delta_{P||Q} = delta_{Q||P}).  ``lo``/``hi`` are the columns kept when the pair
     is expanded into atoms; ``extra_log_p``/``extra_log_q`` are atoms outside the rows (e.g. the
     zero-loss atom of the strong adversary's visible coin); ``tail`` is a certified bound on the mass
-    (under P and under Q) of the rows dropped and of the columns outside [lo, hi].
+    (under P and under Q) of the rows dropped and of the columns outside [lo, hi].  ``name``,
+    ``params`` and ``reference`` describe the pair as for a :class:`~shufflesim.accounting.pmf_pair.PMFPair`.
+
+    The tight accountant takes this form directly (:class:`~shufflesim.accounting.pld.RowsPLD`:
+    exact single use in O(rows) per eps; composition by streaming the atoms onto a grid block by
+    block), so the 1e7-1e8 atoms of n = 1e6 never have to be held at once.
     """
 
     log_w: np.ndarray
@@ -411,10 +455,44 @@ class BinomialRows:
     tail: float
     extra_log_p: np.ndarray
     extra_log_q: np.ndarray
+    name: str = "rows"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    reference: str = ""
 
     @property
     def n_atoms(self) -> int:
         return int(np.maximum(self.hi - self.lo + 1, 0).sum() + self.extra_log_p.size)
+
+    @property
+    def tail_p(self) -> float:
+        """Mass of P dropped by the truncation (as :attr:`PMFPair.tail_p`)."""
+        return float(self.tail)
+
+    @property
+    def tail_q(self) -> float:
+        """Mass of Q dropped by the truncation (equal to ``tail_p`` by symmetry of the bound)."""
+        return float(self.tail)
+
+    def mirrored(self) -> "BinomialRows":
+        """The pair with the roles of P and Q exchanged, written again in row form.
+
+        Q(r, x) = P(r, N_r - x) (Bin(N, 1/2) is symmetric), so the Q||P direction of these rows is the
+        P||Q direction of the rows with the column windows reflected (x -> N_r - x) and the extra
+        atoms' two sides swapped.
+        """
+        return replace(self, lo=self.N - self.hi, hi=self.N - self.lo,
+                       extra_log_p=self.extra_log_q, extra_log_q=self.extra_log_p)
+
+    @property
+    def symmetric(self) -> bool:
+        """True when every kept window is its own reflection and the extra atoms are swap-invariant:
+        then delta_{P||Q} = delta_{Q||P} over the kept atoms."""
+        keep = self.lo <= self.hi
+        if not np.array_equal((self.lo + self.hi)[keep], self.N[keep]):
+            return False
+        a = sorted(zip(self.extra_log_p.tolist(), self.extra_log_q.tolist()))
+        b = sorted(zip(self.extra_log_q.tolist(), self.extra_log_p.tolist()))
+        return a == b
 
     def iter_atoms(self, cells: int = CHUNK_CELLS) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Yield (log_p, log_q, row, x) for the kept atoms in blocks of about ``cells`` atoms.

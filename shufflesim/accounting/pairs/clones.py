@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -111,9 +112,13 @@ def clones_pair(
         tail=certified_tail(float(log_tail)),
         extra_log_p=np.zeros(0),
         extra_log_q=np.zeros(0),
+        name="clones",
+        reference=REFERENCE_CLONES,
     )
     if as_rows:
-        return rows
+        return replace(rows, params={"n": n, "eps0": eps0, "tail_bound": tail_bound, "truncation": truncation,
+                                     "clone_window": (i_lo, i_hi), "support_size": rows.n_atoms,
+                                     "rows": int(rows.N.size)})
     if return_outcomes:
         log_p, log_q, r, a = rows.expand(with_outcomes=True)
         t = rows.N[r]

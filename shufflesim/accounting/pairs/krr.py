@@ -7,6 +7,7 @@ gamma a value uniform on all k values.  W.l.o.g. the target holds value 1 in X a
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -188,9 +189,13 @@ def krr_strong_pair(
         tail=certified_tail(float(log_tail)),
         extra_log_p=extra,
         extra_log_q=extra.copy(),
+        name="krr-strong",
+        reference=REFERENCE_STRONG,
     )
     if as_rows:
-        return rows
+        return replace(rows, params=_params(n, k, gamma, "strong", tail_bound,
+                                            target_coin_visible=bool(target_coin_visible),
+                                            support_size=rows.n_atoms, rows=int(rows.N.size)))
     if return_outcomes:
         log_p, log_q, r, x = rows.expand(with_outcomes=True)
         y = np.where(r >= 0, N[np.maximum(r, 0)] - x, -1)
@@ -291,9 +296,12 @@ def krr_weak_pair(
         tail=certified_tail(float(log_tail)),
         extra_log_p=np.zeros(0),
         extra_log_q=np.zeros(0),
+        name="krr-weak",
+        reference=REFERENCE_WEAK,
     )
     if as_rows:
-        return rows
+        return replace(rows, params=_params(n, k, gamma, "weak", tail_bound, support_size=rows.n_atoms,
+                                            rows=int(rows.N.size)))
     if return_outcomes:
         log_p, log_q, r, n1 = rows.expand(with_outcomes=True)
         n2 = sp_rows[r] - n1
