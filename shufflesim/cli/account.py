@@ -39,8 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
         t.add_argument("--delta", type=float_arg, nargs="+", help="delta values: report eps(delta)")
         q.add_argument("--compositions", type=int_arg, default=1, help="number of compositions (default 1)")
-        q.add_argument("--method", choices=methods, default="biswas" if name == "biswas" else "tight",
-                       help=f"default: {'biswas' if name == 'biswas' else 'tight'}")
+        q.add_argument("--method", choices=methods, default="tight", help="default: tight")
         q.add_argument("--composition", choices=("basic", "advanced", "best"), default="basic",
                        help="composition theorem for analytic methods with --compositions > 1 (default basic)")
         q.add_argument("--bennett-variant", choices=("fixed", "original-2019"), default="fixed",
