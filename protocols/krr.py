@@ -47,7 +47,7 @@ def message_dtype(k: int) -> np.dtype:
 
 def resolve_krr_params(k, gamma=None, eps0=None) -> tuple[int, float, float]:
     """Validate (k, γ | ε0) and return (k, γ, ε0)."""
-    k = check_int("k", k, minimum=2)
+    k = check_int("k", k, minimum=2, maximum=2**31 - 1)
     if (gamma is None) == (eps0 is None):
         raise ParameterError("give exactly one of gamma (blanket probability in (0, 1]) or eps0 (local epsilon > 0)")
     if gamma is not None:

@@ -103,18 +103,20 @@ def test_published_bounds_not_below_tight_rr2(method):
 @given(st.sampled_from([300, 1000, 3000]), st.sampled_from([2, 5]), st.floats(0.3, 2.0),
        st.sampled_from([1e-4, 1e-6, 1e-9]), st.sampled_from(["strong", "strong-1d"]))
 def test_calibrated_gamma_never_overshoots(n, k, eps, delta, adversary):
+    from shufflesim import InfeasibleError
+
     try:
         c = calibrate_krr_gamma(n, k, eps, delta, adversary=adversary, rtol=1e-4)
-    except Exception as exc:  # an infeasible target must say so, nothing else
-        from shufflesim import InfeasibleError
-
-        assert isinstance(exc, InfeasibleError)
+    except InfeasibleError:
+        # only acceptable when even pure noise (gamma = 1) misses the target
+        r1 = account("krr", {"n": n, "k": k, "gamma": 1.0, "adversary": adversary}, eps=[eps]).results[0]
+        assert r1.delta_lower > delta
         return
     r = account("krr", {"n": n, "k": k, "gamma": c.value, "adversary": adversary}, eps=[eps]).results[0]
     assert r.delta_upper <= delta
     # and it is close to the boundary: 1% less blanket violates the target
     r2 = account("krr", {"n": n, "k": k, "gamma": c.value * 0.99, "adversary": adversary}, eps=[eps]).results[0]
-    assert r2.delta_upper > delta * (1 - 1e-9) or c.value * 0.99 < 1e-12
+    assert r2.delta_upper > delta * (1 - 1e-9)
 
 
 def test_calibrated_clones_eps0_never_overshoots():

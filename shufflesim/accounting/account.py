@@ -45,6 +45,9 @@ METHODS: dict[str, tuple[str, ...]] = {
     "clones": ("tight", "exact", "erlingsson", "feldman", "feldman-numerical"),
     "biswas": ("biswas", "exact", "exact-histogram", "tight"),
 }
+#: largest n and number of compositions the pair-based methods accept (beyond: hours and terabytes)
+MAX_N_PAIRS = 10**9
+MAX_COMPOSITIONS = 10**6
 ANALYTIC = ("balle", "bennett", "hoeffding", "erlingsson", "feldman", "feldman-numerical", "biswas")
 
 
@@ -210,6 +213,11 @@ def account(
     if method not in METHODS[mechanism]:
         raise ParameterError(f"method {method!r} does not apply to {mechanism}; allowed: {', '.join(METHODS[mechanism])}")
     compositions = check_int("compositions", compositions, minimum=1)
+    if method not in ANALYTIC:
+        if prm["n"] > MAX_N_PAIRS:
+            raise ParameterError(f"n must be <= {MAX_N_PAIRS:.0e} for method {method!r} (pair-based); got n={prm['n']}")
+        if compositions > MAX_COMPOSITIONS:
+            raise ParameterError(f"compositions must be <= {MAX_COMPOSITIONS:.0e} for method {method!r}; got {compositions}")
     if (eps is None) == (delta is None):
         raise ParameterError("give either eps values (to get delta) or delta values (to get eps), not both")
     if composition not in ("basic", "advanced", "best"):

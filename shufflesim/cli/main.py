@@ -35,6 +35,14 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: not enough memory for this request; reduce n, k, the number of compositions or the trials",
+              file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

@@ -45,7 +45,11 @@ def _f(x, width: int = 9) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..tables import balle2020
 
-    rows = None if not args.rows else [r.strip() for r in args.rows.split(",") if r.strip()]
+    rows = None if args.rows is None else [r.strip() for r in args.rows.split(",") if r.strip()]
+    if rows is not None and not rows:
+        from ..errors import ParameterError
+
+        raise ParameterError("--rows needs at least one row name; allowed: " + ", ".join(_row_keys()))
     cells = balle2020.table3(rows=rows, full=args.full, tight=args.tight)
     if args.json:
         print_json({

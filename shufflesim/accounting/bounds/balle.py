@@ -100,8 +100,9 @@ class KRRBlanket:
 
     @property
     def eps0(self) -> float:
-        """Local privacy of the randomiser: log(1 + k(1 - gamma)/gamma)."""
-        return math.log1p(self.k * (1.0 - self.gamma) / self.gamma)
+        """Local privacy of the randomiser: log(1 + k(1 - gamma)/gamma), rounded up by a few ulps so that
+        "eps >= eps0 ⇒ delta = 0" is never applied below the true eps0."""
+        return math.nextafter(math.nextafter(math.log1p(self.k * (1.0 - self.gamma) / self.gamma), math.inf), math.inf)
 
     def max_l(self, eps: float) -> float:
         """b+ = gamma (1 - e^eps) + (1 - gamma) k."""
@@ -282,6 +283,8 @@ def balle_gamma(n: int, k: int, eps: float, delta: float) -> float:
         raise NotApplicableError(f"balle closed form requires 0 < eps <= 1; got eps={_fmt(eps)}")
     if delta == 0.0:
         raise NotApplicableError("balle closed form requires delta in (0, 1]; got delta=0")
+    if eps * eps == 0.0 or (n - 1) * eps * eps == 0.0:
+        raise InfeasibleError(f"balle closed form: eps={_fmt(eps)} is so small that gamma = 14k log(2/delta)/((n-1) eps^2) overflows; no gamma <= 1 exists")
     gamma = max(14.0 * k * math.log(2.0 / delta) / ((n - 1) * eps * eps), 27.0 * k / ((n - 1) * eps))
     if gamma > 1.0:
         raise InfeasibleError(

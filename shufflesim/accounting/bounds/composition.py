@@ -55,7 +55,7 @@ def basic_composition(eps: float, delta: float, n_c: int) -> tuple[float, float]
     eps = check_real("eps", eps, low=0.0)
     delta = check_probability("delta", delta)
     n_c = check_int("n_c", n_c, minimum=1)
-    return n_c * eps, n_c * delta
+    return _up(n_c * eps), min(1.0, _up(n_c * delta))
 
 
 def advanced_composition(eps: float, delta: float, n_c: int, delta_prime: float) -> tuple[float, float]:
@@ -66,7 +66,15 @@ def advanced_composition(eps: float, delta: float, n_c: int, delta_prime: float)
     n_c = check_int("n_c", n_c, minimum=1)
     delta_prime = check_real("delta_prime", delta_prime, low=0.0, high=1.0, low_open=True)
     eps_total = math.sqrt(2.0 * n_c * math.log(1.0 / delta_prime)) * eps + n_c * eps * math.expm1(eps)
-    return eps_total, n_c * delta + delta_prime
+    # a handful of roundings: move the totals up by a few ulps so they stay upper bounds
+    return _up(eps_total, 8), min(1.0, _up(n_c * delta + delta_prime, 4))
+
+
+def _up(x: float, ulps: int = 2) -> float:
+    """``x`` moved up by ``ulps`` units in the last place (to absorb rounding in an upper bound)."""
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 def best_composition(eps: float, delta: float, n_c: int, delta_prime: float) -> tuple[float, float, str]:
@@ -86,7 +94,7 @@ def advanced_eps_per_round(eps_total: float, n_c: int, delta_prime: float) -> fl
     def f(e: float) -> float:
         if e > 700.0:
             return math.inf
-        return math.sqrt(2.0 * n_c * math.log(1.0 / delta_prime)) * e + n_c * e * math.expm1(e)
+        return advanced_composition(e, 0.0, n_c, delta_prime)[0]  # the same rounded-up evaluation
 
     if eps_total == 0.0:
         return 0.0
@@ -129,7 +137,7 @@ def compose_eps(
     last_na: NotApplicable | None = None
 
     if composition in ("basic", "best"):
-        b = per_round_eps(delta_total / n_c)
+        b = per_round_eps(math.nextafter(delta_total / n_c, 0.0))
         if isinstance(b, NotApplicable):
             last_na = _propagate(b, delta=delta_total, what=f"per round (delta={_fmt(delta_total / n_c)})")
         else:
@@ -145,7 +153,7 @@ def compose_eps(
             last_na = NotApplicable("composition", "advanced composition requires delta_total > 0", delta=delta_total)
         else:
             dp = delta_total / (n_c + 1) if delta_prime is None else delta_prime
-            d_round = (delta_total - dp) / n_c
+            d_round = math.nextafter(math.nextafter((delta_total - dp) / n_c, 0.0), 0.0)
             if d_round <= 0.0:
                 raise ParameterError(f"delta_prime must be < delta_total; got delta_prime={dp!r}, delta_total={delta_total!r}")
             b = per_round_eps(d_round)
@@ -189,13 +197,13 @@ def compose_delta(
     last_na: NotApplicable | None = None
 
     if composition in ("basic", "best"):
-        b = per_round_delta(eps_total / n_c)
+        b = per_round_delta(math.nextafter(math.nextafter(eps_total / n_c, 0.0), 0.0))
         if isinstance(b, NotApplicable):
             last_na = _propagate(b, eps=eps_total, what=f"per round (eps={_fmt(eps_total / n_c)})")
         else:
             candidates.append(
                 DeltaBound(
-                    eps=eps_total, delta_upper=min(1.0, n_c * b.delta_upper), delta_lower=None, method=b.method,
+                    eps=eps_total, delta_upper=min(1.0, _up(n_c * b.delta_upper)), delta_lower=None, method=b.method,
                     notes=b.notes + (f"basic composition of {n_c} rounds at per-round eps={_fmt(b.eps)}",),
                 )
             )
@@ -211,7 +219,7 @@ def compose_delta(
             if isinstance(b, NotApplicable):
                 last_na = _propagate(b, eps=eps_total, what=f"per round (eps={_fmt(e_r)}, delta'={_fmt(dp)})")
                 continue
-            total = n_c * b.delta_upper + dp
+            total = _up(n_c * b.delta_upper + dp, 4)
             if best is None or total < best.delta_upper:
                 best = DeltaBound(
                     eps=eps_total, delta_upper=min(1.0, total), delta_lower=None, method=b.method,
