@@ -183,12 +183,19 @@ def _recursive_generic(r: int) -> Callable:
                       "original-2019) gives the reproduced value",
         }
         if opts.get("tight"):
-            t = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="tight")
-            out["mse_tight"] = t.mse_worst()
-            out["details"].update(tight_precisions=list(t.precisions), tight_gammas=list(t.gammas))
+            _add_recursive_tight(out, n, eps, delta, r)
         return out
 
     return compute
+
+
+def _add_recursive_tight(out: dict, n: int, eps: float, delta: float, r: int) -> None:
+    """Add the certified worst-case MSE of recursive-sum in tight mode to a table cell."""
+    from shufflesim import registry
+
+    t = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="tight")
+    out["mse_tight"] = t.mse_worst()
+    out["details"].update(tight_precisions=list(t.precisions), tight_gammas=list(t.gammas))
 
 
 def _recursive_optimised(r: int) -> Callable:
@@ -211,9 +218,7 @@ def _recursive_optimised(r: int) -> Callable:
         else:
             out["reason"] = "reproduction of the optimised search not run (slow; use full=True / --full)"
         if opts.get("tight"):
-            t = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="tight")
-            out["mse_tight"] = t.mse_worst()
-            out["details"].update(tight_precisions=list(t.precisions), tight_gammas=list(t.gammas))
+            _add_recursive_tight(out, n, eps, delta, r)
         return out
 
     return compute
