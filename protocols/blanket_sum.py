@@ -205,20 +205,17 @@ def _tight_numerics() -> dict:
 
 def tight_delta_upper(pairs, eps: float) -> float:
     """Certified upper bound on δ(ε) of a pair or a heterogeneous list of pairs (tight accountant)."""
-    try:
-        from shufflesim.accounting.tight import tight_delta
-    except ImportError as exc:  # pragma: no cover - depends on the accountant being installed
-        raise NotApplicableError("the tight accountant is not available yet") from exc
+    from shufflesim.accounting.tight import tight_delta
+
     return float(tight_delta(pairs, eps, **_tight_numerics())[0].delta_upper)
 
 
 @lru_cache(maxsize=8)
 def _krr_pair(n: int, values: int, gamma: float, adversary: str):
-    try:
-        from shufflesim.accounting.pairs import krr_pair
-    except ImportError as exc:  # pragma: no cover
-        raise NotApplicableError("the tight accountant's k-RR pairs are not available yet") from exc
-    return krr_pair(n, values, gamma, adversary)
+    """The (k+1)-ary RR pair in the accountant's fastest form (rows for the strong/weak views)."""
+    from shufflesim.accounting.pairs import krr_pair
+
+    return krr_pair(n, values, gamma, adversary, as_rows=True)
 
 
 def level_delta(method: str, n: int, values: int, gamma: float, eps: float, *, variant: str = "fixed",

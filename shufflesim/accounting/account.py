@@ -31,7 +31,7 @@ from .._checks import check_int, check_positive, check_real
 from ..errors import AccuracyError, NotApplicableError, ParameterError
 from . import bounds as B
 from . import bruteforce as BF
-from .pairs import (DEFAULT_TAIL_BOUND_MD, biswas_count_pair, clones_pair, krr_pair, krr_strong_pair, krr_weak_pair,
+from .pairs import (DEFAULT_TAIL_BOUND_MD, biswas_count_pair, clones_pair, krr_pair,
                     rr2_pair)
 from .results import DeltaBound, EpsBound, NotApplicable
 from .tight import tight_delta, tight_epsilon
@@ -130,12 +130,7 @@ def _pair(mechanism: str, prm: dict, method: str, tail_bound: float | None = Non
         if mechanism == "krr":
             if "adversary" not in prm:
                 raise ParameterError("krr with --method tight needs --adversary strong-1d|strong|weak")
-            adv = prm["adversary"]
-            if adv == "strong-1d":
-                return krr_pair(prm["n"], prm["k"], prm["gamma"], adv, **tb)
-            tb.setdefault("tail_bound", DEFAULT_TAIL_BOUND_MD)
-            make = krr_strong_pair if adv == "strong" else krr_weak_pair
-            return make(prm["n"], prm["k"], prm["gamma"], as_rows=True, **tb)
+            return krr_pair(prm["n"], prm["k"], prm["gamma"], prm["adversary"], as_rows=True, **tb)
         if mechanism == "clones":
             tb.setdefault("tail_bound", DEFAULT_TAIL_BOUND_MD)
             return clones_pair(prm["n"], prm["eps0"], as_rows=True, **tb)
