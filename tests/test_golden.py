@@ -1,0 +1,68 @@
+"""The restructuring of issue 7 changes no number: every command of tests/golden/commands.txt prints the
+JSON recorded in tests/golden/cli_outputs.json before the change (recorded by tests/golden/record.py).
+
+Timing fields (``seconds``) are ignored.  Keys added since the recording are listed in ``ADDED_KEYS``
+(new information, not changed numbers); deliberate fixes that change a recorded value are listed in
+``DELIBERATE`` with the reason — each one is also stated in the issue's note.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from shufflesim.cli.main import main
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+IGNORED = {"seconds"}
+#: keys that outputs may carry beyond the recording (new fields, not changed numbers)
+ADDED_KEYS: set[str] = set()
+#: (command, key path) -> why the recorded value was deliberately changed
+DELIBERATE: dict[tuple[str, str], str] = {}
+
+
+def _commands() -> list[str]:
+    lines = (GOLDEN / "commands.txt").read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+_RECORDED = json.loads((GOLDEN / "cli_outputs.json").read_text())
+
+
+def _diff(cmd: str, want, got, path: str = "") -> list[str]:
+    if (cmd, path) in DELIBERATE:
+        return []
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = []
+        for k in want:
+            if k in IGNORED:
+                continue
+            if k not in got:
+                out.append(f"{path}/{k}: missing")
+            else:
+                out += _diff(cmd, want[k], got[k], f"{path}/{k}")
+        for k in got:
+            if k not in want and k not in IGNORED and k not in ADDED_KEYS:
+                out.append(f"{path}/{k}: new key (add to ADDED_KEYS if intended)")
+        return out
+    if isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            return [f"{path}: length {len(got)} != recorded {len(want)}"]
+        out = []
+        for i, (a, b) in enumerate(zip(want, got)):
+            out += _diff(cmd, a, b, f"{path}[{i}]")
+        return out
+    return [] if want == got else [f"{path}: {got!r} != recorded {want!r}"]
+
+
+@pytest.mark.parametrize("cmd", _commands())
+def test_cli_output_matches_recording(cmd, capsys):
+    assert cmd in _RECORDED, f"no recording for {cmd!r}: run tests/golden/record.py on the reference tree"
+    code = main([*shlex.split(cmd), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    diffs = _diff(cmd, _RECORDED[cmd], json.loads(out.out))
+    assert not diffs, "\n".join(diffs[:20])
