@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from shufflesim import registry
-from shufflesim.rng import trial_seed
+from shufflesim.pipeline import registry
+from shufflesim.core.rng import trial_seed
 
 
 def baseline_trial(x: np.ndarray, p: int, q: int, alpha: float, m: int, rng: np.random.Generator) -> float:

@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from shufflesim import registry
-from shufflesim.rng import trial_seed
+from shufflesim.pipeline import registry
+from shufflesim.core.rng import trial_seed
 
 
 def baseline_trial(x: np.ndarray, k: int, gamma: float, rng: np.random.Generator) -> np.ndarray:

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from shufflesim import registry
+from shufflesim.pipeline import registry
 
 CASES = [
     ("blanket-sum", {"eps": 1.0, "mode": "bennett"}),

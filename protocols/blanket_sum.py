@@ -39,17 +39,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from shufflesim._checks import check_int, check_real
+from shufflesim.core.checks import check_int, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
-from shufflesim.analyser import Analyser
+from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
-from shufflesim.options import Option
-from shufflesim.protocol import Protocol
-from shufflesim.randomiser import LocalRandomiser, RRFamily
-from shufflesim.registry import register
-from shufflesim.rounding import grid_dtype, randomised_round, rounding_variance
-from shufflesim.shuffler import SingleShuffler, View
-from shufflesim.spaces import IntegerRange
+from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.protocol import Protocol
+from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
+from shufflesim.pipeline.registry import register
+from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_variance
+from shufflesim.pipeline.shuffler import SingleShuffler, View
+from shufflesim.pipeline.spaces import IntegerRange
 
 __all__ = [
     "MODES",

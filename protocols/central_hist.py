@@ -18,17 +18,17 @@ import math
 
 import numpy as np
 
-from shufflesim._checks import check_int, check_positive, check_probability
+from shufflesim.core.checks import check_int, check_positive, check_probability
 from shufflesim.accounting.results import PrivacyGuarantee
-from shufflesim.analyser import Analyser
-from shufflesim.baselines import IdentityRandomiser
-from shufflesim.central import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
+from shufflesim.pipeline.analyser import Analyser
+from shufflesim.pipeline.baselines import IdentityRandomiser
+from shufflesim.maths.central import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
 from shufflesim.errors import ParameterError
-from shufflesim.options import Option
-from shufflesim.histogram import HistogramEstimate, HistogramProtocol
-from shufflesim.registry import register
-from shufflesim.shuffler import TrustedCurator, View
-from shufflesim.simplex import project_to_simplex
+from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.histogram import HistogramEstimate, HistogramProtocol
+from shufflesim.pipeline.registry import register
+from shufflesim.pipeline.shuffler import TrustedCurator, View
+from shufflesim.maths.simplex import project_to_simplex
 
 SENSITIVITY = {"replace": (2.0, math.sqrt(2.0)), "add-remove": (1.0, 1.0)}
 

@@ -6,7 +6,7 @@ Each user i holding x_i ∈ [0, 1]
 
 1. encodes x_i with precision p by randomised rounding: x̄_i = ⌊p x_i⌋ + Bern(p x_i − ⌊p x_i⌋) ∈ {0..p};
 2. adds Z_i = Pólya(1/n, α) − Pólya(1/n, α) with α = e^{−ε/p}, so that Σ_i Z_i ~ DLap(α) exactly
-   (:mod:`shufflesim.polya`);
+   (:mod:`shufflesim.maths.polya`);
 3. reduces v_i = x̄_i + Z_i modulo q and splits it into m additive shares, uniform in Z_q subject to
    summing to v_i (mod q);
 4. sends share j through shuffler j (``variant="all-shuffled"``, m parallel shufflers), or shares 1..m−1
@@ -59,12 +59,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from shufflesim._checks import check_int, check_positive, check_real
+from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
-from shufflesim.analyser import Analyser
+from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
-from shufflesim.options import Option
-from shufflesim.polya import (
+from shufflesim.pipeline.options import Option
+from shufflesim.maths.polya import (
     MAX_Q,
     additive_shares,
     check_modulus,
@@ -73,11 +73,11 @@ from shufflesim.polya import (
     reduce_mod,
     sample_polya_difference,
 )
-from shufflesim.protocol import Protocol
-from shufflesim.randomiser import LocalRandomiser
-from shufflesim.registry import register
-from shufflesim.shuffler import ParallelShufflers, View
-from shufflesim.spaces import ModularIntegers
+from shufflesim.pipeline.protocol import Protocol
+from shufflesim.pipeline.randomiser import LocalRandomiser
+from shufflesim.pipeline.registry import register
+from shufflesim.pipeline.shuffler import ParallelShufflers, View
+from shufflesim.pipeline.spaces import ModularIntegers
 
 LOG2E = math.log2(math.e)
 LN2 = math.log(2.0)

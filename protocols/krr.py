@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim._checks import check_int, check_positive, check_real
-from shufflesim.analyser import Analyser
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import ParameterError
-from shufflesim.options import Option
-from shufflesim.histogram import HistogramEstimate, HistogramProtocol
-from shufflesim.randomiser import LocalRandomiser, RRFamily
-from shufflesim.registry import register
-from shufflesim.shuffler import SingleShuffler, View
-from shufflesim.simplex import project_to_simplex
-from shufflesim.spaces import IntegerRange
+from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.histogram import HistogramEstimate, HistogramProtocol
+from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
+from shufflesim.pipeline.registry import register
+from shufflesim.pipeline.shuffler import SingleShuffler, View
+from shufflesim.maths.simplex import project_to_simplex
+from shufflesim.pipeline.spaces import IntegerRange
 
 
 def gamma_from_eps0(eps0: float, k: int) -> float:

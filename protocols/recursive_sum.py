@@ -3,9 +3,9 @@ Algorithms 3–4, Theorem 4.2, Lemma A.1, Appendix G.2; FORMULAS §5).
 
 Encoding.  Precisions p_1, …, p_r (r ≥ 2 messages), Q_j = p_1⋯p_j.  x ∈ [0, 1] is written in mixed radix,
 x = Σ_{j<r} d_j/Q_j + t/Q_{r−1} with digits d_j ∈ {0..p_j−1} and t ∈ [0, 1]; the last message carries the
-randomised rounding d_r of p_r·t ∈ [0, p_r] (:mod:`shufflesim.rounding`).  Message j goes through blanket
+randomised rounding d_r of p_r·t ∈ [0, p_r] (:mod:`shufflesim.maths.rounding`).  Message j goes through blanket
 randomised response with its own γ_j over {0..D_j} (D_j = p_j − 1 for j < r, D_r = p_r) and through its own
-shuffler (:class:`~shufflesim.shuffler.ParallelShufflers`: the analyser knows the level of a message but
+shuffler (:class:`~shufflesim.pipeline.shuffler.ParallelShufflers`: the analyser knows the level of a message but
 not its sender).
 
 Analyser: per-level debiasing, Ŝ = Σ_j (1/Q_j)(Σ_i y_ij − nγ_j D_j/2)/(1 − γ_j); unbiased for Σ x.
@@ -64,19 +64,19 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import optimize
 
-from shufflesim._checks import check_int, check_real
+from shufflesim.core.checks import check_int, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
-from shufflesim.analyser import Analyser
+from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, ParameterError
-from shufflesim.options import Option, float_list, int_list
-from shufflesim.protocol import Protocol
-from shufflesim.randomiser import LocalRandomiser
-from shufflesim.registry import register
-from shufflesim.rounding import grid_dtype, mixed_radix_digits, randomised_round, rounding_variance
-from shufflesim.shuffler import ParallelShufflers, View
-from shufflesim.spaces import IntegerRange
+from shufflesim.pipeline.options import Option, float_list, int_list
+from shufflesim.pipeline.protocol import Protocol
+from shufflesim.pipeline.randomiser import LocalRandomiser
+from shufflesim.pipeline.registry import register
+from shufflesim.maths.rounding import grid_dtype, mixed_radix_digits, randomised_round, rounding_variance
+from shufflesim.pipeline.shuffler import ParallelShufflers, View
+from shufflesim.pipeline.spaces import IntegerRange
 
-from .blanket_sum import (
+from shufflesim.protocols.blanket_sum import (
     ADVERSARY_OPTION,
     DELTA_OPTION,
     EPS_OPTION,

@@ -36,20 +36,20 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from shufflesim._checks import check_int, check_real
+from shufflesim.core.checks import check_int, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
-from shufflesim.analyser import Analyser
-from shufflesim.baselines import IdentityRandomiser
+from shufflesim.pipeline.analyser import Analyser
+from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
-from shufflesim.options import Option
-from shufflesim.protocol import Protocol
-from shufflesim.randomiser import LocalRandomiser, RRFamily
-from shufflesim.registry import register
-from shufflesim.rounding import grid_dtype, randomised_round, rounding_variance
-from shufflesim.shuffler import SingleShuffler, TrustedCurator, View
-from shufflesim.spaces import IntegerRange, RealNumbers
+from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.protocol import Protocol
+from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
+from shufflesim.pipeline.registry import register
+from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_variance
+from shufflesim.pipeline.shuffler import SingleShuffler, TrustedCurator, View
+from shufflesim.pipeline.spaces import IntegerRange, RealNumbers
 
-from .blanket_sum import DELTA_OPTION, GAMMA_MAX, default_delta
+from shufflesim.protocols.blanket_sum import DELTA_OPTION, GAMMA_MAX, default_delta
 
 __all__ = [
     "cheu_messages",

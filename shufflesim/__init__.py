@@ -7,7 +7,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-from .errors import (  # noqa: E402
+from shufflesim.errors import (  # noqa: E402
     AccuracyError,
     DataError,
     InfeasibleError,

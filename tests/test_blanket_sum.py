@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shufflesim import InfeasibleError, ParameterError, registry
+from shufflesim import InfeasibleError, ParameterError
+from shufflesim.pipeline import registry
 from shufflesim.cli.main import main as cli_main
-from shufflesim.data import load_data
-from shufflesim.montecarlo import run_trials, summarise
+from shufflesim.experiments.data import load_data
+from shufflesim.experiments.montecarlo import run_trials, summarise
 from shufflesim.protocols.blanket_sum import (
     BlanketLevel,
     BlanketSumRandomiser,
@@ -26,8 +27,8 @@ from shufflesim.protocols.blanket_sum import (
     level_delta,
     paper_precision,
 )
-from shufflesim.rounding import mixed_radix_digits, randomised_round, rounding_variance
-from shufflesim.stats import bonferroni_level
+from shufflesim.maths.rounding import mixed_radix_digits, randomised_round, rounding_variance
+from shufflesim.experiments.stats import bonferroni_level
 
 ALPHA = 1e-3
 

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shufflesim import NotApplicableError, registry
-from shufflesim.central import analytic_gaussian_sigma, classical_gaussian_sigma, gaussian_delta, laplace_scale
-from shufflesim.data import load_data
-from shufflesim.montecarlo import run_trials, summarise
-from shufflesim.stats import bonferroni_level
+from shufflesim import NotApplicableError
+from shufflesim.pipeline import registry
+from shufflesim.maths.central import analytic_gaussian_sigma, classical_gaussian_sigma, gaussian_delta, laplace_scale
+from shufflesim.experiments.data import load_data
+from shufflesim.experiments.montecarlo import run_trials, summarise
+from shufflesim.experiments.stats import bonferroni_level
 
 
 @pytest.mark.parametrize("eps,delta", [(0.1, 1e-5), (1.0, 1e-6), (4.0, 1e-10), (10.0, 1e-3)])

@@ -68,7 +68,7 @@ def test_simulate_workers_do_not_change_results(capsys):
 
 def test_simulate_writes_parquet_with_metadata(capsys, tmp_path):
     pytest.importorskip("pyarrow")
-    from shufflesim.results_io import read_metadata
+    from shufflesim.experiments.results_io import read_metadata
 
     code, _, err = run_cli(capsys, "simulate", "krr", "--n", "500", "--k", "3", "--gamma", "0.5", "--trials", "5",
                            "--seed", "1", "--output", str(tmp_path), "--json")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shufflesim import DataError
-from shufflesim.data import load_data, parse_data_spec
+from shufflesim.experiments.data import load_data, parse_data_spec
 
 
 def test_categorical_generators():

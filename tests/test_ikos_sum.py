@@ -19,10 +19,10 @@ import pytest
 from scipy import stats
 
 from shufflesim.cli.main import main
-from shufflesim.data import load_data
+from shufflesim.experiments.data import load_data
 from shufflesim.errors import NotApplicableError, ParameterError
-from shufflesim.montecarlo import run_trials
-from shufflesim.polya import decode_centered, dlap_logpmf, polya_logpmf, sample_polya_difference, sum_mod
+from shufflesim.experiments.montecarlo import run_trials
+from shufflesim.maths.polya import decode_centered, dlap_logpmf, polya_logpmf, sample_polya_difference, sum_mod
 from shufflesim.protocols.ikos_sum import (
     IKOSSumProtocol,
     default_modulus,
@@ -37,8 +37,8 @@ from shufflesim.protocols.ikos_sum import (
     randomised_rounding,
     sigma_from_delta,
 )
-from shufflesim.rng import child
-from shufflesim.stats import bonferroni_level, mean_ci
+from shufflesim.core.rng import child
+from shufflesim.experiments.stats import bonferroni_level, mean_ci
 
 FAMILY = 10  # statistical assertions in this file (6 Monte-Carlo, 3 goodness of fit, 1 CLI interval)
 LEVEL = bonferroni_level(0.999, FAMILY)

@@ -13,15 +13,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shufflesim import ParameterError, registry
-from shufflesim.montecarlo import run_trials, summarise
+from shufflesim import ParameterError
+from shufflesim.pipeline import registry
+from shufflesim.experiments.montecarlo import run_trials, summarise
 from shufflesim.protocols.krr import (
     KRRRandomiser,
     eps0_from_gamma,
     gamma_from_eps0,
     krr_mse_expected,
 )
-from shufflesim.stats import bonferroni_level
+from shufflesim.experiments.stats import bonferroni_level
 
 ALPHA = 1e-3
 
@@ -62,7 +63,7 @@ def test_randomiser_shape_and_dtype():
 
 @pytest.mark.parametrize("spec", ["zipf:1.2", "constant:2"])
 def test_debiased_counts_unbiased(spec):
-    from shufflesim.data import load_data
+    from shufflesim.experiments.data import load_data
 
     k, gamma, n, T = 6, 0.6, 2_000, 400
     x = load_data(spec, data_kind="categorical", n=n, k=k, rng=1)
@@ -99,7 +100,7 @@ def test_mse_confidence_interval_covers_exact_value():
 
     Joint level 1 - 1e-3 over the cases (Bonferroni), T = 400 trials each.
     """
-    from shufflesim.data import load_data
+    from shufflesim.experiments.data import load_data
 
     level = bonferroni_level(1 - ALPHA, len(CASES))
     for i, (n, k, params, spec) in enumerate(CASES):

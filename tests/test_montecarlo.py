@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shufflesim import registry
-from shufflesim.data import load_data
-from shufflesim.montecarlo import run_trials, summarise
-from shufflesim.rng import as_generator, as_seed_sequence, trial_seed
+from shufflesim.pipeline import registry
+from shufflesim.experiments.data import load_data
+from shufflesim.experiments.montecarlo import run_trials, summarise
+from shufflesim.core.rng import as_generator, as_seed_sequence, trial_seed
 
 
 def _setup():
@@ -116,7 +116,7 @@ def test_interrupt_keeps_finished_trials_and_flags_incomplete():
 def test_progress_bar_only_on_a_terminal():
     import io
 
-    from shufflesim.progress import Progress
+    from shufflesim.experiments.progress import Progress
 
     class FakeTTY(io.StringIO):
         def isatty(self):

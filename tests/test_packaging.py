@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import shufflesim
-from shufflesim import registry
+from shufflesim.pipeline import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 

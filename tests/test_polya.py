@@ -1,4 +1,4 @@
-"""Pólya and discrete Laplace noise, exact uniform sampling and additive sharing in Z_q (shufflesim.polya).
+"""Pólya and discrete Laplace noise, exact uniform sampling and additive sharing in Z_q (shufflesim.maths.polya).
 
 Oracles: scipy's negative binomial at p = 1 − α and direct summation for the closed forms; chi-square
 goodness of fit against the exact pmfs for the samplers; Python integers for every modular identity.
@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from shufflesim.errors import ParameterError
-from shufflesim.polya import (
+from shufflesim.maths.polya import (
     MAX_Q,
     add_mod,
     additive_shares,

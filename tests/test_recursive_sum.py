@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from shufflesim import InfeasibleError, ParameterError, registry
+from shufflesim import InfeasibleError, ParameterError
+from shufflesim.pipeline import registry
 from shufflesim.cli.main import main as cli_main
-from shufflesim.data import load_data
-from shufflesim.montecarlo import run_trials, summarise
+from shufflesim.experiments.data import load_data
+from shufflesim.experiments.montecarlo import run_trials, summarise
 from shufflesim.protocols.blanket_sum import BlanketLevel, level_gamma
 from shufflesim.protocols.recursive_sum import (
     RecursiveSumAnalyser,
@@ -31,9 +32,9 @@ from shufflesim.protocols.recursive_sum import (
     recursive_user_variances,
     recursive_worst_mse,
 )
-from shufflesim.rounding import mixed_radix_digits
-from shufflesim.shuffler import ParallelShufflers
-from shufflesim.stats import bonferroni_level
+from shufflesim.maths.rounding import mixed_radix_digits
+from shufflesim.pipeline.shuffler import ParallelShufflers
+from shufflesim.experiments.stats import bonferroni_level
 
 ALPHA = 1e-3
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from shufflesim.shuffler import ParallelShufflers, SingleShuffler, TrustedCurator, exact_integer_sum
+from shufflesim.maths.integers import exact_integer_sum
+from shufflesim.pipeline.shuffler import ParallelShufflers, SingleShuffler, TrustedCurator
 
 
 def _seed(i):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from shufflesim.simplex import project_to_simplex, total_variation
+from shufflesim.maths.simplex import project_to_simplex, total_variation
 
 vectors = st.integers(min_value=1, max_value=30).flatmap(
     lambda k: arrays(np.float64, k, elements=st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False))

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from shufflesim import ParameterError, registry
+from shufflesim import ParameterError
+from shufflesim.pipeline import registry
 from shufflesim.cli.main import main as cli_main
-from shufflesim.data import load_data
-from shufflesim.montecarlo import run_trials, summarise
+from shufflesim.experiments.data import load_data
+from shufflesim.experiments.montecarlo import run_trials, summarise
 from shufflesim.protocols.sum_baselines import (
     CheuRandomiser,
     LocalLaplaceRandomiser,
@@ -26,8 +27,8 @@ from shufflesim.protocols.sum_baselines import (
     cheu_messages,
     local_rr_worst_mse,
 )
-from shufflesim.shuffler import TrustedCurator
-from shufflesim.stats import bonferroni_level
+from shufflesim.pipeline.shuffler import TrustedCurator
+from shufflesim.experiments.stats import bonferroni_level
 
 ALPHA = 1e-3
 

@@ -14,7 +14,7 @@ import pytest
 
 from shufflesim.cli.main import main as cli_main
 from shufflesim.protocols.sum_baselines import local_rr_worst_mse
-from shufflesim.tables.balle2020 import AGREEMENT_TOLERANCE, PAPER_TABLE3, ROW_KEYS, SETTINGS, agrees, table3
+from shufflesim.studies.balle2020 import AGREEMENT_TOLERANCE, PAPER_TABLE3, ROW_KEYS, SETTINGS, agrees, table3
 
 
 def test_transcription_shape():

@@ -9,16 +9,16 @@
 * :mod:`.interop` — export to Google's dp_accounting.
 """
 
-from . import bounds, pairs
-from .account import AccountReport, account, calibrate_clones_eps0, calibrate_krr_gamma
-from .calibrate import Calibration, calibrate, eps_interval_for_delta
-from .fft import compose_exact
-from .interop import to_dp_accounting
-from .pld import LossAtoms, PrivacyLossDistribution
-from .pmf_pair import PMFPair
-from .results import DeltaBound, EpsBound, NotApplicable, PrivacyGuarantee
-from .tails import tail_delta_interval
-from .tight import Numerics, TightAccountant, tight_delta, tight_epsilon
+from shufflesim.accounting import bounds, pairs
+from shufflesim.accounting.account import AccountReport, account, calibrate_clones_eps0, calibrate_krr_gamma
+from shufflesim.accounting.calibrate import Calibration, calibrate, eps_interval_for_delta
+from shufflesim.accounting.fft import compose_exact
+from shufflesim.accounting.interop import to_dp_accounting
+from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable, PrivacyGuarantee
+from shufflesim.accounting.tails import tail_delta_interval
+from shufflesim.accounting.tight import Numerics, TightAccountant, tight_delta, tight_epsilon
 
 __all__ = [
     "AccountReport", "account", "calibrate_clones_eps0", "calibrate_krr_gamma", "Calibration", "calibrate",

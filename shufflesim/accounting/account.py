@@ -27,14 +27,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .._checks import check_int, check_positive, check_real
-from ..errors import AccuracyError, NotApplicableError, ParameterError
-from . import bounds as B
-from . import bruteforce as BF
-from .pairs import (DEFAULT_TAIL_BOUND_MD, biswas_count_pair, clones_pair, krr_pair,
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.errors import AccuracyError, NotApplicableError, ParameterError
+from shufflesim.accounting import bounds as B
+from shufflesim.accounting import bruteforce as BF
+from shufflesim.accounting.pairs import (DEFAULT_TAIL_BOUND_MD, biswas_count_pair, clones_pair, krr_pair,
                     rr2_pair)
-from .results import DeltaBound, EpsBound, NotApplicable
-from .tight import tight_delta, tight_epsilon
+from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.tight import tight_delta, tight_epsilon
 
 MECHANISMS = ("rr2", "krr", "clones", "biswas")
 ADVERSARIES = ("strong-1d", "strong", "weak")
@@ -81,7 +81,7 @@ class AccountReport:
 
 def resolve_params(mechanism: str, **p: Any) -> dict:
     """Validate and complete a mechanism's parameters (γ ↔ ε0 for k-RR)."""
-    from ..protocols.krr import resolve_krr_params
+    from shufflesim.protocols.krr import resolve_krr_params
 
     if mechanism not in MECHANISMS:
         raise ParameterError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
@@ -329,7 +329,7 @@ def calibrate_krr_gamma(n: int, k: int, eps: float, delta: float, *, adversary: 
     ``compositions`` uses; the search (:func:`.calibrate.calibrate`) returns a γ at which the certified
     δ was *evaluated* to be ≤ δ, so it never overshoots.  Raises InfeasibleError if even γ = 1 fails.
     """
-    from .calibrate import calibrate
+    from shufflesim.accounting.calibrate import calibrate
 
     check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
 
@@ -344,7 +344,7 @@ def calibrate_krr_gamma(n: int, k: int, eps: float, delta: float, *, adversary: 
 def calibrate_clones_eps0(n: int, eps: float, delta: float, *, compositions: int = 1, eps0_max: float = 30.0,
                           rtol: float = 1e-6, numerics: dict | None = None) -> Calibrated:
     """Largest ε0 for which any ε0-LDP randomiser shuffled among n users is (ε, δ)-DP (clones pair)."""
-    from .calibrate import calibrate
+    from shufflesim.accounting.calibrate import calibrate
 
     check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
 

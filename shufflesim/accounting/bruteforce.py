@@ -21,13 +21,13 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from .._checks import check_int, check_positive, check_real
-from ..errors import NotApplicableError, ParameterError
-from .pairs.biswas import REFERENCE_BISWAS, check_biswas, krr_eps0_probabilities
-from .pairs.clones import REFERENCE_CLONES
-from .pairs.krr import REFERENCE_STRONG, REFERENCE_WEAK
-from .pairs.rr2 import REFERENCE_RR2
-from .pmf_pair import PMFPair
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.accounting.pairs.biswas import REFERENCE_BISWAS, check_biswas, krr_eps0_probabilities
+from shufflesim.accounting.pairs.clones import REFERENCE_CLONES
+from shufflesim.accounting.pairs.krr import REFERENCE_STRONG, REFERENCE_WEAK
+from shufflesim.accounting.pairs.rr2 import REFERENCE_RR2
+from shufflesim.accounting.pmf_pair import PMFPair
 
 __all__ = [
     "MAX_JOINT_OUTCOMES",

@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from .._checks import check_int, check_real
-from ..errors import InfeasibleError, ParameterError
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import InfeasibleError, ParameterError
 
 
 @dataclass(frozen=True)

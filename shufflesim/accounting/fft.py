@@ -103,8 +103,8 @@ import scipy.fft
 from scipy.optimize import minimize_scalar
 from scipy.signal import lfilter
 
-from ..errors import AccuracyError, ParameterError
-from .pld import (
+from shufflesim.errors import AccuracyError, ParameterError
+from shufflesim.accounting.pld import (
     NEG_INF,
     REL_SLACK,
     U,
@@ -118,7 +118,7 @@ from .pld import (
     group_log_sum,
     log_sum,
 )
-from .tails import MGFSketch, composed_log_inf_mass, composed_tail, log_c
+from shufflesim.accounting.tails import MGFSketch, composed_log_inf_mass, composed_tail, log_c
 
 #: margin factor of the FFT round-off model (see module docstring)
 FFT_KAPPA = 10.0
@@ -446,7 +446,7 @@ def _log_binom_by_n(rows, keep: np.ndarray, cells: int, gap: int):
     entries of -inf after each N, when that table is much smaller than the atoms (rows sharing N, as
     in the weak adversary's pair); else None.  Returns (per-row offset such that the entry of column x
     of row r is at offset[r] + x, table)."""
-    from .pairs import _chunks, binom_rows
+    from shufflesim.accounting.pairs import _chunks, binom_rows
 
     N = rows.N[keep]
     uniq, grp = np.unique(N, return_inverse=True)
@@ -503,8 +503,8 @@ def rows_base_split(rows, h_b: float, *, cells: int | None = None) -> BaseSplit:
     * infinite-loss atoms (Q = 0: x = N when b = 0) are summed per row in closed form (B(N) = 2^-N);
       atoms more than 2 * 700 below ``top`` are dropped into ``tail`` (count * e^{top - 1400}).
     """
-    from .pairs import _chunks, binom_rows, log_int_table
-    from .pld import BINOM_LOG_ERR
+    from shufflesim.accounting.pairs import _chunks, binom_rows, log_int_table
+    from shufflesim.accounting.pld import BINOM_LOG_ERR
 
     if not (h_b > 0 and math.isfinite(h_b)):
         raise ParameterError(f"base grid spacing h_b must be a positive finite number; got {h_b!r}")

@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 
-from .._checks import check_positive
-from ..errors import ParameterError
-from .pld import NEG_INF, LossAtoms, PrivacyLossDistribution, log_sum
-from .pmf_pair import PMFPair
+from shufflesim.core.checks import check_positive
+from shufflesim.errors import ParameterError
+from shufflesim.accounting.pld import NEG_INF, LossAtoms, PrivacyLossDistribution, log_sum
+from shufflesim.accounting.pmf_pair import PMFPair
 
 #: largest dense grid exported (above this a sparse PMF is used)
 _MAX_DENSE = 2_000_000

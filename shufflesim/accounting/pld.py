@@ -46,9 +46,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
-from .pmf_pair import PMFPair
-from .results import DeltaBound, EpsBound
+from shufflesim.errors import DataError, ParameterError
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.results import DeltaBound, EpsBound
 
 #: unit round-off of IEEE double precision
 U = float(np.finfo(float).eps) / 2.0
@@ -380,7 +380,7 @@ class LossAtoms:
 
     @cached_property
     def sketch(self):
-        from .tails import MGFSketch
+        from shufflesim.accounting.tails import MGFSketch
 
         return MGFSketch.from_values(self.losses, self.log_mass, tol=self.loss_tol)
 
@@ -506,7 +506,7 @@ class PrivacyLossDistribution:
 
     def epsilon(self, delta, *, eps_tol: float = 1e-9) -> list[EpsBound]:
         """Smallest eps with delta(eps) <= delta, as a certified interval (eps_lower, eps_upper]."""
-        from .calibrate import eps_interval_for_delta
+        from shufflesim.accounting.calibrate import eps_interval_for_delta
 
         deltas = _check_delta(delta)
         eps_max = max(0.0, self.max_finite_loss()) * (1 + 4 * U) + 1e-300
@@ -596,7 +596,7 @@ class RowTables:
 
     @classmethod
     def build(cls, N: np.ndarray, LO: np.ndarray, HI: np.ndarray) -> "RowTables":
-        from .pairs import CHUNK_CELLS, _chunks, binom_rows, log_int_table
+        from shufflesim.accounting.pairs import CHUNK_CELLS, _chunks, binom_rows, log_int_table
 
         W = (HI - LO + 1).astype(np.int64)
         off = np.cumsum(W) - W
@@ -852,7 +852,7 @@ class RowsPLD:
     @classmethod
     def from_rows(cls, rows) -> "RowsPLD":
         """Validate ``rows`` (a BinomialRows) and wrap it."""
-        from .pairs import BinomialRows
+        from shufflesim.accounting.pairs import BinomialRows
 
         if not isinstance(rows, BinomialRows):
             raise ParameterError(f"rows must be a BinomialRows; got {type(rows).__name__}")

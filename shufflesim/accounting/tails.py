@@ -42,7 +42,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import xlogy
 
-from .pld import (NEG_INF, REL_SLACK, U, LossAtoms, compose_log_extra, exp_down, exp_up, group_log_sum, log_sum,
+from shufflesim.accounting.pld import (NEG_INF, REL_SLACK, U, LossAtoms, compose_log_extra, exp_down, exp_up, group_log_sum, log_sum,
                   sum_down, sum_up)
 
 #: number of equal-width blocks in an MGF sketch

@@ -48,17 +48,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_int, check_real
-from ..errors import AccuracyError, ParameterError, ShufflesimError
-from .calibrate import calibrate, eps_interval_for_delta
-from .fft import (BaseSplit, GridComposition, RowsComponent, Window, _compose_atoms_two, base_split, choose_window,
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
+from shufflesim.accounting.calibrate import calibrate, eps_interval_for_delta
+from shufflesim.accounting.fft import (BaseSplit, GridComposition, RowsComponent, Window, _compose_atoms_two, base_split, choose_window,
                   compose_grid, discretise, discretise_base, rows_spread)
-from .pairs import BinomialRows
-from .pld import (NEG_INF, REL_SLACK, U, LossAtoms, PrivacyLossDistribution, RowsPLD, _exp, check_delta,
+from shufflesim.accounting.pairs import BinomialRows
+from shufflesim.accounting.pld import (NEG_INF, REL_SLACK, U, LossAtoms, PrivacyLossDistribution, RowsPLD, _exp, check_delta,
                   check_eps, exp_down, exp_up, sum_up)
-from .pmf_pair import PMFPair
-from .results import DeltaBound, EpsBound
-from .tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
 
 
 #: components with more atoms than this (after pruning) are split once onto a base grid of spacing

@@ -10,7 +10,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..errors import ParameterError
+from shufflesim.core.serialise import jsonable
+from shufflesim.errors import ParameterError
 
 
 class UsageError(ParameterError):
@@ -45,24 +46,6 @@ def float_arg(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-
-
-def jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays and non-finite floats into JSON-safe values (non-finite → null)."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if hasattr(obj, "to_dict"):
-        return jsonable(obj.to_dict())
-    return obj
 
 
 def print_json(obj: Any) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..accounting.account import METHODS, account
-from ._common import float_arg, int_arg, print_json
+from shufflesim.accounting.account import METHODS, account
+from shufflesim.cli._common import float_arg, int_arg, print_json
 
 _HELP = {
     "rr2": "shuffled binary randomised response (seed 001 §4)",

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..progress import Progress
-from ..rng import as_seed_sequence, seed_metadata
-from ..study import run_grid
-from ._common import float_arg, int_arg, print_json
+from shufflesim.experiments.progress import Progress
+from shufflesim.core.rng import as_seed_sequence, seed_metadata
+from shufflesim.experiments.study import run_grid
+from shufflesim.cli._common import float_arg, int_arg, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results_io import write_table
+    from shufflesim.experiments.results_io import write_table
 
     points = [{"k": args.k, "eps0": e} for e in args.eps0]
     total = 2 * len(points) * args.trials
@@ -86,7 +86,7 @@ def _plots(s: pd.DataFrame, table: pd.DataFrame, out: Path, k: int) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..plots import plot_mse
+    from shufflesim.experiments.plots import plot_mse
 
     n = int(s.n.iloc[0])
     plot_mse(s, "param_eps0", out / "mse_vs_eps0.png", xlabel="local ε0",

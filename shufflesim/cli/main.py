@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
-from ..errors import ShufflesimError
-from ._common import Parser
+from shufflesim import __version__
+from shufflesim.errors import ShufflesimError
+from shufflesim.cli._common import Parser
 
 
 def build_parser() -> Parser:
     p = Parser(prog="shufflesim", description="Simulation, tight accounting and validation for the shuffle model of DP.")
     p.add_argument("--version", action="version", version=f"shufflesim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    from . import demo, simulate
+    from shufflesim.cli import demo, simulate
 
     simulate.add_parser(sub)
     demo.add_parser(sub)

@@ -8,13 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, registry
-from ..errors import ParameterError
-from ..data import load_data, parse_data_spec
-from ..montecarlo import run_trials, summarise
-from ..progress import Progress
-from ..rng import as_seed_sequence, data_seed, seed_metadata
-from ._common import float_arg, int_arg, print_json
+from shufflesim import __version__
+from shufflesim.pipeline import registry
+from shufflesim.errors import ParameterError
+from shufflesim.experiments.data import load_data, parse_data_spec
+from shufflesim.experiments.montecarlo import run_trials, summarise
+from shufflesim.experiments.progress import Progress
+from shufflesim.core.rng import as_seed_sequence, data_seed, seed_metadata
+from shufflesim.cli._common import float_arg, int_arg, print_json
 
 _CONVERT = {int: int_arg, float: float_arg}
 
@@ -46,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             g.add_argument(opt.flag, **kw)
         c = pp.add_argument_group("study")
         c.add_argument("--n", type=int_arg, help="number of users (optional for finite data sets)")
-        c.add_argument("--data", default="uniform", help="data spec (default: uniform); see shufflesim.data")
+        c.add_argument("--data", default="uniform", help="data spec (default: uniform); see shufflesim.experiments.data")
         c.add_argument("--lower", type=float_arg, help="lower end for scaling a real CSV column to [0, 1]")
         c.add_argument("--upper", type=float_arg, help="upper end for scaling a real CSV column to [0, 1]")
         c.add_argument("--trials", type=int_arg, default=100, help="Monte-Carlo trials (default: 100)")
@@ -59,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._checks import check_int, check_real
+    from shufflesim.core.checks import check_int, check_real
 
     t0 = time.perf_counter()
     cls = registry.get(args.protocol)
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_output(directory: Path, records, meta: dict, root) -> None:
-    from ..results_io import write_table
+    from shufflesim.experiments.results_io import write_table
 
     directory.mkdir(parents=True, exist_ok=True)
     meta = dict(meta, seed_sequence=seed_metadata(root))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import print_json
+from shufflesim.cli._common import print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _row_keys() -> tuple[str, ...]:
-    from ..tables.balle2020 import ROW_KEYS
+    from shufflesim.studies.balle2020 import ROW_KEYS
 
     return ROW_KEYS
 
@@ -43,11 +43,11 @@ def _f(x, width: int = 9) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..tables import balle2020
+    from shufflesim.studies import balle2020
 
     rows = None if args.rows is None else [r.strip() for r in args.rows.split(",") if r.strip()]
     if rows is not None and not rows:
-        from ..errors import ParameterError
+        from shufflesim.errors import ParameterError
 
         raise ParameterError("--rows needs at least one row name; allowed: " + ", ".join(_row_keys()))
     cells = balle2020.table3(rows=rows, full=args.full, tight=args.tight)

@@ -12,7 +12,7 @@ Only ``feldman-numerical`` reports a lower bound (on the delta of Feldman et al.
 the published formula of seed 003, implemented exactly as printed and NOT a certified bound.
 """
 
-from .balle import (
+from shufflesim.accounting.bounds.balle import (
     BennettVariant,
     KRRBlanket,
     LaplaceBlanket,
@@ -25,8 +25,8 @@ from .balle import (
     hoeffding_delta,
     hoeffding_eps,
 )
-from .biswas import biswas_delta, biswas_eps, biswas_log_pmfs, biswas_privacy_loss
-from .composition import (
+from shufflesim.accounting.bounds.biswas import biswas_delta, biswas_eps, biswas_log_pmfs, biswas_privacy_loss
+from shufflesim.accounting.bounds.composition import (
     Composition,
     advanced_composition,
     advanced_eps_per_round,
@@ -35,15 +35,15 @@ from .composition import (
     compose_delta,
     compose_eps,
 )
-from .erlingsson import erlingsson_delta, erlingsson_eps
-from .feldman import (
+from shufflesim.accounting.bounds.erlingsson import erlingsson_delta, erlingsson_eps
+from shufflesim.accounting.bounds.feldman import (
     feldman_delta,
     feldman_eps,
     feldman_numerical_delta,
     feldman_numerical_eps,
     feldman_numerical_log_delta,
 )
-from .transforms import dp_from_tv, invert_delta_curve, subsample, subsample_inverse
+from shufflesim.accounting.bounds.transforms import dp_from_tv, invert_delta_curve, subsample, subsample_inverse
 
 #: the ``method`` names of the published bounds
 METHODS = ("balle", "bennett", "hoeffding", "erlingsson", "feldman", "feldman-numerical", "biswas")

@@ -39,10 +39,10 @@ from typing import Literal, Union
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ..._checks import check_int, check_probability, check_real
-from ...errors import InfeasibleError, NotApplicableError, ParameterError
-from ..results import DeltaBound, EpsBound, NotApplicable
-from .transforms import invert_delta_curve
+from shufflesim.core.checks import check_int, check_probability, check_real
+from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
+from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [
     "KRRBlanket",

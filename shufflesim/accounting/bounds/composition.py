@@ -22,9 +22,9 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from ..._checks import check_int, check_probability, check_real
-from ...errors import ParameterError
-from ..results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.core.checks import check_int, check_probability, check_real
+from shufflesim.errors import ParameterError
+from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
 
 __all__ = [
     "Composition",

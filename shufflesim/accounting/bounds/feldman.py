@@ -44,10 +44,10 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import bdtrc, gammaln, logsumexp
 
-from ..._checks import check_int, check_probability, check_real
-from ...errors import ParameterError
-from ..results import DeltaBound, EpsBound, NotApplicable
-from .transforms import invert_delta_curve
+from shufflesim.core.checks import check_int, check_probability, check_real
+from shufflesim.errors import ParameterError
+from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [
     "feldman_delta",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..._checks import check_probability, check_real
-from ...errors import ParameterError
+from shufflesim.core.checks import check_probability, check_real
+from shufflesim.errors import ParameterError
 
 __all__ = [
     "subsample",

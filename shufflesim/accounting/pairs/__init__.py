@@ -45,7 +45,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 from scipy.stats import binom as _binom
 
-from ..._checks import check_real
+from shufflesim.core.checks import check_real
 
 __all__ = [
     "DEFAULT_TAIL_BOUND_1D",
@@ -575,9 +575,9 @@ class BinomialRows:
         return log_tail_sum(np.concatenate(parts))
 
 
-from .biswas import biswas_count_pair  # noqa: E402
-from .clones import clones_pair  # noqa: E402
-from .krr import (  # noqa: E402
+from shufflesim.accounting.pairs.biswas import biswas_count_pair  # noqa: E402
+from shufflesim.accounting.pairs.clones import clones_pair  # noqa: E402
+from shufflesim.accounting.pairs.krr import (  # noqa: E402
     krr_eps0_from_gamma,
     krr_gamma_from_eps0,
     krr_pair,
@@ -585,4 +585,4 @@ from .krr import (  # noqa: E402
     krr_strong_pair,
     krr_weak_pair,
 )
-from .rr2 import rr2_pair  # noqa: E402
+from shufflesim.accounting.pairs.rr2 import rr2_pair  # noqa: E402

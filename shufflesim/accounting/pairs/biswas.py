@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from ..._checks import check_int, check_positive, check_real
-from ...errors import ParameterError
-from ..pmf_pair import PMFPair
-from . import certified_tail, chernoff_window, finish, log_binom_pmf
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.errors import ParameterError
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.pairs import certified_tail, chernoff_window, finish, log_binom_pmf
 
 REFERENCE_BISWAS = (
     "Biswas, Jung, Palamidessi (seed 003) Definition IV.2, Theorem IV.1, Appendix A eqs 11-13; "

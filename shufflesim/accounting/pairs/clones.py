@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..._checks import check_int, check_positive
-from ...errors import ParameterError
-from ..pmf_pair import PMFPair
-from . import (
+from shufflesim.core.checks import check_int, check_positive
+from shufflesim.errors import ParameterError
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.pairs import (
     BinomialRows,
     DEFAULT_TAIL_BOUND_MD,
     certified_tail,

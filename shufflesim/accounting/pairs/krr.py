@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..._checks import check_int, check_positive, check_real
-from ...errors import ParameterError
-from ..pmf_pair import PMFPair
-from . import (
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.errors import ParameterError
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.pairs import (
     BinomialRows,
     DEFAULT_TAIL_BOUND_1D,
     DEFAULT_TAIL_BOUND_MD,

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ..._checks import check_int, check_positive
-from ..pmf_pair import PMFPair
-from . import (
+from shufflesim.core.checks import check_int, check_positive
+from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.pairs import (
     DEFAULT_TAIL_BOUND_1D,
     certified_tail,
     check_tail_bound,

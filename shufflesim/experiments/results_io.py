@@ -13,7 +13,7 @@ import pandas as pd
 
 def environment() -> dict:
     """Versions that affect results."""
-    from . import __version__
+    from shufflesim import __version__
 
     return {
         "shufflesim": __version__,
@@ -27,7 +27,7 @@ def environment() -> dict:
 def write_table(frame: pd.DataFrame, stem: Path, meta: dict) -> list[Path]:
     """Write ``frame`` to ``stem.parquet`` (metadata in ``df.attrs``) and ``stem.csv``, and the metadata
     to ``stem.meta.json``.  Returns the written paths."""
-    from .cli._common import jsonable
+    from shufflesim.core.serialise import jsonable
 
     meta = jsonable(dict(meta, environment=environment()))
     stem = Path(stem)

@@ -15,7 +15,7 @@ from typing import Union
 
 import numpy as np
 
-from .errors import ParameterError
+from shufflesim.errors import ParameterError
 
 RngLike = Union[int, np.integer, np.random.SeedSequence, np.random.Generator, None]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .randomiser import LocalRandomiser
-from .spaces import IntegerRange, RealNumbers
+from shufflesim.pipeline.randomiser import LocalRandomiser
+from shufflesim.pipeline.spaces import IntegerRange, RealNumbers
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,7 +34,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..errors import ShufflesimError
+from shufflesim.errors import ShufflesimError
 
 __all__ = ["SETTINGS", "PAPER_TABLE3", "PaperRow", "Cell", "AGREEMENT_TOLERANCE", "agrees", "table3", "ROW_KEYS"]
 
@@ -129,7 +129,7 @@ def _curatordp(n, eps, delta, opts) -> dict:
 
 
 def _cheu(n, eps, delta, opts) -> dict:
-    from shufflesim import registry
+    from shufflesim.pipeline import registry
 
     p = registry.create("cheu-sum", n, eps=eps, delta=delta)
     return {"messages": p.params["messages"], "mse_exact": p.mse_worst(), "mse_certified": p.mse_worst(),
@@ -140,7 +140,7 @@ def _cheu(n, eps, delta, opts) -> dict:
 
 
 def _balle(n, eps, delta, opts) -> dict:
-    from shufflesim import registry
+    from shufflesim.pipeline import registry
     from shufflesim.protocols.blanket_sum import blanket_worst_mse, level_gamma, paper_precision
 
     k = paper_precision(n)
@@ -164,7 +164,7 @@ def _balle(n, eps, delta, opts) -> dict:
 
 def _recursive_generic(r: int) -> Callable:
     def compute(n, eps, delta, opts) -> dict:
-        from shufflesim import registry
+        from shufflesim.pipeline import registry
         from shufflesim.protocols.recursive_sum import (
             _basic_gammas,
             authors_mse_bound,
@@ -191,7 +191,7 @@ def _recursive_generic(r: int) -> Callable:
 
 def _add_recursive_tight(out: dict, n: int, eps: float, delta: float, r: int) -> None:
     """Add the certified worst-case MSE of recursive-sum in tight mode to a table cell."""
-    from shufflesim import registry
+    from shufflesim.pipeline import registry
 
     t = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="tight")
     out["mse_tight"] = t.mse_worst()
@@ -200,7 +200,7 @@ def _add_recursive_tight(out: dict, n: int, eps: float, delta: float, r: int) ->
 
 def _recursive_optimised(r: int) -> Callable:
     def compute(n, eps, delta, opts) -> dict:
-        from shufflesim import registry
+        from shufflesim.pipeline import registry
         from shufflesim.protocols.recursive_sum import _basic_gammas, optimise_basic, recursive_worst_mse
 
         cert = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="optimised")
@@ -279,7 +279,7 @@ def table3(*, rows: Iterable[str] | None = None, settings: Iterable[tuple[int, f
     keys = list(ROW_KEYS if rows is None else rows)
     for k in keys:
         if k not in _COMPUTE:
-            from ..errors import ParameterError
+            from shufflesim.errors import ParameterError
 
             raise ParameterError(f"unknown Table 3 row {k!r}; rows: {', '.join(ROW_KEYS)}")
     cols = [i for i, s in enumerate(SETTINGS) if settings is None or s in set(settings)]

@@ -12,10 +12,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from . import registry
-from .data import load_data
-from .montecarlo import run_trials, summarise
-from .rng import RngLike, as_seed_sequence, data_seed
+from shufflesim.pipeline import registry
+from shufflesim.experiments.data import load_data
+from shufflesim.experiments.montecarlo import run_trials, summarise
+from shufflesim.core.rng import RngLike, as_seed_sequence, data_seed
 
 
 @dataclass

@@ -11,8 +11,8 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from ._checks import check_positive, check_probability
-from .errors import NotApplicableError
+from shufflesim.core.checks import check_positive, check_probability
+from shufflesim.errors import NotApplicableError
 
 
 def laplace_scale(eps: float, sensitivity: float = 1.0) -> float:

@@ -7,7 +7,7 @@ hooks (:meth:`~Protocol.mse_expected`, :meth:`~Protocol.mse_worst`, :meth:`~Prot
 against exact formulas and published bounds.
 
 Protocols are plug-ins: a subclass sets ``name``, ``summary``, ``data_kind`` and ``options`` and
-implements :meth:`Protocol.create`; decorating it with :func:`shufflesim.registry.register` makes it
+implements :meth:`Protocol.create`; decorating it with :func:`shufflesim.pipeline.registry.register` makes it
 available to the CLI and to scenario files by name.
 """
 
@@ -19,12 +19,12 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from .analyser import Analyser
-from .errors import DataError
-from .options import Option
-from .randomiser import LocalRandomiser
-from .rng import RngLike, as_seed_sequence, child
-from .shuffler import Shuffler, View
+from shufflesim.pipeline.analyser import Analyser
+from shufflesim.errors import DataError
+from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.randomiser import LocalRandomiser
+from shufflesim.core.rng import RngLike, as_seed_sequence, child
+from shufflesim.pipeline.shuffler import Shuffler, View
 
 #: streams derived from a run's seed, one per stage, so that no stage's draws shift another's
 RANDOMISER_STREAM, SHUFFLER_STREAM, ANALYSER_STREAM = 0, 1, 2

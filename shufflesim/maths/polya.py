@@ -31,10 +31,10 @@ import math
 import numpy as np
 from scipy import special
 
-from ._checks import check_int, check_real
-from .errors import ParameterError
-from .rng import RngLike, as_generator
-from .shuffler import exact_integer_sum
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import ParameterError
+from shufflesim.core.rng import RngLike, as_generator
+from shufflesim.maths.integers import exact_integer_sum
 
 #: the largest modulus whose elements fit in uint64
 MAX_Q = 2**64 - 1

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from .protocol import Protocol
-from .simplex import total_variation
+from shufflesim.pipeline.protocol import Protocol
+from shufflesim.maths.simplex import total_variation
 
 
 @dataclass(frozen=True)

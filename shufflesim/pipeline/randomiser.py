@@ -31,7 +31,7 @@ class LocalRandomiser(ABC):
 
     #: messages each user sends
     messages_per_user: int = 1
-    #: the space of one message (see :mod:`shufflesim.spaces`); a tuple when levels differ
+    #: the space of one message (see :mod:`shufflesim.pipeline.spaces`); a tuple when levels differ
     message_space: Any = None
     #: ε0 of the local randomiser (pure LDP), ``None`` where not defined
     eps0: float | None = None

@@ -13,8 +13,8 @@ import pkgutil
 from importlib.metadata import entry_points
 from typing import Any
 
-from .errors import ParameterError
-from .protocol import Protocol
+from shufflesim.errors import ParameterError
+from shufflesim.pipeline.protocol import Protocol
 
 _REGISTRY: dict[str, type[Protocol]] = {}
 _discovered = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from numbers import Integral, Real
 
-from .errors import ParameterError
+from shufflesim.errors import ParameterError
 
 
 def _as_real(name: str, value) -> float:

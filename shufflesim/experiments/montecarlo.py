@@ -1,7 +1,7 @@
 """Monte-Carlo runner: T independent trials of a protocol on a fixed data set.
 
 Trial t at grid point g draws all its randomness from ``SeedSequence(root entropy, spawn_key=(1, g, t))``
-(:func:`shufflesim.rng.trial_seed`): a trial's result depends only on (protocol, data, seed, g, t), never
+(:func:`shufflesim.core.rng.trial_seed`): a trial's result depends only on (protocol, data, seed, g, t), never
 on which worker ran it or how many workers there are.  Trials run in chunks on local processes
 (``workers > 1``) or in this process (``workers = 1``); records are sorted by trial before they are
 returned, so the table is identical for any worker count (the ``seconds`` column aside).
@@ -25,10 +25,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ._checks import check_int
-from .protocol import Protocol
-from .rng import RngLike, as_seed_sequence, trial_seed
-from .stats import mean_ci
+from shufflesim.core.checks import check_int
+from shufflesim.pipeline.protocol import Protocol
+from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
+from shufflesim.experiments.stats import mean_ci
 
 # --- worker side ---------------------------------------------------------------------------------------
 _WORKER_STATE: dict[str, Any] = {}

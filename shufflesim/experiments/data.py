@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataError
-from .rng import RngLike, as_generator
+from shufflesim.errors import DataError
+from shufflesim.core.rng import RngLike, as_generator
 
 CATEGORICAL_KINDS = ("uniform", "zipf", "constant", "counts", "adult-age")
 REAL_KINDS = ("uniform", "normal", "beta", "constant", "adult-age")
@@ -134,7 +134,7 @@ def _bad_row(path: str, column: str, idx: int, raw: str, why: str) -> DataError:
 
 
 def _adult_ages() -> np.ndarray:
-    with resources.files("shufflesim").joinpath("data/adult_age.csv").open("r") as fh:
+    with resources.files("shufflesim").joinpath("datasets/adult_age.csv").open("r") as fh:
         return np.loadtxt(fh, skiprows=1, dtype=np.int64)
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .shuffler import View
+from shufflesim.pipeline.shuffler import View
 
 
 class Analyser(ABC):
-    """Maps a :class:`~shufflesim.shuffler.View` to an estimate.
+    """Maps a :class:`~shufflesim.pipeline.shuffler.View` to an estimate.
 
     ``rng`` is only used by analysers that add noise themselves (central-model baselines); analysers of
     shuffle protocols are deterministic functions of the view.
