@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from scipy.stats import binom
 
 from shufflesim.accounting import tight as tightmod
-from shufflesim.accounting.fft import Window, base_split, compose_exact, compose_grid, discretise, discretise_base
+from shufflesim.accounting.exact_compose import compose_exact
+from shufflesim.accounting.fft import Window, compose_grid
+from shufflesim.accounting.placement import base_split, discretise, discretise_base
 from shufflesim.accounting.interop import to_dp_accounting
 from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair

@@ -16,16 +16,14 @@ from scipy.special import comb
 from scipy.stats import binom
 
 from shufflesim.accounting import bruteforce as bf
+from shufflesim.accounting.binomial import binom_rows, chernoff_window, log_binom_pmf
 from shufflesim.accounting.pairs import (
     DEFAULT_TAIL_BOUND_MD,
-    binom_rows,
     biswas_count_pair,
-    chernoff_window,
     clones_pair,
     krr_eps0_from_gamma,
     krr_gamma_from_eps0,
     krr_pair,
-    log_binom_pmf,
     rr2_pair,
 )
 from shufflesim.accounting.pairs.krr import krr_strong_pair, krr_weak_pair

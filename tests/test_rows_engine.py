@@ -26,9 +26,12 @@ from hypothesis import strategies as st
 from shufflesim.accounting import bruteforce as bf
 from shufflesim.accounting import tight as tightmod
 from shufflesim.accounting.account import account
-from shufflesim.accounting.fft import RowsComponent, discretise_base, rows_base_split, rows_loss_range
-from shufflesim.accounting.pairs import BinomialRows, clones_pair, krr_strong_pair, krr_weak_pair
-from shufflesim.accounting.pld import PrivacyLossDistribution, RowsPLD
+from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.pairs import clones_pair, krr_strong_pair, krr_weak_pair
+from shufflesim.accounting.placement import discretise_base
+from shufflesim.accounting.pld import PrivacyLossDistribution
+from shufflesim.accounting.rows_pld import RowsPLD
+from shufflesim.accounting.rows_stream import RowsComponent, rows_base_split, rows_loss_range
 from shufflesim.accounting.pmf_pair import PMFPair
 from shufflesim.accounting.tight import TightAccountant, tight_delta, tight_epsilon
 

@@ -12,7 +12,7 @@
 from shufflesim.accounting import bounds, pairs
 from shufflesim.accounting.account import AccountReport, account, calibrate_clones_eps0, calibrate_krr_gamma
 from shufflesim.accounting.calibrate import Calibration, calibrate, eps_interval_for_delta
-from shufflesim.accounting.fft import compose_exact
+from shufflesim.accounting.exact_compose import compose_exact
 from shufflesim.accounting.interop import to_dp_accounting
 from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair

@@ -19,7 +19,8 @@ import numpy as np
 
 from shufflesim.core.checks import check_positive
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.pld import NEG_INF, LossAtoms, PrivacyLossDistribution, log_sum
+from shufflesim.accounting.logspace import NEG_INF, log_sum
+from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair
 
 #: largest dense grid exported (above this a sparse PMF is used)

@@ -15,7 +15,7 @@ Upper bound (Chernoff).  For every lam >= 0 and x real, (1 - e^{-x})_+ <= c(lam)
 so log delta_fin <= min_lam  sum_i log E_i[e^{lam L_i}] - lam eps + log c(lam).  The objective is
 convex in lam (a sum of log-MGFs, which are convex, and log c, whose second derivative is
 1/lam - 1/(1+lam) > 0), so the minimum is found by a bracketed scalar search.  Any lam gives a valid
-bound; the search uses a cheap upper envelope of the MGF (:class:`MGFSketch`) and the final value is
+bound; the search uses a cheap upper envelope of the MGF (:class:`~shufflesim.accounting.mgf.MGFSketch`) and the final value is
 evaluated exactly at the chosen lam.  If eps >= sum_i max L_i the finite part is exactly 0.
 
 Lower bound (product event).  For any thresholds u_i with sum u_i > eps, the event {L_i >= u_i for all
@@ -29,95 +29,23 @@ truth for large compositions; results that rely on it are flagged in their notes
 
 Infinite-loss mass composes exactly as prod(f_i + m_i) - prod f_i (= 1 - prod(1 - m_i) for proper
 distributions; seed 001 eq 2.3), dropped tails as prod(k_i + t_i) - prod k_i (upper bound only).
-Both are computed in log space by :func:`~shufflesim.accounting.pld.compose_log_extra`.
+Both are computed in log space by :func:`~shufflesim.accounting.logspace.compose_log_extra`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import xlogy
 
-from shufflesim.accounting.pld import (NEG_INF, REL_SLACK, U, LossAtoms, compose_log_extra, exp_down, exp_up, group_log_sum, log_sum,
-                  sum_down, sum_up)
-
-#: number of equal-width blocks in an MGF sketch
-SKETCH_BLOCKS = 2048
+from shufflesim.accounting.logspace import (NEG_INF, REL_SLACK, U, compose_log_extra, exp_down, exp_up, sum_down,
+                                            sum_up)
+from shufflesim.accounting.mgf import log_c
+from shufflesim.accounting.pld import LossAtoms
 
 Components = Sequence[tuple[LossAtoms, int]]
-
-
-def log_c(lam: float | np.ndarray) -> float | np.ndarray:
-    """log c(lam) = lam log lam - (lam + 1) log(lam + 1), the Chernoff constant of this module."""
-    lam = np.asarray(lam, dtype=float)
-    out = xlogy(lam, lam) - (lam + 1.0) * np.log1p(lam)
-    return float(out) if out.ndim == 0 else out
-
-
-@dataclass(frozen=True, eq=False)
-class MGFSketch:
-    """Upper envelope of a log-MGF: atoms grouped into equal-width blocks of values.
-
-    For t >= 0, sum_i m_i e^{t v_i} <= sum_b M_b e^{t vmax_b}; for t < 0 use vmin_b.  Valid for every
-    t, exact when blocks hold one value; used to search for Chernoff parameters cheaply.
-    """
-
-    log_mass: np.ndarray
-    vmin: np.ndarray
-    vmax: np.ndarray
-
-    @classmethod
-    def from_values(cls, values: np.ndarray, log_mass: np.ndarray, *, tol: float = 0.0,
-                    blocks: int = SKETCH_BLOCKS) -> "MGFSketch":
-        """Sketch of atoms with sorted ``values`` (each known to within ``tol``) and ``log_mass``."""
-        values = np.asarray(values, dtype=float)
-        keep = log_mass > NEG_INF
-        values = values[keep]
-        log_mass = np.asarray(log_mass, dtype=float)[keep]
-        if values.size == 0:
-            e = np.zeros(0)
-            return cls(e, e, e)
-        n = values.size
-        v0, v1 = float(values[0]), float(values[-1])
-        if n <= 3 * blocks:
-            starts = np.arange(n)
-        else:
-            # union of equal-width blocks, equal-count blocks and geometric blocks at both ends
-            # (1, 1, 2, 4, ... atoms), so that strongly tilted MGFs are still tight
-            width = np.searchsorted(values, np.linspace(v0, v1, blocks + 1)[1:-1], side="left")
-            count = (np.arange(1, blocks) * (n / blocks)).astype(np.int64)
-            geo = np.unique(np.concatenate(([0], 2 ** np.arange(0, int(math.log2(n)) + 1)))).astype(np.int64)
-            geo = geo[geo < n]
-            starts = np.unique(np.concatenate(([0], width, count, geo, n - geo)))
-            starts = starts[(starts >= 0) & (starts < n)]
-        ids = np.zeros(n, dtype=np.int64)
-        ids[starts[1:]] = 1
-        ids = np.cumsum(ids)
-        ends = np.concatenate((starts[1:], [n])) - 1
-        _, lm, err = group_log_sum(ids, log_mass)
-        return cls(lm + math.log1p(err), values[starts] - tol, values[ends] + tol)
-
-    def log_mgf_upper(self, t: float) -> float:
-        if self.log_mass.size == 0:
-            return NEG_INF
-        v = self.vmax if t >= 0 else self.vmin
-        return log_sum(self.log_mass + t * v)
-
-    def tilted_moments(self, t: float) -> tuple[float, float]:
-        """Approximate mean and variance of the values under weights m e^{t v} (block midpoints)."""
-        if self.log_mass.size == 0:
-            return 0.0, 0.0
-        mid = 0.5 * (self.vmin + self.vmax)
-        w = self.log_mass + t * mid
-        w = np.exp(w - np.max(w))
-        w /= w.sum()
-        mean = float(np.dot(w, mid))
-        var = float(np.dot(w, (mid - mean) ** 2 + (self.vmax - self.vmin) ** 2 / 12.0))
-        return mean, var
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ How an answer is obtained (the ``notes`` of every result say which path was take
 
 * **single use** - exact hockey-stick divergence over the atoms of the PLD, in log space
   (:mod:`.pld`; seed 001 eq 2.3 with n_c = 1); for a pair in row form
-  (:class:`~.pairs.BinomialRows`), exact over its rows in O(rows) per eps (:class:`~.pld.RowsPLD`);
+  (:class:`~.binomial_rows.BinomialRows`), exact over its rows in O(rows) per eps (:class:`~.rows_pld.RowsPLD`);
 * **small compositions** - exact pairwise convolution of the atoms when the composed support stays
-  below ``exact_max_atoms`` (:func:`.fft.compose_exact`);
+  below ``exact_max_atoms`` (:func:`.exact_compose.compose_exact`);
 * **otherwise** - the Fourier accountant of seed 001 (§2.2, Algorithm 1) on a grid with certified
   aliasing/truncation and round-off bounds and, for deltas below the plain FFT's round-off floor,
   exponential tilting (:mod:`.fft`).  Placement: "split" (default; a dominating pair, second-order
@@ -23,13 +23,13 @@ How an answer is obtained (the ``notes`` of every result say which path was take
   budget is tightened if that tail ever shows in the width), and very large components are split
   once onto a fine base grid from which every coarser split follows exactly.  A pair in row form is
   never expanded: its atoms are streamed block by block onto that base grid
-  (:func:`~.fft.rows_base_split`, memory O(block + grid points)), streamed again onto a finer one if a
+  (:func:`~.rows_stream.rows_base_split`, memory O(block + grid points)), streamed again onto a finer one if a
   grid finer than the base is ever needed;
 * **Chernoff fallback** - with ``tilt=False``, deltas below the plain FFT's round-off floor are
   reported as the Chernoff upper bound and the product-event lower bound of :mod:`.tails` (flagged
   in ``notes``), never as round-off.
 
-Pairs are :class:`~.pmf_pair.PMFPair`, :class:`~.pairs.BinomialRows` (row form) or an already built
+Pairs are :class:`~.pmf_pair.PMFPair`, :class:`~.binomial_rows.BinomialRows` (row form) or an already built
 PLD.  Heterogeneous compositions: ``pairs`` may be a sequence of pairs (P_i, Q_i); the composed pair is
 (P_1 x ... x P_r, Q_1 x ... x Q_r) (seed 001 Theorem 5, Theorem 7), and ``compositions = c`` repeats
 the whole list c times (each pair is used c times).
@@ -51,12 +51,17 @@ import numpy as np
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
 from shufflesim.accounting.calibrate import calibrate, eps_interval_for_delta
-from shufflesim.accounting.fft import (BaseSplit, GridComposition, RowsComponent, Window, _compose_atoms_two, base_split, choose_window,
-                  compose_grid, discretise, discretise_base, rows_spread)
-from shufflesim.accounting.pairs import BinomialRows
-from shufflesim.accounting.pld import (NEG_INF, REL_SLACK, U, LossAtoms, PrivacyLossDistribution, RowsPLD, _exp, check_delta,
-                  check_eps, exp_down, exp_up, sum_up)
+from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.discretisation import Discretisation, discretisation_from
+from shufflesim.accounting.exact_compose import compose_two
+from shufflesim.accounting.fft import GridComposition, Window, choose_window, compose_grid
+from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, sum_up
+from shufflesim.accounting.placement import BaseSplit, base_split, discretise, discretise_base
+from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.queries import check_delta, check_eps
+from shufflesim.accounting.rows_pld import RowsPLD
+from shufflesim.accounting.rows_stream import RowsComponent, rows_spread
 from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.accounting.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
 
@@ -101,7 +106,7 @@ class Numerics:
     L: float | None = None
     m: int | None = None
     tilt: bool = True
-    discretisation: str = "split"
+    discretisation: str | Discretisation = "split"
     exact_max_atoms: int = 100_000
     eps_tol: float = 1e-9
     absolute_accuracy: float = 0.0
@@ -123,10 +128,14 @@ class Numerics:
         check_real("absolute_accuracy", self.absolute_accuracy, low=0.0, high=1.0)
         check_int("max_refinements", self.max_refinements, minimum=0)
         check_int("workers", self.workers, minimum=1)
-        if self.discretisation not in ("split", "lemma6"):
-            raise ParameterError(f"discretisation must be 'split' or 'lemma6'; got {self.discretisation!r}")
+        discretisation_from(self.discretisation)  # validates the name
         if not isinstance(self.tilt, bool):
             raise ParameterError(f"tilt must be True or False; got {self.tilt!r}")
+
+    @property
+    def strategy(self) -> Discretisation:
+        """The discretisation strategy object named by (or given as) ``discretisation``."""
+        return discretisation_from(self.discretisation)
 
 
 #: the pair types the accountant takes (a BinomialRows is a pair in row form, see :mod:`.pairs`)
@@ -158,6 +167,7 @@ class _Result:
     h: float
     comps: tuple[GridComposition, ...]
     span: float  #: loss range the window needs (for the next refinement); >= the window with L fixed
+    how: str = ""  #: the discretisation strategy's description (for the notes)
 
     def interval(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo = np.zeros(eps.shape)
@@ -181,8 +191,7 @@ class _Result:
     def note(self) -> str:
         c = self.comps[0]
         w = c.window
-        how = ("split placement (upper bound; lower = upper - second-order correction)"
-               if c.rounding == "split" else "pessimistic (omega^R) upper / optimistic (omega^L) lower")
+        how = self.how
         return (f"FFT grid h={self.h:.3g}, window [{w.lo * self.h:.4g}, {(w.lo + w.M) * self.h:.4g}) "
                 f"(L~{max(abs(w.lo), abs(w.lo + w.M)) * self.h:.3g}, m={w.M}), tilt lam={self.lam:.4g}, {how}")
 
@@ -221,7 +230,7 @@ class _DirectionFFT:
         self._base_spread = 0.0
         if self._rows:
             self.h_base = float(h_base)  # the accountant expands rows for discretisation="lemma6"
-        elif numerics.discretisation == "split":
+        elif numerics.strategy.uses_base_grid:
             large = [a for a, _ in components if a.size > BASE_MIN_ATOMS]
             if large:
                 self._base_spread = max(a.max_loss - a.min_loss + 2 * a.loss_tol for a in large)
@@ -285,7 +294,7 @@ class _DirectionFFT:
         if key not in self._grids:
             if len(self._grids) > 6:
                 self._grids.clear()
-            placements = ("split",) if self.num.discretisation == "split" else ("up", "down")
+            placements = self.num.strategy.placements
             comps = self.work_components(use_base)
             grids = []
             for pl in placements:
@@ -340,7 +349,7 @@ class _DirectionFFT:
                 win = choose_window(comps, lam, log_cs, tau_w, num.max_grid_size)
                 span = max(span, win.M * h)
             out.append(compose_grid(comps, lam=lam, window=win, workers=num.workers))
-        res = _Result(lam, h, tuple(out), span)
+        res = _Result(lam, h, tuple(out), span, num.strategy.description)
         self.results.append(res)
         return res
 
@@ -450,14 +459,8 @@ class _DirectionFFT:
             if num.L is not None and num.m is not None:
                 break
             disc = max(width - fixed, 1e-300)
-            if num.discretisation == "split":
-                # the split's width is second order in h
-                h_new = h * math.sqrt(0.4 * need / disc)
-            else:
-                ratio = r.ratio(eps)
-                h_disc = 0.4 * need / disc * h
-                h_model = 0.4 * tau / (self.n_total * max(ratio - 1.0, 1e-6))
-                h_new = min(h_disc, h_model)
+            h_new = num.strategy.refined_spacing(h, need, disc, ratio=lambda: r.ratio(eps), tau=tau,
+                                                 n_total=self.n_total)
             h_new = min(h_new, h / 1.5)
             width_loss = r.span
             limit = num.m if num.m is not None else num.max_grid_size
@@ -524,7 +527,7 @@ class TightAccountant:
                 self._exact = PrivacyLossDistribution(pq, qp, "composed", {}, "exact pairwise composition")
                 self._mode = "exact-composed"
         self._dirs: list[_DirectionFFT] = []
-        if self._mode == "fft" and self.numerics.discretisation != "split":
+        if self._mode == "fft" and not self.numerics.strategy.uses_base_grid:
             # omega^R / omega^L placement rounds every atom: expand pairs in row form into atoms
             self.plds = [(p.to_pld() if isinstance(p, RowsPLD) else p, c) for p, c in self.plds]
             self.symmetric = all(p.symmetric for p, _ in self.plds)
@@ -704,7 +707,7 @@ class TightAccountant:
             tot = 0.0
             for sol in self._dirs:
                 lc, _ = sol.chernoff(x, exact=False)
-                tot = max(tot, exp_up(lc) + _exp(sol.log_inf) + sol.tail)
+                tot = max(tot, exp_up(lc) + exp_clamped(sol.log_inf) + sol.tail)
             return tot
 
         try:
@@ -726,7 +729,7 @@ def _try_exact(components: list[tuple[LossAtoms, int]], max_atoms: int) -> LossA
     for a in seq[1:]:
         if out.size * max(a.size, 1) > max_atoms:
             raise _TooBig
-        out = _compose_atoms_two(out, a, True)
+        out = compose_two(out, a, True)
     return out
 
 

@@ -9,7 +9,8 @@ import numpy as np
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.pairs import certified_tail, chernoff_window, finish, log_binom_pmf
+from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
+from shufflesim.accounting.pairs.common import finish
 
 REFERENCE_BISWAS = (
     "Biswas, Jung, Palamidessi (seed 003) Definition IV.2, Theorem IV.1, Appendix A eqs 11-13; "

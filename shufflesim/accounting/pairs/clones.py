@@ -10,17 +10,14 @@ import numpy as np
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import ParameterError
 from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.pairs import (
-    BinomialRows,
+from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
+from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_MD,
-    certified_tail,
     check_tail_bound,
-    chernoff_window,
     flip_probabilities,
     hull_rows,
-    log_binom_pmf,
     log_budget,
-    log_tail_sum,
     row_windows,
 )
 

@@ -14,18 +14,15 @@ import numpy as np
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.pairs import (
-    BinomialRows,
+from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
+from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_1D,
     DEFAULT_TAIL_BOUND_MD,
-    certified_tail,
     check_tail_bound,
-    chernoff_window,
     finish,
     hull_rows,
-    log_binom_pmf,
     log_budget,
-    log_tail_sum,
     ragged,
     row_windows,
 )

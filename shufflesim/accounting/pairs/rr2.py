@@ -8,13 +8,11 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.pairs import (
+from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
+from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_1D,
-    certified_tail,
     check_tail_bound,
-    chernoff_window,
     flip_probabilities,
-    log_binom_pmf,
     log_budget,
 )
 
