@@ -1,0 +1,300 @@
+"""Binomial numerics shared by the pair constructors and the row-form engines.
+
+* :func:`log_binom_pmf` -- log Bin(n, p)(k) to ~1e-13 absolute even at n = 10^6, in Loader's saddle-point
+  form (C. Loader, "Fast and accurate computation of binomial probabilities", 2000);
+* :func:`binom_log_kl` and :func:`chernoff_window` -- the relative-entropy (Chernoff) tail bound
+  P(X <= x) <= exp(-n KL(x/n || p)) and the window of a binomial outside which the mass is certified to
+  be below a budget (the truncation of every pair, see :mod:`shufflesim.accounting.pairs`);
+* :func:`binom_rows` -- log Bin(n_r, p) on ragged rows of columns, by the exact ratio recurrence;
+* :func:`row_blocks` / :data:`CHUNK_CELLS` -- blocks of rows of bounded padded size, for streaming;
+* :func:`certified_tail`, :func:`log_tail_sum` -- a truncation bound as a float rounded up, log-sums;
+* :data:`BINOM_LOG_ERR` -- the accuracy model of these log-PMF values that the row-form engines
+  (:mod:`.rows_pld`, :mod:`.rows_stream`) certify their intervals under.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+#: accuracy model of the binomial log-PMF values (:func:`log_binom_pmf` and its row recurrence
+#: :func:`binom_rows`; checked against mpmath in tests/test_pairs.py): the absolute error of log B is
+#: at most BINOM_LOG_ERR * max(1, |log B| / 100).  The row engines certify their intervals for the
+#: mathematical pair under this model (the atom engine takes its input log-PMFs as exact instead).
+BINOM_LOG_ERR = 2e-12
+
+_LOG_2PI = math.log(2.0 * math.pi)
+# Stirling-series coefficients of stirlerr(x) = log(x!) - log(sqrt(2 pi x) (x/e)^x)
+_S0, _S1, _S2, _S3, _S4 = 1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188
+
+
+def _stirlerr(x: np.ndarray) -> np.ndarray:
+    """log(x!) - [ (x + 1/2) log x - x + log(2 pi)/2 ] for integers x >= 1 (Loader 2000, eq 4)."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty_like(x)
+    small = x <= 15
+    xs = x[small]
+    out[small] = gammaln(xs + 1.0) - (xs + 0.5) * np.log(xs) + xs - 0.5 * _LOG_2PI
+    xl = x[~small]
+    x2 = 1.0 / (xl * xl)
+    out[~small] = (_S0 - (_S1 - (_S2 - (_S3 - _S4 * x2) * x2) * x2) * x2) / xl
+    return out
+
+
+def _bd0(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """x log(x/m) + m - x >= 0 without cancellation (Loader 2000, "deviance" term), x >= 1, m > 0."""
+    x, m = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(m, dtype=float))
+    out = np.empty(x.shape)
+    near = np.abs(x - m) < 0.1 * (x + m)
+    xn, mn = x[near], m[near]
+    v = (xn - mn) / (xn + mn)
+    s = (xn - mn) * v
+    ej = 2.0 * xn * v
+    v2 = v * v
+    for j in range(1, 14):  # |v| < 0.1: the 13th term is below 1e-26 of the first
+        ej = ej * v2
+        s = s + ej / (2 * j + 1)
+    out[near] = s
+    xf, mf = x[~near], m[~near]
+    out[~near] = xf * np.log(xf / mf) + mf - xf
+    return out
+
+
+def _logs(p: float, q: float | None) -> tuple[float, float, float, float]:
+    """(p, q, log p, log q) with q = 1 - p unless given; logs taken on the smaller side for accuracy."""
+    p = float(p)
+    q = 1.0 - p if q is None else float(q)
+    with np.errstate(divide="ignore"):
+        if p <= 0.5:
+            lp, lq = (math.log(p) if p > 0 else -math.inf), math.log1p(-p)
+        else:
+            lq = math.log(q) if q > 0 else -math.inf
+            lp = math.log1p(-q)
+    return p, q, lp, lq
+
+
+def log_binom_pmf(k, n, p: float, q: float | None = None) -> np.ndarray:
+    """log P(Bin(n, p) = k), elementwise over broadcast integer arrays ``k`` and ``n``.
+
+    Uses Loader's saddle-point form (C. Loader, "Fast and accurate computation of binomial
+    probabilities", 2000): log pmf = stirlerr(n) - stirlerr(k) - stirlerr(n-k) - bd0(k, np)
+    - bd0(n-k, nq) - log(2 pi k (n-k)/n)/2.  Its absolute error in the log is ~1e-13 even at n = 1e6,
+    where the textbook ``gammaln`` difference loses ~1e-9 to cancellation.  Pass ``q = 1 - p`` when it
+    is known more accurately than ``1 - p`` (e.g. ``-expm1(-eps0)``).  ``k`` outside [0, n] gives -inf.
+    """
+    p, q, lp, lq = _logs(p, q)
+    k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+    out = np.full(k.shape, -np.inf)
+    if p == 0.0 or q == 0.0:
+        point = n if q == 0.0 else np.zeros_like(n)
+        out[k == point] = 0.0
+        return out
+    inside = (k >= 0) & (k <= n)
+    lo = inside & (k == 0)
+    hi = inside & (k == n) & (n > 0)
+    mid = inside & (k > 0) & (k < n)
+    out[lo] = n[lo] * lq
+    out[hi] = n[hi] * lp
+    km, nm = k[mid], n[mid]
+    out[mid] = (
+        _stirlerr(nm)
+        - _stirlerr(km)
+        - _stirlerr(nm - km)
+        - _bd0(km, nm * p)
+        - _bd0(nm - km, nm * q)
+        - 0.5 * (_LOG_2PI + np.log(km) + np.log1p(-km / nm))
+    )
+    return out
+
+
+def binom_log_kl(x, n, p: float, q: float | None = None) -> np.ndarray:
+    """n * KL(x/n || p) for Bin(n, p), computed as bd0(x, np) + bd0(n-x, nq) (exact at x = 0, n)."""
+    p, q, lp, lq = _logs(p, q)
+    x, n = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(n, dtype=float))
+    out = np.zeros(x.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(x > 0, _bd0(np.maximum(x, 1.0), np.maximum(n * p, 1e-300)), n * p)
+        b = np.where(n - x > 0, _bd0(np.maximum(n - x, 1.0), np.maximum(n * q, 1e-300)), n * q)
+    out = a + b
+    # at x = 0 the exact value is -n log q; at x = n it is -n log p
+    out = np.where(x == 0, -n * lq, out)
+    out = np.where(x == n, -n * lp, out)
+    return out
+
+
+def chernoff_window(n, p: float, log_budget, q: float | None = None):
+    """Window [lo, hi] of Bin(n, p) outside which the mass is certified to be <= exp(log_budget).
+
+    Vectorised over integer arrays ``n`` and ``log_budget``.  Each side gets half the budget and uses
+    the Chernoff bound P(X <= x) <= exp(-n KL(x/n || p)) for x <= np (and the mirror bound above the
+    mean).  Returns ``(lo, hi, log_tail)`` where ``log_tail`` is the log of the certified bound on
+    P(X < lo) + P(X > hi) actually achieved (-inf when the window is the whole support [0, n]).
+    ``log_budget = +inf`` (or >= 0) asks for nothing: the window may then be the single mode.
+    """
+    p, q, lp, lq = _logs(p, q)
+    n_arr, lb = np.broadcast_arrays(np.asarray(n, dtype=np.int64), np.asarray(log_budget, dtype=float))
+    shape = n_arr.shape
+    n_arr = n_arr.astype(np.int64).ravel()
+    lb = lb.ravel()
+    if p == 0.0 or q == 0.0:
+        point = (n_arr if q == 0.0 else np.zeros_like(n_arr)).reshape(shape)
+        return point.copy(), point.copy(), np.full(shape, -np.inf)
+    side = lb - math.log(2.0)
+    need = -side  # required n KL at the first dropped value
+    mean = n_arr * p
+    with np.errstate(invalid="ignore", over="ignore"):
+        # normal-approximation distance to the boundary (capped: a budget of 0 asks for the whole support)
+        spread = np.fmin(np.sqrt(2.0 * np.maximum(need, 0.0) * n_arr * p * q), n_arr + 2.0)  # nan (inf * 0) -> cap
+
+    def sat(x, idx):  # n KL(x/n || p) >= need (x clipped to the support)
+        return binom_log_kl(np.clip(x, 0, n_arr[idx]), n_arr[idx], p, q) >= need[idx]
+
+    def bisect(a, b, guess, step):
+        """Narrow brackets with a satisfying and b not (sat is monotone between them) until
+        |b - a| = 1.  A bracket of half-width ``step`` around ``guess`` is tried first (the normal
+        approximation is close), keeping the full bracket where it does not hold."""
+        g_a = np.clip(guess - step, np.minimum(a, b), np.maximum(a, b))
+        g_b = np.clip(guess + step, np.minimum(a, b), np.maximum(a, b))
+        if np.any(a > b):  # upper side: a above b
+            g_a, g_b = g_b, g_a
+        every = np.arange(a.size)
+        ok = sat(g_a, every) | (g_a == a)
+        ok &= ~sat(g_b, every) & (g_b != a)
+        a = np.where(ok, g_a, a)
+        b = np.where(ok, g_b, b)
+        for _ in range(70):
+            act = np.flatnonzero(np.abs(b - a) > 1)
+            if act.size == 0:
+                break
+            mid = (a[act] + b[act]) // 2
+            good = sat(mid, act)
+            a[act] = np.where(good, mid, a[act])
+            b[act] = np.where(good, b[act], mid)
+        return a, b
+
+    step = np.maximum(8, np.ceil(0.2 * spread).astype(np.int64))
+    # lower side: largest integer x < mean with nKL(x) >= need; then lo = x + 1 (x < 0 -> lo = 0)
+    lo_int = np.floor(mean).astype(np.int64)  # nKL(lo_int) small; search x in [-1, lo_int]
+    a = np.full(n_arr.shape, -1, dtype=np.int64)  # a: value known to satisfy (x=-1: empty tail)
+    b = np.minimum(lo_int, n_arr)  # b: value possibly not satisfying
+    ok_b = binom_log_kl(b, n_arr, p, q) >= need
+    # if even b = floor(mean) satisfies (only when need <= ~0), the whole left side is dropped
+    guess = np.floor(mean - spread).astype(np.int64)
+    a, b = bisect(a, b, guess, step)
+    x_lo = np.where(ok_b, np.minimum(lo_int, n_arr), a)  # largest dropped value on the left (-1: none)
+    lo = x_lo + 1
+    # upper side: smallest integer x > mean with nKL(x) >= need; hi = x - 1 (x > n -> hi = n).
+    # For p = 1/2, KL is symmetric (x <-> n - x, computed identically), so the mirror of the left side.
+    if p == q:
+        d = n_arr - x_lo
+    else:
+        c = np.minimum(np.ceil(mean).astype(np.int64), n_arr)
+        ok_c = binom_log_kl(c, n_arr, p, q) >= need
+        guess = np.ceil(mean + spread).astype(np.int64)
+        d, c = bisect(n_arr + 1, c, guess, step)  # d satisfies (n + 1: empty tail), c does not
+        d = np.where(ok_c, c, d)
+    x_hi = d  # smallest dropped value on the right (n+1: nothing dropped)
+    hi = x_hi - 1
+    lo = np.minimum(lo, hi)  # a window always keeps at least one value
+    with np.errstate(divide="ignore"):
+        lt_lo = np.where(lo > 0, -binom_log_kl(np.maximum(lo - 1, 0), n_arr, p, q), -np.inf)
+        lt_hi = np.where(hi < n_arr, -binom_log_kl(np.minimum(hi + 1, n_arr), n_arr, p, q), -np.inf)
+    return lo.reshape(shape), hi.reshape(shape), np.logaddexp(lt_lo, lt_hi).reshape(shape)
+
+
+def binom_rows(n_rows, p: float, lo, hi, q: float | None = None, log_int: np.ndarray | None = None):
+    """log Bin(n_r, p)(c) on ragged rows c = lo_r .. hi_r, as a padded 2-D array and its mask.
+
+    Each row is anchored at its first in-support column with :func:`log_binom_pmf` and continued by
+    the exact recurrence log pmf(c) - log pmf(c-1) = log(n-c+1) - log(c) + log(p/q), summed along the
+    row (the round-off accumulated over a row of width W is ~sqrt(W) * 1e-16 * |log pmf|, ~1e-13).
+    ``log_int`` is an optional table of log(j), j = 0..max(n)+1 (see :func:`log_int_table`).
+    Columns outside [0, n_r] hold -inf.  Returns ``(G, mask)`` of shape (rows, max width); ``G[mask]``
+    is the rows' values in order.
+    """
+    p, q, lp, lq = _logs(p, q)
+    n_rows = np.asarray(n_rows, dtype=np.int64)
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    width = np.maximum(hi - lo + 1, 0)
+    W = int(width.max()) if width.size else 0
+    j = np.arange(W, dtype=np.int64)[None, :]
+    c = lo[:, None] + j
+    mask = j < width[:, None]
+    if p == 0.0 or q == 0.0:
+        point = (n_rows if q == 0.0 else np.zeros_like(n_rows))[:, None]
+        return np.where(c == point, 0.0, -np.inf), mask
+    nmax = int(n_rows.max()) + 1 if n_rows.size else 1
+    L = log_int if (log_int is not None and log_int.size > nmax) else log_int_table(nmax)
+    start = np.clip(lo, 0, n_rows)
+    first = log_binom_pmf(start, n_rows, p, q)
+    if W and np.all((lo >= 0) | (width == 0)):
+        # every window starts inside the support: the same recurrence (identical values) with fewer
+        # temporaries; columns beyond n_r are set to -inf
+        N = n_rows[:, None]
+        c = lo[:, None] + j
+        np.minimum(c, N + 1, out=c)
+        inc = L[N + 1 - c]
+        inc -= L[np.maximum(c, 1)]
+        inc[:, 0] = 0.0
+        if lp != lq:
+            inc[:, 1:] += lp - lq
+        G = np.cumsum(inc, axis=1)
+        G += first[:, None]
+        G[c > N] = -np.inf
+        return G, mask
+    N = n_rows[:, None]
+    inside = (c > start[:, None]) & (c <= N)
+    cc = np.where(inside, c, 1)
+    inc = L[np.where(inside, N - cc + 1, 1)] - L[cc]
+    if lp != lq:
+        inc += np.where(inside, lp - lq, 0.0)
+    G = np.cumsum(inc, axis=1)
+    G += first[:, None]
+    G[(c < start[:, None]) | (c > N)] = -np.inf
+    return G, mask
+
+
+def log_int_table(n_max: int) -> np.ndarray:
+    """log(j) for j = 0..n_max (log 0 = -inf)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.arange(n_max + 1, dtype=float))
+
+
+
+def log_tail_sum(log_terms) -> float:
+    """log of a sum of non-negative terms given in log space (-inf for an empty sum)."""
+    arr = np.asarray(log_terms, dtype=float).ravel()
+    if arr.size == 0:
+        return -math.inf
+    return float(logsumexp(arr))
+
+
+
+def certified_tail(log_tail: float) -> float:
+    """The tail bound as a float, rounded up by a relative 1e-12 so exp() round-off cannot undercut it."""
+    if log_tail == -math.inf:
+        return 0.0
+    return float(math.exp(log_tail) * (1.0 + 1e-12))
+
+
+#: atoms built at a time when a :class:`~.binomial_rows.BinomialRows` is expanded or tabulated (8 MB per float64
+#: temporary: blocks this size are recycled by the allocator, while much larger ones are mapped
+#: afresh each time and pay a page fault per 4 kB, which made 4M-cell blocks ~5x slower)
+CHUNK_CELLS = 1 << 20
+
+
+def row_blocks(width: np.ndarray, cells: int):
+    """Consecutive row index blocks whose padded size (rows x max width) stays near ``cells``.
+
+    ``width`` is the number of columns of each row; yields arrays of row indices (in order)."""
+    width = np.asarray(width, dtype=np.int64)
+    if width.size == 0:
+        return
+    w = int(max(width.max(), 1))
+    step = max(1, cells // w)
+    for start in range(0, width.size, step):
+        yield np.arange(start, min(start + step, width.size))
+

@@ -1,0 +1,103 @@
+"""Helpers shared by the pair constructors: truncation knobs and ragged-row index arithmetic.
+
+The truncation argument is in :mod:`shufflesim.accounting.pairs` (package docstring); the binomial
+numerics it relies on are in :mod:`shufflesim.accounting.binomial`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from shufflesim.core.checks import check_real
+from shufflesim.accounting.binomial import chernoff_window
+
+#: Default bound on the dropped mass for pairs over a 1-D support (rr2, krr strong-1d, biswas count).
+#: A 1-D support costs O(width) with width ~ sqrt(2 log(1/tail)) standard deviations, so keeping every
+#: outcome down to 1e-300 costs at most ~37 sd each side (~4e4 atoms at n = 1e6): truncation then never
+#: limits a delta that a double can represent.
+DEFAULT_TAIL_BOUND_1D = 1e-300
+
+#: Default bound on the dropped mass for pairs over 2-D/3-D supports (krr strong, krr weak, clones).
+#: Their size grows like log(1/tail)^(d/2); 1e-15 is below the FFT accountant's round-off floor
+#: (~1e-16 of the total mass per composition) yet keeps n = 1e6 tractable.  Pass a smaller
+#: ``tail_bound`` to certify single-use delta below ~1e-15.
+DEFAULT_TAIL_BOUND_MD = 1e-15
+
+
+def ragged(lo: np.ndarray, hi: np.ndarray):
+    """Flatten rows r with columns lo[r]..hi[r] (inclusive): returns (row index, column) arrays."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    counts = np.maximum(hi - lo + 1, 0)
+    rows = np.repeat(np.arange(lo.size), counts)
+    starts = np.cumsum(counts) - counts
+    cols = np.arange(rows.size, dtype=np.int64) - np.repeat(starts, counts) + np.repeat(lo, counts)
+    return rows, cols
+
+
+def row_windows(n_rows, p: float, log_budget_rows, q: float | None = None):
+    """Chernoff windows for rows with Bin(n_rows[r], p) and per-row log budgets; rows whose budget is
+    >= 1 are dropped whole (returned empty: lo = 1 > hi = 0, log tail 0 = their whole mass)."""
+    lo, hi, lt = chernoff_window(n_rows, p, log_budget_rows, q)
+    drop = np.asarray(log_budget_rows) >= 0.0
+    lo = np.where(drop, 1, lo)
+    hi = np.where(drop, 0, hi)
+    lt = np.where(drop, 0.0, lt)
+    return lo, hi, lt
+
+
+def hull_rows(lo, hi, group_sizes):
+    """Outcome rows from latent rows whose outcome either stays in its row or moves to the next row
+    with the column shifted by 0 or +1 (the target's contribution).
+
+    Latent rows are given flattened, consecutive within each group (``group_sizes``); an empty latent
+    row has lo > hi.  Outcome row t of a group (t = 0 .. size) covers the hull of latent row t's
+    columns [lo_t, hi_t] and of latent row t-1's columns shifted to [lo_{t-1}, hi_{t-1} + 1].
+    Returns (group of each outcome row, position t, out_lo, out_hi).
+    """
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    og, ot = ragged(np.zeros_like(sizes), sizes)
+    start = np.cumsum(sizes) - sizes
+    big = np.iinfo(np.int64).max // 4
+    same = ot < sizes[og]
+    prev = ot >= 1
+    i_same = np.where(same, start[og] + ot, 0)
+    i_prev = np.where(prev, start[og] + ot - 1, 0)
+    if lo.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return og, ot, empty, empty
+    ls, hs = lo[i_same], hi[i_same]
+    lp, hp = lo[i_prev], hi[i_prev] + 1
+    ok_s = same & (ls <= hs)
+    ok_p = prev & (lp <= hp - 1)
+    out_lo = np.minimum(np.where(ok_s, ls, big), np.where(ok_p, lp, big))
+    out_hi = np.maximum(np.where(ok_s, hs, -big), np.where(ok_p, hp, -big))
+    return og, ot, out_lo, out_hi
+
+
+def finish(log_p: np.ndarray, log_q: np.ndarray, *extra: np.ndarray):
+    """Drop outcomes impossible under both P and Q (they carry no mass and an undefined loss)."""
+    keep = (log_p > -np.inf) | (log_q > -np.inf)
+    if keep.all():
+        return (log_p, log_q, *extra)
+    return (log_p[keep], log_q[keep], *(e[keep] for e in extra))
+
+
+def check_tail_bound(tail_bound) -> float:
+    """A truncation knob: the largest mass a constructor may drop, in [0, 0.1] (0 = no truncation)."""
+    return check_real("tail_bound", tail_bound, low=0.0, high=0.1)
+
+
+def log_budget(tail_bound: float) -> float:
+    """log(tail_bound), -inf for 0."""
+    return math.log(tail_bound) if tail_bound > 0 else -math.inf
+
+
+def flip_probabilities(eps0: float) -> tuple[float, float]:
+    """(1/(e^eps0 + 1), e^eps0/(e^eps0 + 1)) computed without overflow or cancellation."""
+    t = math.exp(-eps0)
+    return t / (1.0 + t), 1.0 / (1.0 + t)
