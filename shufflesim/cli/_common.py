@@ -8,9 +8,6 @@ import math
 import sys
 from typing import Any, NoReturn
 
-import numpy as np
-
-from shufflesim.core.serialise import jsonable
 from shufflesim.errors import ParameterError
 
 
@@ -49,5 +46,45 @@ def float_arg(text: str) -> float:
 
 
 def print_json(obj: Any) -> None:
+    from shufflesim.core.serialise import jsonable
+
     json.dump(jsonable(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def add_output_options(group, files: str, default: str | None = None) -> None:
+    """``--output DIR`` (the files written into it are named in the help) and ``--overwrite``."""
+    where = f" (default: {default})" if default else ""
+    group.add_argument("--output", metavar="DIR", default=default,
+                       help=f"directory to write {files} into{where}; it must be empty or new unless --overwrite")
+    group.add_argument("--overwrite", action="store_true",
+                       help="write into a non-empty --output directory, replacing files of the same names")
+
+
+def open_output(args):
+    """The run's locked output directory (an :class:`~shufflesim.experiments.outdir.OutputDir`, not yet
+    entered), or ``None`` without ``--output``."""
+    if args.output is None:
+        return None
+    from shufflesim.experiments.outdir import OutputDir
+
+    return OutputDir(args.output, overwrite=args.overwrite)
+
+
+def available_cpus() -> int:
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def cap_workers(workers: int) -> int:
+    """``workers`` capped at the CPUs this process may use, with a one-line warning when capped."""
+    cpus = available_cpus()
+    if workers > cpus:
+        print(f"warning: --workers {workers} is more than the {cpus} available CPU(s); using {cpus}",
+              file=sys.stderr)
+        return cpus
+    return workers

@@ -5,7 +5,8 @@ each setting satisfies (tight accountant, strong adversary, δ = 1/n²); then it
 analytic-Gaussian baseline at exactly that (ε, δ) — seed 003's shuffle-vs-central comparison.  It writes
 tidy per-trial records and per-point summaries (Parquet with run metadata, and CSV), PNG plots (MSE of the
 debiased counts against its exact expectation; TV distance of both distribution estimates) and prints the
-summary table.
+summary table.  The study itself is shufflesim.studies.adult_demo.  Ctrl-C stops it promptly and keeps
+the finished trials (marked complete: false).
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
+from shufflesim.cli._common import add_output_options, cap_workers, float_arg, int_arg, open_output, print_json
 
-from shufflesim.experiments.progress import Progress
-from shufflesim.core.rng import as_seed_sequence, seed_metadata
-from shufflesim.experiments.study import run_grid
-from shufflesim.cli._common import float_arg, int_arg, print_json
+OUTPUT_FILES = ("records.parquet, summary.parquet (run metadata in their schema), records.csv, summary.csv, "
+                "records.meta.json, summary.meta.json, mse_vs_eps0.png, tv_vs_eps.png")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,58 +28,60 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eps0", type=float_arg, nargs="+", default=[0.5, 1.0, 2.0, 4.0], help="local epsilons")
     p.add_argument("--trials", type=int_arg, default=200, help="trials per point (default: 200)")
     p.add_argument("--seed", type=int_arg, default=2026, help="root seed (default: 2026)")
-    p.add_argument("--workers", type=int_arg, default=2, help="local worker processes (default: 2)")
-    p.add_argument("--output", type=Path, default=Path("shufflesim-demo"), help="output directory")
+    p.add_argument("--workers", type=int_arg, default=2, help="local worker processes (default: 2, at most the CPUs)")
+    add_output_options(p, OUTPUT_FILES, default="shufflesim-demo")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from shufflesim.core.checks import check_int
+
+    trials = check_int("trials", args.trials, minimum=1)
+    workers = cap_workers(check_int("workers", args.workers, minimum=1))
+    with open_output(args) as output:
+        return _run(args, output, trials, workers)
+
+
+def _run(args: argparse.Namespace, output, trials: int, workers: int) -> int:
+    from shufflesim.experiments.progress import Progress
     from shufflesim.experiments.results_io import write_table
+    from shufflesim.studies.adult_demo import run_demo
 
-    points = [{"k": args.k, "eps0": e} for e in args.eps0]
-    total = 2 * len(points) * args.trials
-    progress = Progress(total, enabled=False if args.json else None)
-    shuf = run_grid("krr", points, data="adult-age", n=None, trials=args.trials, rng=args.seed,
-                    workers=args.workers, on_progress=progress.update)
-    # the central baseline at the (eps, delta) the shuffled protocol was certified for
-    central_points = [{"k": args.k, "eps": r.privacy_eps, "delta": r.privacy_delta}
-                      for r in shuf.summary.itertuples()]
-    cent = run_grid("central-gaussian-hist", central_points, data="adult-age", n=None, trials=args.trials,
-                    rng=args.seed, workers=args.workers, on_progress=progress.update)
-    progress.close()
-    out = args.output
-    out.mkdir(parents=True, exist_ok=True)
-    complete = shuf.complete and cent.complete
-    meta = {"study": "demo: shuffled k-RR vs central analytic Gaussian on Adult ages", "data": "adult-age",
-            "points": points, "trials": args.trials, "seed": args.seed, "workers": args.workers,
-            "seed_sequence": seed_metadata(as_seed_sequence(args.seed)), "complete": complete,
-            "privacy": "tight accountant, k-RR strong adversary pair, delta = 1/n^2"}
-    records = pd.concat([shuf.records, cent.records], ignore_index=True)
-    summary = pd.concat([shuf.summary, cent.summary], ignore_index=True)
-    summary["covers"] = (summary.mse_lo <= summary.mse_expected) & (summary.mse_expected <= summary.mse_hi)
-    write_table(records, out / "records", meta)
-    write_table(summary, out / "summary", meta)
-    s = shuf.summary.assign(covers=(shuf.summary.mse_lo <= shuf.summary.mse_expected)
-                            & (shuf.summary.mse_expected <= shuf.summary.mse_hi))
-    table = pd.DataFrame({
-        "eps0": s.param_eps0, "gamma": s.param_gamma, "eps": s.privacy_eps, "delta": s.privacy_delta,
-        "mse": s.mse, "mse_lo": s.mse_lo, "mse_hi": s.mse_hi, "mse_expected": s.mse_expected, "covers": s.covers,
-        "tv_shuffle": s.tv, "tv_gaussian": cent.summary.tv.to_numpy(),
-    })
+    progress = Progress(2 * len(args.eps0) * trials, enabled=False if args.json else None)
     try:
-        _plots(s, table, out, args.k)
-    except ImportError:
-        print("note: matplotlib is not installed; skipping plots (pip install 'shufflesim[plot]')", file=sys.stderr)
+        res = run_demo(args.k, args.eps0, trials=trials, seed=args.seed, workers=workers,
+                       on_progress=progress.update)
+    finally:
+        progress.close()
+    out = output.path
+    meta = dict(res.meta, run_id=output.run_id)
+    written = []
+    if len(res.records):
+        written += write_table(res.records, out / "records", meta)
+    if len(res.summary):
+        written += write_table(res.summary, out / "summary", meta)
+    if res.complete:
+        try:
+            written += _plots(res.summary[res.summary.protocol == "krr"], res.table, out, args.k)
+        except ImportError:
+            print("note: matplotlib is not installed; skipping plots (pip install 'shufflesim[plot]')",
+                  file=sys.stderr)
     if args.json:
-        print_json({"summary": table.to_dict(orient="records"), "output": str(out), "complete": complete})
+        print_json({"summary": res.table.to_dict(orient="records"), "output": str(out), "complete": res.complete})
     else:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
-        print(f"\nwrote {out}/records.parquet, summary.parquet (+csv, meta.json), mse_vs_eps0.png, tv_vs_eps.png")
-    return 0 if complete else 130
+        print(res.table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
+        names = ", ".join(p.name for p in written) or "nothing"
+        print(f"\nwrote {out}/: {names}")
+    if not res.complete:
+        done = int(len(res.records))
+        print(f"interrupted: kept the {done} finished trial(s) of {2 * len(args.eps0) * trials} "
+              f"(metadata says complete: false); no plots", file=sys.stderr)
+        return 130
+    return 0
 
 
-def _plots(s: pd.DataFrame, table: pd.DataFrame, out: Path, k: int) -> None:
+def _plots(s, table, out: Path, k: int) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -103,5 +104,9 @@ def _plots(s: pd.DataFrame, table: pd.DataFrame, out: Path, k: int) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "tv_vs_eps.png")
+    from shufflesim.experiments.outdir import atomic_path
+
+    with atomic_path(out / "tv_vs_eps.png") as tmp:
+        fig.savefig(tmp, format="png")
     plt.close(fig)
+    return [out / "mse_vs_eps0.png", out / "tv_vs_eps.png"]

@@ -1,36 +1,75 @@
-"""Entry point of the ``shufflesim`` command."""
+"""Entry point of the ``shufflesim`` command.
+
+Subcommand modules are imported only when their subcommand runs: ``shufflesim account …`` never imports
+the Monte-Carlo machinery (pandas, matplotlib), and ``shufflesim --help`` imports no subcommand at all.
+The top-level help lists every subcommand from :data:`SUBCOMMANDS` (names and one-line help only).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from shufflesim import __version__
-from shufflesim.errors import ShufflesimError
 from shufflesim.cli._common import Parser
+from shufflesim.errors import ShufflesimError
+
+#: subcommand name -> (module that builds its parser and runs it, one-line help for the top-level list)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("shufflesim.cli.simulate", "Monte-Carlo error study of a protocol"),
+    "demo": ("shufflesim.cli.demo", "quick shuffled k-RR study on the embedded Adult ages (the main job)"),
+    "account": ("shufflesim.cli.account", "certified privacy (eps, delta) of a shuffled mechanism"),
+    "table": ("shufflesim.cli.table", "recompute a published table (balle2020: seed 004 Table 3)"),
+}
 
 
-def build_parser() -> Parser:
+def _chosen_command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (the first argument that is not an option), if any."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(command: str | None = "*") -> Parser:
+    """The ``shufflesim`` parser.
+
+    ``command`` names the one subcommand whose full parser is built (its module is imported); the others
+    are listed by name and help only.  ``None`` builds none of them fully (enough for ``--help`` and for
+    rejecting an unknown command); ``"*"`` (the default) builds every subcommand.
+    """
+    import importlib
+
     p = Parser(prog="shufflesim", description="Simulation, tight accounting and validation for the shuffle model of DP.")
     p.add_argument("--version", action="version", version=f"shufflesim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    from shufflesim.cli import demo, simulate
-
-    simulate.add_parser(sub)
-    demo.add_parser(sub)
-    for name in ("account", "table"):
-        try:
-            mod = __import__(f"shufflesim.cli.{name}", fromlist=["add_parser"])
-        except ModuleNotFoundError:
-            continue
-        mod.add_parser(sub)
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if command == "*" or command == name:
+            importlib.import_module(module).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that the interpreter's final flush is quiet."""
     try:
-        parser = build_parser()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        parser = build_parser(_chosen_command(argv))
         args = parser.parse_args(argv)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a broken pipe surfaces here, inside the handlers below, not at exit
+        return code
     except ShufflesimError as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"error: {msg}", file=sys.stderr)
@@ -39,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: not enough memory for this request; reduce n, k, the number of compositions or the trials",
               file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader stopped reading (e.g. `shufflesim … | head -1`): not an error of ours, exit quietly
+        _silence_stdout()
+        return 0
     except OSError as exc:
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
@@ -46,8 +89,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -5,17 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from shufflesim import __version__
-from shufflesim.pipeline import registry
+from shufflesim.cli._common import add_output_options, cap_workers, float_arg, int_arg, open_output, print_json
 from shufflesim.errors import ParameterError
-from shufflesim.experiments.data import load_data, parse_data_spec
-from shufflesim.experiments.montecarlo import run_trials, summarise
-from shufflesim.experiments.progress import Progress
-from shufflesim.core.rng import as_seed_sequence, data_seed, seed_metadata
-from shufflesim.cli._common import float_arg, int_arg, print_json
+from shufflesim.pipeline import registry
 
 _CONVERT = {int: int_arg, float: float_arg}
 
@@ -54,18 +49,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         c.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
         c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
         c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
-        c.add_argument("--output", type=Path, help="directory for records.parquet/csv and metadata.json")
+        add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
         c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
         pp.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    output = open_output(args)
+    if output is None:
+        return _run(args, None)
+    with output:
+        return _run(args, output)
+
+
+def _run(args: argparse.Namespace, output) -> int:
     from shufflesim.core.checks import check_int, check_real
+    from shufflesim.core.rng import as_seed_sequence, data_seed
+    from shufflesim.experiments.data import load_data, parse_data_spec
+    from shufflesim.experiments.montecarlo import run_trials, summarise
+    from shufflesim.experiments.progress import Progress
 
     t0 = time.perf_counter()
     cls = registry.get(args.protocol)
     trials = check_int("trials", args.trials, minimum=1)
-    workers = check_int("workers", args.workers, minimum=1)
+    workers = cap_workers(check_int("workers", args.workers, minimum=1))
     level = check_real("level", args.level, low=0.0, high=1.0, low_open=True, high_open=True)
     if args.seed < 0:
         check_int("seed", args.seed, minimum=0)
@@ -119,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
         if name in summary:
             out[name] = summary[name]
             out[f"{name}_ci95"] = summary[f"{name}_ci"]
-    if args.output is not None:
-        _write_output(args.output, result.records, out, root)
+    if output is not None:
+        _write_output(output, result.records, out, root)
     if args.json:
         print_json(out)
     else:
@@ -132,12 +139,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_output(directory: Path, records, meta: dict, root) -> None:
+def _write_output(output, records, meta: dict, root) -> None:
+    from shufflesim.core.rng import seed_metadata
     from shufflesim.experiments.results_io import write_table
 
-    directory.mkdir(parents=True, exist_ok=True)
-    meta = dict(meta, seed_sequence=seed_metadata(root))
-    write_table(records, directory / "records", meta)
+    meta = dict(meta, seed_sequence=seed_metadata(root), run_id=output.run_id)
+    write_table(records, output.path / "records", meta)
 
 
 def _print_human(out: dict) -> None:

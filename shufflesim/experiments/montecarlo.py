@@ -15,7 +15,6 @@ interval next to the protocol's theory columns.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -28,6 +27,7 @@ import pandas as pd
 from shufflesim.core.checks import check_int
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
+from shufflesim.experiments.parallel import warn_serial, worker_context
 from shufflesim.experiments.stats import mean_ci
 
 # --- worker side ---------------------------------------------------------------------------------------
@@ -83,7 +83,10 @@ def run_trials(
     """Run ``trials`` independent trials of ``protocol`` on ``data``.
 
     ``rng`` is the study's root seed.  On ``KeyboardInterrupt`` the trials finished so far are returned
-    with ``complete=False`` (never passed off as complete).
+    with ``complete=False`` (never passed off as complete).  ``workers > 1`` works from a guarded or an
+    unguarded script, from stdin and from a notebook; where no worker processes can be started safely the
+    trials run here, with a one-line :class:`~shufflesim.experiments.parallel.SerialFallbackWarning`
+    (see :mod:`shufflesim.experiments.parallel`).  Results are identical either way.
     """
     trials = check_int("trials", trials, minimum=1)
     workers = check_int("workers", workers, minimum=1)
@@ -92,8 +95,13 @@ def run_trials(
     root = as_seed_sequence(rng)
     records: list[dict[str, Any]] = []
     complete = True
+    ctx = None
+    if workers > 1:
+        ctx, reason = worker_context((protocol,))
+        if ctx is None:
+            warn_serial(reason, workers)
     try:
-        if workers == 1:
+        if ctx is None:
             for t in range(trials):
                 records.append(run_trial(protocol, data, root, point, t, truth))
                 if on_progress:
@@ -102,7 +110,6 @@ def run_trials(
             size = chunk_size or max(1, math.ceil(trials / (workers * 16)))
             chunks = [list(range(s, min(trials, s + size))) for s in range(0, trials, size)]
             state = (root.entropy, tuple(root.spawn_key))
-            ctx = mp.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                                      initargs=(protocol, data, truth)) as pool:
                 pending = {pool.submit(_run_chunk, state, point, c) for c in chunks}

@@ -38,7 +38,10 @@ def plot_mse(summary: pd.DataFrame, x: str, path: Path, *, title: str = "", xlab
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
+    from shufflesim.experiments.outdir import atomic_path
+
     path = Path(path)
-    fig.savefig(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

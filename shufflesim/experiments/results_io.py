@@ -1,4 +1,10 @@
-"""Writing tidy result tables with their run metadata (Parquet when pyarrow is present, CSV always)."""
+"""Tidy result tables with their run metadata.
+
+``write_table(frame, stem, meta)`` writes ``stem.parquet`` (when pyarrow is installed; the metadata is
+embedded in the Parquet schema under the key ``shufflesim``), ``stem.csv`` and ``stem.meta.json`` (the
+same metadata, as a convenience for readers without pyarrow).  Every file is written under a temporary
+name and renamed into place.  :func:`read_metadata` and :func:`read_table` read a Parquet file back.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from shufflesim.core.serialise import jsonable
+from shufflesim.experiments.outdir import atomic_path
+
+#: key of the run metadata in the Parquet schema metadata
+META_KEY = b"shufflesim"
 
 
 def environment() -> dict:
@@ -24,32 +36,56 @@ def environment() -> dict:
     }
 
 
-def write_table(frame: pd.DataFrame, stem: Path, meta: dict) -> list[Path]:
-    """Write ``frame`` to ``stem.parquet`` (metadata in ``df.attrs``) and ``stem.csv``, and the metadata
-    to ``stem.meta.json``.  Returns the written paths."""
-    from shufflesim.core.serialise import jsonable
+def _have_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
+
+def write_parquet(frame: pd.DataFrame, path: Path, meta: dict) -> None:
+    """Write ``frame`` to ``path`` with ``meta`` (JSON) in the Parquet schema metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    schema_meta = dict(table.schema.metadata or {})
+    schema_meta[META_KEY] = json.dumps(meta).encode()
+    table = table.replace_schema_metadata(schema_meta)
+    with atomic_path(Path(path)) as tmp:
+        pq.write_table(table, tmp)
+
+
+def write_table(frame: pd.DataFrame, stem: Path, meta: dict) -> list[Path]:
+    """Write ``frame`` to ``stem.parquet`` (pyarrow only; metadata in its schema), ``stem.csv`` and the
+    metadata to ``stem.meta.json``.  Returns the written paths."""
     meta = jsonable(dict(meta, environment=environment()))
     stem = Path(stem)
     written = []
-    frame = frame.copy()
-    frame.attrs["shufflesim"] = json.dumps(meta)
-    try:
-        import pyarrow  # noqa: F401
-
-        frame.to_parquet(stem.with_suffix(".parquet"), index=False)
+    if _have_pyarrow():
+        write_parquet(frame, stem.with_suffix(".parquet"), meta)
         written.append(stem.with_suffix(".parquet"))
-    except ImportError:
-        pass
-    frame.to_csv(stem.with_suffix(".csv"), index=False)
+    with atomic_path(stem.with_suffix(".csv")) as tmp:
+        frame.to_csv(tmp, index=False)
     written.append(stem.with_suffix(".csv"))
     meta_path = stem.parent / (stem.name + ".meta.json")
-    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    with atomic_path(meta_path) as tmp:
+        tmp.write_text(json.dumps(meta, indent=2) + "\n")
     written.append(meta_path)
     return written
 
 
 def read_metadata(path: Path) -> dict:
-    """The run metadata stored with a Parquet table."""
-    frame = pd.read_parquet(path)
-    return json.loads(frame.attrs.get("shufflesim", "{}"))
+    """The run metadata embedded in a Parquet file written by :func:`write_table` (``{}`` if none)."""
+    import pyarrow.parquet as pq
+
+    schema_meta = pq.read_schema(path).metadata or {}
+    raw = schema_meta.get(META_KEY)
+    return json.loads(raw) if raw else {}
+
+
+def read_table(path: Path) -> tuple[pd.DataFrame, dict]:
+    """A Parquet table written by :func:`write_table` and its run metadata."""
+    return pd.read_parquet(path), read_metadata(path)
