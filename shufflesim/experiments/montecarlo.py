@@ -27,7 +27,7 @@ import pandas as pd
 from shufflesim.core.checks import check_int
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
-from shufflesim.experiments.parallel import warn_serial, worker_context
+from shufflesim.experiments import parallel
 from shufflesim.experiments.stats import mean_ci
 
 # --- worker side ---------------------------------------------------------------------------------------
@@ -97,9 +97,9 @@ def run_trials(
     complete = True
     ctx = None
     if workers > 1:
-        ctx, reason = worker_context((protocol,))
+        ctx, reason = parallel.worker_context((protocol,))
         if ctx is None:
-            warn_serial(reason, workers)
+            parallel.warn_serial(reason, workers)
     try:
         if ctx is None:
             for t in range(trials):

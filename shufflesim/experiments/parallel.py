@@ -113,4 +113,4 @@ def worker_context(objects: tuple[Any, ...] = ()) -> tuple[Any | None, str | Non
 
 def warn_serial(reason: str, workers: int) -> None:
     warnings.warn(f"shufflesim: running the trials in this process instead of {workers} workers: {reason}",
-                  SerialFallbackWarning, stacklevel=4)
+                  SerialFallbackWarning, stacklevel=3)

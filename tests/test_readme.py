@@ -1,0 +1,89 @@
+"""Every fenced code block of README.md runs as written.
+
+```python blocks run as a script file (``python file.py``) and from stdin (``python -``).  ```bash blocks
+run with bash (``set -euo pipefail``) in an empty directory, with this interpreter's ``bin`` first on
+PATH so that ``shufflesim`` is the package under test.  Exceptions, each with its reason:
+
+* the two set-up lines of "The two commands" (``python3 -m venv .venv && … pip install …``) create a
+  fresh environment from the network; they run only with ``--run-slow`` (the test-suite line's final
+  ``pytest`` is this very suite and is not run again inside itself);
+* the ``shufflesim demo`` at the end of the first of those lines runs in the default suite on its own.
+
+A block in any other language fails the test, so that no untested block can be added.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+SETUP = re.compile(r"^python3 -m venv \.venv && \.venv/bin/pip install .*$", re.M)
+
+
+def blocks() -> list[tuple[int, str, str]]:
+    text = README.read_text()
+    return [(text[: m.start()].count("\n") + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def _run(cmd: list[str], block: str, cwd: Path, **kw) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=_env(), timeout=1800, **kw)
+    assert r.returncode == 0, f"README block failed (exit {r.returncode}):\n{block}\n--- stderr ---\n{r.stderr[-4000:]}"
+
+
+def _bash_ready(code: str) -> str:
+    """The block with the set-up lines replaced by their last command (the `shufflesim …` part)."""
+    def keep_shufflesim(m: re.Match) -> str:
+        tail = m.group(0).split("&&")[-1].strip()
+        return tail.replace(".venv/bin/", "") if "shufflesim" in tail else ": # set-up line, see --run-slow"
+
+    return SETUP.sub(keep_shufflesim, code)
+
+
+CASES = [pytest.param(lang, code, id=f"line{line}-{lang or 'plain'}") for line, lang, code in blocks()]
+
+
+def test_readme_has_blocks():
+    langs = {lang for _, lang, _ in blocks()}
+    assert {"bash", "python"} <= langs
+    assert langs <= {"bash", "python"}, f"README blocks in an untested language: {langs - {'bash', 'python'}}"
+
+
+@pytest.mark.parametrize("lang,code", CASES)
+def test_readme_block_runs(lang, code, tmp_path):
+    if lang == "python":
+        script = tmp_path / "readme_example.py"
+        script.write_text(code)
+        _run([sys.executable, str(script)], code, tmp_path)
+        _run([sys.executable, "-"], code, tmp_path, input=code)
+    elif lang == "bash":
+        _run(["bash", "-c", "set -euo pipefail\n" + _bash_ready(code)], code, tmp_path)
+    else:
+        pytest.fail(f"README block in language {lang!r} has no runner:\n{code}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", [m.group(0) for m in SETUP.finditer(README.read_text())])
+def test_readme_setup_lines(line, tmp_path):
+    """The set-up lines in a copy of the repository (needs the package index); `pytest` is not re-run."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info",
+                                                              "build", "shufflesim-demo"))
+    cmd = line.replace("&& .venv/bin/pytest", "&& .venv/bin/python -c 'import pytest, shufflesim'")
+    r = subprocess.run(["bash", "-c", "set -euo pipefail\n" + cmd], capture_output=True, text=True, cwd=repo,
+                       timeout=3600)
+    assert r.returncode == 0, f"README set-up line failed:\n{line}\n{r.stderr[-4000:]}"
