@@ -65,11 +65,16 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _pair(mech: str, params: dict):
-    """The pair account() builds for ``tight`` (row form for krr strong/weak and clones)."""
-    from shufflesim.accounting.account import _pair as account_pair, resolve_params
+def _mechanism(mech: str, params: dict):
+    """The mechanism description of an anchor (``shufflesim.mechanisms``)."""
+    from shufflesim.mechanisms import kinds
 
-    return account_pair(mech, resolve_params(mech, **params), "tight")
+    return kinds()[mech].from_flags(**params)
+
+
+def _pair(mech: str, params: dict):
+    """The pair account() evaluates for ``tight`` (row form for krr strong/weak and clones)."""
+    return _mechanism(mech, params).pair("tight")
 
 
 def _atoms(pair) -> int:
@@ -86,11 +91,11 @@ def _time_shufflesim(mech: str, params: dict, eps1: float, eps16: float) -> dict
     from shufflesim.accounting.account import account
 
     t = time.perf_counter()
-    r1 = account(mech, params, eps=[eps1]).results[0]
+    r1 = account(_mechanism(mech, params), eps=[eps1]).results[0]
     t1 = time.perf_counter() - t
     m1 = peak_mb()
     t = time.perf_counter()
-    r16 = account(mech, params, eps=[eps16], compositions=NC).results[0]
+    r16 = account(_mechanism(mech, params), eps=[eps16], compositions=NC).results[0]
     t16 = time.perf_counter() - t
     return {"t1": t1, "t16": t16, "mem1": m1, "mem16": peak_mb(),
             "lo1": r1.delta_lower, "up1": r1.delta_upper, "lo16": r16.delta_lower, "up16": r16.delta_upper}

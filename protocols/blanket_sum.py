@@ -40,6 +40,26 @@ from typing import Any, Callable
 import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
+from shufflesim.accounting.mechanism import Relation
+from shufflesim.mechanisms.krr import KRR
+from shufflesim.protocols._blanket import (
+    ADVERSARIES,
+    ADVERSARY_OPTION,
+    BENNETT_VARIANTS,
+    DELTA_OPTION,
+    EPS_OPTION,
+    GAMMA_MAX,
+    MODES,
+    VARIANT_OPTION,
+    BlanketLevel,
+    _check_common,
+    default_delta,
+    integer_argmin,
+    level_delta,
+    level_eps,
+    level_gamma,
+    paper_precision,
+)
 from shufflesim.accounting.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
@@ -47,6 +67,7 @@ from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
 from shufflesim.pipeline.registry import register
+from shufflesim.maths.rr import eps0_from_gamma
 from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_variance
 from shufflesim.pipeline.shuffler import SingleShuffler, View
 from shufflesim.pipeline.spaces import IntegerRange
@@ -64,82 +85,10 @@ __all__ = [
     "level_gamma",
     "level_delta",
     "level_eps",
-    "tight_delta_upper",
     "integer_argmin",
     "resolve_blanket",
 ]
 
-MODES = ("paper", "bennett", "tight")
-ADVERSARIES = ("strong", "strong-1d", "weak")
-BENNETT_VARIANTS = ("fixed", "original-2019")
-#: a calibrated γ this close to 1 means the target cannot be met with a usable (debiasable) blanket
-GAMMA_MAX = 1.0 - 1e-9
-
-
-# ---------------------------------------------------------------------------------------------------
-# One blanket level: (top+1)-ary randomised response over {0, ..., top}
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BlanketLevel:
-    """Blanket randomised response over {0, …, top} with probability ``gamma`` (FORMULAS §1, §5)."""
-
-    top: int
-    gamma: float
-
-    @property
-    def values(self) -> int:
-        """Number of reportable values, top + 1 (the k of k-RR)."""
-        return self.top + 1
-
-    @property
-    def uniform_variance(self) -> float:
-        """V = ((top+1)² − 1)/12, the variance of a uniform report on {0, …, top}."""
-        return (self.values**2 - 1) / 12.0
-
-    def randomise(self, d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Report each integer of ``d`` (in {0..top}) or, w.p. γ, a uniform value (vectorised)."""
-        out = np.asarray(d).astype(grid_dtype(self.top), copy=True)
-        idx = np.flatnonzero(rng.random(out.shape[0]) < self.gamma)
-        out[idx] = rng.integers(0, self.top + 1, size=idx.size, dtype=out.dtype)
-        return out
-
-    def report_probabilities(self, value: int) -> np.ndarray:
-        """P(report = j | input = value), j = 0..top."""
-        p = np.full(self.values, self.gamma / self.values)
-        p[value] += 1.0 - self.gamma
-        return p
-
-    def debias(self, total: int, n: int) -> float:
-        """Unbiased estimate of Σ_i d_i from the reports' sum: (Σ y − nγ·top/2)/(1 − γ) (seed 004 Alg. 2)."""
-        return (total - n * self.gamma * self.top / 2.0) / (1.0 - self.gamma)
-
-    def variance(self, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
-        """Var(y) of one report whose input d has mean ``mean`` and variance ``var`` (module docstring):
-        γV + γ(1−γ)(mean − top/2)² + (1−γ)·var."""
-        g = self.gamma
-        dev = np.asarray(mean, dtype=float) - self.top / 2.0
-        return g * self.uniform_variance + g * (1.0 - g) * dev * dev + (1.0 - g) * np.asarray(var, dtype=float)
-
-    def worst_fixed_variance(self) -> float:
-        """max over deterministic inputs d ∈ {0..top} of Var(y): γV + γ(1−γ)·top²/4 (at d = 0 or top)."""
-        g = self.gamma
-        return g * self.uniform_variance + g * (1.0 - g) * self.top**2 / 4.0
-
-    def worst_rounded_variance(self) -> float:
-        """max over s ∈ [0, top] of Var(y) when the input is the randomised rounding of s.
-
-        Var = γV + γ(1−γ)(s − c)² + (1−γ)f(1−f), c = top/2, f = s − ⌊s⌋.  On a unit interval [m, m+1]
-        this is a concave quadratic (s² coefficient −(1−γ)²).  For m in the left half, shifting s to
-        s − m ∈ [0, 1] keeps f and does not decrease |s − c|, so the maximum over [0, top] is attained on
-        [0, 1] (and, by symmetry, on [top−1, top]); there it sits at the stationary point
-        s* = (1 − γ·top)/(2(1 − γ)) clipped to [0, 1].
-        """
-        g = self.gamma
-        c = self.top / 2.0
-        s = 0.0 if g >= 1.0 else min(max((1.0 - g * self.top) / (2.0 * (1.0 - g)), 0.0), 1.0)
-        return g * self.uniform_variance + g * (1.0 - g) * (s - c) ** 2 + (1.0 - g) * s * (1.0 - s)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -160,7 +109,7 @@ class BlanketSumRandomiser(LocalRandomiser):
         object.__setattr__(self, "message_space", IntegerRange(0, self.k))
         object.__setattr__(self, "messages_per_user", 1)
         object.__setattr__(self, "rr_family", RRFamily(self.k + 1, self.gamma))
-        object.__setattr__(self, "eps0", math.log1p((self.k + 1) * (1.0 - self.gamma) / self.gamma))
+        object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k + 1))
 
     def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return self.level.randomise(randomised_round(x, self.k, rng), rng)[:, None]
@@ -179,159 +128,10 @@ class BlanketSumAnalyser(Analyser):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Privacy of one level, by method
-# ---------------------------------------------------------------------------------------------------
-
-
-def default_delta(n: int) -> float:
-    """δ = 1/n² (seed 004 §7 / Appendix G)."""
-    return 1.0 / (float(n) * float(n))
-
-
-def paper_precision(n: int) -> int:
-    """k = ⌊n^{1/3}⌋ computed exactly in integers (at least 1)."""
-    k = max(1, int(round(n ** (1.0 / 3.0))))
-    while k > 1 and k**3 > n:
-        k -= 1
-    while (k + 1) ** 3 <= n:
-        k += 1
-    return k
-
-
-def _tight_numerics() -> dict:
-    # only the certified upper bound matters for calibration; its width only affects optimality
-    return {"target_accuracy": None, "max_grid_size": 2**20}
-
-
-def tight_delta_upper(pairs, eps: float) -> float:
-    """Certified upper bound on δ(ε) of a pair or a heterogeneous list of pairs (tight accountant)."""
-    from shufflesim.accounting.tight import tight_delta
-
-    return float(tight_delta(pairs, eps, **_tight_numerics())[0].delta_upper)
-
-
-@lru_cache(maxsize=8)
-def _krr_pair(n: int, values: int, gamma: float, adversary: str):
-    """The (k+1)-ary RR pair in the accountant's fastest form (rows for the strong/weak views)."""
-    from shufflesim.accounting.pairs import krr_pair
-
-    return krr_pair(n, values, gamma, adversary, as_rows=True)
-
-
-def level_delta(method: str, n: int, values: int, gamma: float, eps: float, *, variant: str = "fixed",
-                adversary: str = "strong") -> float:
-    """Certified δ(ε) of shuffled ``values``-ary RR with blanket γ by ``method`` (balle, bennett, tight)."""
-    if gamma >= 1.0:
-        return 0.0
-    if method == "balle":
-        from shufflesim.accounting.bounds.balle import balle_delta
-
-        b = balle_delta(eps, n=n, k=values, gamma=gamma)
-        if not b.applicable:
-            raise NotApplicableError(f"balle closed form: {b.reason}")
-        return float(b.delta_upper)
-    if method == "bennett":
-        from shufflesim.accounting.bounds.balle import KRRBlanket, bennett_delta
-
-        return float(bennett_delta(eps, n=n, randomiser=KRRBlanket(k=values, gamma=gamma), variant=variant).delta_upper)
-    if method == "tight":
-        return tight_delta_upper(_krr_pair(n, values, gamma, adversary), eps)
-    raise ParameterError(f"privacy method must be balle, bennett or tight; got {method!r}")
-
-
-def level_eps(method: str, n: int, values: int, gamma: float, delta: float, *, variant: str = "fixed",
-              adversary: str = "strong") -> float:
-    """Certified ε(δ) of shuffled ``values``-ary RR with blanket γ by ``method``."""
-    if method == "balle":
-        from shufflesim.accounting.bounds.balle import balle_eps
-
-        b = balle_eps(delta, n=n, k=values, gamma=gamma)
-        if not b.applicable:
-            raise NotApplicableError(f"balle closed form: {b.reason}")
-        return float(b.eps_upper)
-    if method == "bennett":
-        from shufflesim.accounting.bounds.balle import KRRBlanket, bennett_eps
-
-        return float(bennett_eps(delta, n=n, randomiser=KRRBlanket(k=values, gamma=gamma), variant=variant).eps_upper)
-    if method == "tight":
-        from shufflesim.accounting.tight import tight_epsilon
-
-        return float(tight_epsilon(_krr_pair(n, values, gamma, adversary), delta, **_tight_numerics())[0].eps_upper)
-    raise ParameterError(f"privacy method must be balle, bennett or tight; got {method!r}")
-
-
-@lru_cache(maxsize=65536)
-def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, variant: str = "fixed",
-                adversary: str = "strong") -> float:
-    """Smallest blanket γ of shuffled ``values``-ary RR certified (ε, δ)-DP by ``method``.
-
-    ``balle``: the closed form (seed 001 Thm C.1); ``bennett``: bisection on Balle et al.'s Bennett bound;
-    ``tight``: safe-side root finding (``accounting.calibrate``) on the tight accountant's δ upper bound,
-    bracketed above by the Bennett γ when that certifies.  Raises :class:`InfeasibleError` when only a
-    blanket γ ≥ 1 − 1e−9 would do (nothing left to debias).
-    """
-    from shufflesim.accounting.bounds.balle import balle_gamma, bennett_gamma
-
-    if method == "balle":
-        g = balle_gamma(n, values, eps, delta)
-    elif method == "bennett":
-        g = bennett_gamma(n, values, eps, delta, variant=variant)
-    elif method == "tight":
-        from shufflesim.accounting.calibrate import calibrate
-
-        hi = 1.0
-        try:
-            gb = bennett_gamma(n, values, eps, delta, variant="fixed")
-            if gb < 1.0 and level_delta("tight", n, values, gb, eps, adversary=adversary) <= delta:
-                hi = gb
-        except InfeasibleError:
-            pass
-        lo = hi * 1e-3
-        cal = calibrate(lambda g: level_delta("tight", n, values, g, eps, adversary=adversary), delta, lo, hi,
-                        increasing=False, xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60)
-        g = cal.x
-    else:
-        raise ParameterError(f"privacy method must be balle, bennett or tight; got {method!r}")
-    if g >= GAMMA_MAX:
-        raise InfeasibleError(
-            f"{method}: ({eps:.6g}, {delta:.3g})-DP with n={n} and {values} values needs blanket gamma >= 1, "
-            "which leaves nothing to debias; use a larger n, eps or delta, or a smaller precision"
-        )
-    return float(g)
-
-
-# ---------------------------------------------------------------------------------------------------
 # Parameter resolution
 # ---------------------------------------------------------------------------------------------------
 
 MODE_METHOD = {"paper": "balle", "bennett": "bennett", "tight": "tight"}
-
-
-def integer_argmin(f: Callable[[int], float], lo: int, hi: int) -> tuple[int, float]:
-    """Golden-section search for the minimiser of a unimodal f on the integers lo..hi (memoised).
-
-    Returns (argmin, min).  With ties or non-unimodal f it returns a local minimum.
-    """
-    cache: dict[int, float] = {}
-
-    def F(i: int) -> float:
-        if i not in cache:
-            cache[i] = f(i)
-        return cache[i]
-
-    a, b = lo, hi
-    invphi = (math.sqrt(5.0) - 1.0) / 2.0
-    while b - a > 3:
-        c = int(round(b - invphi * (b - a)))
-        d = int(round(a + invphi * (b - a)))
-        if c == d:
-            d = c + 1
-        if F(c) <= F(d):
-            b = d
-        else:
-            a = c
-    best = min(range(a, b + 1), key=F)
-    return best, F(best)
 
 
 def blanket_worst_mse(n: int, k: int, gamma: float) -> float:
@@ -394,30 +194,6 @@ def resolve_blanket(n: int, eps: float | None, delta: float, k: int | None, gamm
     return BlanketParams(k, g, eps, d, method, tuple(notes))
 
 
-def _check_common(n, eps, delta, mode, adversary, variant):
-    n = check_int("n", n, minimum=2)
-    if mode not in MODES:
-        raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    if adversary not in ADVERSARIES:
-        raise ParameterError(f"adversary must be one of {', '.join(ADVERSARIES)}; got {adversary!r}")
-    if variant not in BENNETT_VARIANTS:
-        raise ParameterError(f"bennett_variant must be one of {', '.join(BENNETT_VARIANTS)}; got {variant!r}")
-    if eps is not None:
-        eps = check_real("eps", eps, low=0.0, low_open=True)
-    delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
-                                                                 high_open=True)
-    return n, eps, delta
-
-
-EPS_OPTION = Option("eps", float, "central epsilon > 0 to certify (required unless --gamma is given)")
-DELTA_OPTION = Option("delta", float, "central delta in (0, 1) (default: 1/n^2, as in seed 004)")
-ADVERSARY_OPTION = Option("adversary", str, "adversary of the tight accountant (FORMULAS §2)", default="strong",
-                          choices=ADVERSARIES)
-VARIANT_OPTION = Option("bennett_variant", str,
-                        "Bennett bound variant: fixed (corrected) or original-2019 (the paper's code)",
-                        default="fixed", choices=BENNETT_VARIANTS)
-
-
 @register
 class BlanketSumProtocol(Protocol):
     """Single-message blanket real summation (randomised rounding + (k+1)-ary blanket RR, one shuffler)."""
@@ -448,7 +224,7 @@ class BlanketSumProtocol(Protocol):
             raise ParameterError("blanket-sum needs --eps (central epsilon > 0) or an explicit --gamma in (0, 1)")
         r = resolve_blanket(n, eps, delta, k, gamma, mode, adversary, bennett_variant)
         params = {"k": r.k, "gamma": r.gamma, "eps": r.eps, "delta": r.delta, "mode": mode,
-                  "eps0": math.log1p((r.k + 1) * (1.0 - r.gamma) / r.gamma)}
+                  "eps0": eps0_from_gamma(r.gamma, r.k + 1)}
         if mode == "tight":
             params["adversary"] = adversary
         if mode == "bennett":
@@ -487,6 +263,11 @@ class BlanketSumProtocol(Protocol):
         k, g = self.k, self.gamma
         return self.n / (4.0 * k * k) + self.n * (g * (k * k - 1) / 12.0 + (k - 1) ** 2 * g * (1 - g) / 4.0) / (
             k * k * (1.0 - g) ** 2)
+
+    def mechanism(self) -> KRR:
+        """The shuffled reports: (k+1)-ary randomised response with blanket γ (relation: ``adversary``, strong
+        by default — the paper and bennett modes' bounds hold for the strong adversary's view too)."""
+        return KRR(self.n, self.k + 1, self.gamma, Relation.parse(self.params.get("adversary", "strong")))
 
     def privacy(self) -> PrivacyGuarantee:
         return self._privacy

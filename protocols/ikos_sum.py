@@ -73,6 +73,7 @@ from shufflesim.maths.polya import (
     reduce_mod,
     sample_polya_difference,
 )
+from shufflesim.maths.rounding import randomised_round
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.pipeline.randomiser import LocalRandomiser
 from shufflesim.pipeline.registry import register
@@ -377,13 +378,6 @@ def resolve_parameters(n, *, eps=None, delta=None, sigma=None, p=None, q=None, m
 
 
 # --- pipeline stages ----------------------------------------------------------------------------------------
-def randomised_rounding(x: np.ndarray, p: int, rng: np.random.Generator) -> np.ndarray:
-    """x̄ = ⌊px⌋ + Bern(px − ⌊px⌋) as int64 (seed 004 App. F, Lemma F.1; FORMULAS §5)."""
-    px = np.asarray(x, dtype=float) * p
-    fl = np.floor(px)
-    return (fl + (rng.random(px.shape[0]) < (px - fl))).astype(np.int64)
-
-
 @dataclass(frozen=True, eq=False)
 class IKOSRandomiser(LocalRandomiser):
     """Encode with precision p, add the Pólya noise share, reduce mod q, split into m additive shares."""
@@ -400,7 +394,7 @@ class IKOSRandomiser(LocalRandomiser):
 
     def encode(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The noisy encodings x̄_i + Z_i reduced mod q (uint64), before sharing."""
-        xbar = randomised_rounding(x, self.p, rng)
+        xbar = randomised_round(x, self.p, rng, dtype=np.int64)
         z = sample_polya_difference(self.n_users, self.alpha, xbar.shape[0], rng)
         return reduce_mod(xbar + z, self.q)
 

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.accounting.mechanism import Relation
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.maths.rounding import grid_dtype
+from shufflesim.maths.rr import eps0_from_gamma
+from shufflesim.mechanisms.krr import KRR
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline.options import Option
@@ -25,40 +29,6 @@ from shufflesim.pipeline.registry import register
 from shufflesim.pipeline.shuffler import SingleShuffler, View
 from shufflesim.maths.simplex import project_to_simplex
 from shufflesim.pipeline.spaces import IntegerRange
-
-
-def gamma_from_eps0(eps0: float, k: int) -> float:
-    """γ = k/(e^{ε0}+k−1) (FORMULAS §1)."""
-    return k / (math.expm1(eps0) + k)
-
-
-def eps0_from_gamma(gamma: float, k: int) -> float:
-    """ε0 = log(1 + k(1−γ)/γ) (FORMULAS §1); 0 for γ = 1."""
-    return math.log1p(k * (1.0 - gamma) / gamma)
-
-
-def message_dtype(k: int) -> np.dtype:
-    """Smallest unsigned dtype holding {0..k−1}."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if k - 1 <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    return np.dtype(np.uint64)
-
-
-def resolve_krr_params(k, gamma=None, eps0=None) -> tuple[int, float, float]:
-    """Validate (k, γ | ε0) and return (k, γ, ε0)."""
-    k = check_int("k", k, minimum=2, maximum=2**31 - 1)
-    if (gamma is None) == (eps0 is None):
-        raise ParameterError("give exactly one of gamma (blanket probability in (0, 1]) or eps0 (local epsilon > 0)")
-    if gamma is not None:
-        gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True)
-        eps0 = eps0_from_gamma(gamma, k)
-    else:
-        eps0 = check_positive("eps0", eps0)
-        gamma = gamma_from_eps0(eps0, k)
-        if gamma <= 0.0:
-            raise ParameterError(f"eps0={eps0} is so large that gamma underflows to 0; use eps0 <= 700")
-    return k, gamma, eps0
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +46,7 @@ class KRRRandomiser(LocalRandomiser):
 
     def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         n = x.shape[0]
-        dt = message_dtype(self.k)
+        dt = grid_dtype(self.k - 1)
         blanket = rng.random(n) < self.gamma
         noise = rng.integers(0, self.k, size=n, dtype=dt)
         return np.where(blanket, noise, x.astype(dt, copy=False))[:, None]
@@ -141,11 +111,10 @@ class KRRProtocol(HistogramProtocol):
         n = check_int("n", n, minimum=1)
         if k is None:
             raise ParameterError("krr needs the number of categories k >= 2")
-        k, gamma, eps0 = resolve_krr_params(k, gamma, eps0)
+        mech = KRR.resolve(n, k, gamma, eps0, Relation.parse(adversary))
+        k, gamma, eps0, adversary = mech.k, mech.gamma, mech.eps0, mech.relation.value
         delta = 1.0 / n**2 if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
                                                               high_open=True)
-        if adversary not in ("strong", "strong-1d", "weak"):
-            raise ParameterError(f"adversary must be strong, strong-1d or weak; got {adversary!r}")
         return cls(
             n=n,
             randomiser=KRRRandomiser(k, gamma),
@@ -164,6 +133,10 @@ class KRRProtocol(HistogramProtocol):
     def mse_worst(self) -> float:
         return krr_mse_expected(self.n, self.k, self.gamma)
 
+    def mechanism(self) -> KRR:
+        """Shuffled k-RR with this protocol's n, k, γ and neighbouring relation (``adversary``)."""
+        return KRR(self.n, self.k, self.gamma, Relation.parse(self.params["adversary"]), self.params["eps0"])
+
     def privacy(self):
         """Central ε at the protocol's δ, certified by the tight accountant on the chosen k-RR pair.
 
@@ -175,7 +148,7 @@ class KRRProtocol(HistogramProtocol):
             from shufflesim.accounting.results import PrivacyGuarantee
 
             adv, delta = self.params["adversary"], self.params["delta"]
-            rep = account("krr", {"n": self.n, "k": self.k, "gamma": self.gamma, "adversary": adv}, delta=[delta])
+            rep = account(self.mechanism(), delta=[delta])
             (r,) = rep.results
             eps = min(r.eps_upper, self.params["eps0"])
             self._privacy = PrivacyGuarantee(eps, delta, "tight", (f"k-RR {adv} adversary pair", f"eps in [{r.eps_lower:.6g}, {r.eps_upper:.6g}]"))

@@ -76,7 +76,8 @@ from shufflesim.maths.rounding import grid_dtype, mixed_radix_digits, randomised
 from shufflesim.pipeline.shuffler import ParallelShufflers, View
 from shufflesim.pipeline.spaces import IntegerRange
 
-from shufflesim.protocols.blanket_sum import (
+from shufflesim.accounting.mechanism import Composition
+from shufflesim.protocols._blanket import (
     ADVERSARY_OPTION,
     DELTA_OPTION,
     EPS_OPTION,
@@ -84,12 +85,13 @@ from shufflesim.protocols.blanket_sum import (
     VARIANT_OPTION,
     BlanketLevel,
     _check_common,
-    _krr_pair,
     integer_argmin,
     level_delta,
     level_eps,
     level_gamma,
-    tight_delta_upper,
+    level_mechanism,
+    levels_delta,
+    levels_eps,
 )
 
 __all__ = [
@@ -449,13 +451,9 @@ def optimise_basic(n: int, eps: float, delta: float, r: int, variant: str,
     return best[1], best[2], best[0]
 
 
-def _tight_pairs(n: int, precisions, gammas, adversary: str):
-    return [_krr_pair(n, v, float(g), adversary) for v, g in zip(_level_values(precisions), gammas)]
-
-
 def composed_delta(n: int, precisions, gammas, eps: float, adversary: str) -> float:
-    """Certified δ(ε) of the heterogeneous composition of the r level pairs (tight accountant)."""
-    return tight_delta_upper(_tight_pairs(n, precisions, gammas, adversary), eps)
+    """Certified δ(ε) of the heterogeneous composition of the r levels (tight accountant)."""
+    return levels_delta(n, _level_values(precisions), gammas, eps, adversary)
 
 
 def _level_worst(n: int, precisions, j: int, gamma: float) -> float:
@@ -594,9 +592,7 @@ def resolve_recursive(n: int, eps: float | None, delta: float, r: int, precision
         if eps is not None:
             d = composed_delta(n, ps, gs, eps, adversary)
             return RecursiveParams(ps, gs, None, eps, d, "tight", (note, note2))
-        from shufflesim.accounting.tight import tight_epsilon
-
-        e = float(tight_epsilon(_tight_pairs(n, ps, gs, adversary), delta, target_accuracy=None)[0].eps_upper)
+        e = levels_eps(n, _level_values(ps), gs, delta, adversary)
         return RecursiveParams(ps, gs, None, e, delta, "tight", (note, note2))
 
     method = BASIC_METHOD[mode]
@@ -715,6 +711,13 @@ class RecursiveSumProtocol(Protocol):
 
     def mse_bound(self) -> float:
         return authors_mse_bound(self.n, self.precisions, self.gammas)
+
+    def mechanism(self) -> Composition:
+        """The r levels, each shuffled (p_j-ary or (p_r+1)-ary) randomised response with its γ_j, composed
+        (one parallel shuffler per level; relation: ``adversary``, strong by default)."""
+        adv = self.params.get("adversary", "strong")
+        return Composition(tuple((level_mechanism(self.n, int(v), float(g), adv), 1)
+                                 for v, g in zip(_level_values(self.precisions), self.gammas)))
 
     def privacy(self) -> PrivacyGuarantee:
         return self._privacy

@@ -49,7 +49,7 @@ from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_var
 from shufflesim.pipeline.shuffler import SingleShuffler, TrustedCurator, View
 from shufflesim.pipeline.spaces import IntegerRange, RealNumbers
 
-from shufflesim.protocols.blanket_sum import DELTA_OPTION, GAMMA_MAX, default_delta
+from shufflesim.protocols._blanket import DELTA_OPTION, GAMMA_MAX, default_delta
 
 __all__ = [
     "cheu_messages",

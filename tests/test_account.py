@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 
 from shufflesim import NotApplicableError, ParameterError
 from shufflesim.accounting import bruteforce as BF
-from shufflesim.accounting.account import account, calibrate_clones_eps0, calibrate_krr_gamma
+from shufflesim.accounting.account import account
+from shufflesim.mechanisms import KRR, RR2, Clones
+from shufflesim.mechanisms.clones import calibrate_clones_eps0
+from shufflesim.mechanisms.krr import calibrate_krr_gamma
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair, krr_pair, rr2_pair
 from shufflesim.accounting.tight import tight_delta
 from shufflesim.cli.main import main
@@ -71,9 +74,9 @@ def test_strong_1d_pair_vs_direct_product():
 
 def test_delta_monotone_in_eps_compositions_and_n():
     eps = [0.1, 0.3, 0.6, 1.0]
-    one = account("krr", {"n": 2000, "k": 4, "eps0": 2.0, "adversary": "strong"}, eps=eps).results
-    two = account("krr", {"n": 2000, "k": 4, "eps0": 2.0, "adversary": "strong"}, eps=eps, compositions=4).results
-    big = account("krr", {"n": 8000, "k": 4, "eps0": 2.0, "adversary": "strong"}, eps=eps).results
+    one = account(KRR.from_eps0(2000, 4, 2.0, "strong"), eps=eps).results
+    two = account(KRR.from_eps0(2000, 4, 2.0, "strong"), eps=eps, compositions=4).results
+    big = account(KRR.from_eps0(8000, 4, 2.0, "strong"), eps=eps).results
     ups = [r.delta_upper for r in one]
     assert all(a >= b for a, b in zip(ups, ups[1:]))
     assert all(t.delta_lower >= o.delta_upper for t, o in zip(two, one))
@@ -90,10 +93,10 @@ def test_published_bounds_not_below_tight_rr2(method):
     """
     for n, eps0 in [(1000, 0.4), (10_000, 0.5), (10_000, 2.0)]:
         for d in (1e-4, 1e-6, 1e-8):
-            pub = account("rr2", {"n": n, "eps0": eps0}, delta=[d], method=method).results[0]
+            pub = account(RR2(n, eps0), delta=[d], method=method).results[0]
             if not pub.applicable:
                 continue
-            tight = account("rr2", {"n": n, "eps0": eps0}, delta=[d]).results[0]
+            tight = account(RR2(n, eps0), delta=[d]).results[0]
             assert pub.eps_upper >= tight.eps_lower, (method, n, eps0, d, pub, tight)
 
 
@@ -109,21 +112,21 @@ def test_calibrated_gamma_never_overshoots(n, k, eps, delta, adversary):
         c = calibrate_krr_gamma(n, k, eps, delta, adversary=adversary, rtol=1e-4)
     except InfeasibleError:
         # only acceptable when even pure noise (gamma = 1) misses the target
-        r1 = account("krr", {"n": n, "k": k, "gamma": 1.0, "adversary": adversary}, eps=[eps]).results[0]
+        r1 = account(KRR(n, k, 1.0, adversary), eps=[eps]).results[0]
         assert r1.delta_lower > delta
         return
-    r = account("krr", {"n": n, "k": k, "gamma": c.value, "adversary": adversary}, eps=[eps]).results[0]
+    r = account(KRR(n, k, c.value, adversary), eps=[eps]).results[0]
     assert r.delta_upper <= delta
     # and it is close to the boundary: 1% less blanket violates the target
-    r2 = account("krr", {"n": n, "k": k, "gamma": c.value * 0.99, "adversary": adversary}, eps=[eps]).results[0]
+    r2 = account(KRR(n, k, c.value * 0.99, adversary), eps=[eps]).results[0]
     assert r2.delta_upper > delta * (1 - 1e-9)
 
 
 def test_calibrated_clones_eps0_never_overshoots():
     c = calibrate_clones_eps0(5000, 1.0, 1e-6, rtol=1e-4)
-    r = account("clones", {"n": 5000, "eps0": c.value}, eps=[1.0]).results[0]
+    r = account(Clones(5000, c.value), eps=[1.0]).results[0]
     assert r.delta_upper <= 1e-6
-    r2 = account("clones", {"n": 5000, "eps0": c.value * 1.01}, eps=[1.0]).results[0]
+    r2 = account(Clones(5000, c.value * 1.01), eps=[1.0]).results[0]
     assert r2.delta_upper > 1e-6
 
 
@@ -189,6 +192,6 @@ def test_cli_errors_one_line(capsys, argv, msg):
 
 def test_exact_refusal_names_the_limit():
     with pytest.raises(NotApplicableError, match="limit"):
-        account("krr", {"n": 40, "k": 4, "gamma": 0.5, "adversary": "strong"}, eps=[0.5], method="exact")
+        account(KRR(40, 4, 0.5, "strong"), eps=[0.5], method="exact")
     with pytest.raises(ParameterError, match="does not apply"):
-        account("clones", {"n": 40, "eps0": 1.0}, eps=[0.5], method="balle")
+        account(Clones(40, 1.0), eps=[0.5], method="balle")

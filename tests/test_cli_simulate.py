@@ -10,7 +10,8 @@ import pytest
 
 from shufflesim import __version__
 from shufflesim.cli.main import main
-from shufflesim.protocols.krr import gamma_from_eps0, krr_mse_expected
+from shufflesim.maths.rr import gamma_from_eps0
+from shufflesim.protocols.krr import krr_mse_expected
 
 
 def run_cli(capsys, *argv):

@@ -19,9 +19,18 @@ from shufflesim.cli.main import main
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IGNORED = {"seconds"}
 #: keys that outputs may carry beyond the recording (new fields, not changed numbers)
-ADDED_KEYS: set[str] = set()
+ADDED_KEYS: set[str] = {"accuracy_met"}
 #: (command, key path) -> why the recorded value was deliberately changed
 DELIBERATE: dict[tuple[str, str], str] = {}
+#: command -> (relative tolerance, reason): floats of these commands may move by at most that much
+NEAR: dict[str, tuple[float, str]] = {
+    "simulate recursive-sum --eps 1 --messages 2 --mode tight --data adult-age --trials 20 --seed 6": (
+        1e-5,
+        "each level's delta is now certified through account(KRR level), which rebuilds a truncated pair "
+        "when its dropped mass exceeds 1% of the answer; the calibrated gammas move by ~1e-8 relative and "
+        "the certified delta by ~7e-7 relative (still certified, slightly tighter)",
+    ),
+}
 
 
 def _commands() -> list[str]:
@@ -55,6 +64,9 @@ def _diff(cmd: str, want, got, path: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(want, got)):
             out += _diff(cmd, a, b, f"{path}[{i}]")
         return out
+    if cmd in NEAR and isinstance(want, float) and isinstance(got, float):
+        rel = NEAR[cmd][0]
+        return [] if abs(got - want) <= rel * abs(want) else [f"{path}: {got!r} != recorded {want!r} (rel {rel})"]
     return [] if want == got else [f"{path}: {got!r} != recorded {want!r}"]
 
 

@@ -15,6 +15,8 @@ import math
 import time
 
 import numpy as np
+
+from shufflesim.maths.rounding import randomised_round
 import pytest
 from scipy import stats
 
@@ -34,7 +36,6 @@ from shufflesim.protocols.ikos_sum import (
     ikos_shuffled_messages_improved,
     ikos_sigma_improved,
     ikos_table3_row,
-    randomised_rounding,
     sigma_from_delta,
 )
 from shufflesim.core.rng import child
@@ -228,7 +229,7 @@ def test_randomiser_encoding_distribution_chisquare():
 def test_rounding_is_unbiased_with_the_right_support():
     g = np.random.default_rng(32)
     x = np.full(100_000, 0.4567)
-    xb = randomised_rounding(x, 10, g)
+    xb = randomised_round(x, 10, g, dtype=np.int64)
     assert set(np.unique(xb).tolist()) == {4, 5}
     k = int((xb == 5).sum())
     assert stats.binomtest(k, x.size, 0.567).pvalue > 1e-3 / FAMILY
@@ -286,7 +287,7 @@ def test_exact_arithmetic_with_q_near_the_top_of_uint64(q):
     seed = np.random.SeedSequence(77)
     res = pr.run(x, seed)
     g = np.random.Generator(np.random.PCG64(child(seed, 0)))  # the randomiser's stream in Protocol.run
-    xbar = randomised_rounding(x, pr.parameters.p, g)
+    xbar = randomised_round(x, pr.parameters.p, g, dtype=np.int64)
     z = sample_polya_difference(n, pr.parameters.alpha, n, g)
     exact = int(xbar.sum()) + int(z.sum())
     assert res.details.decoded == exact

@@ -16,12 +16,8 @@ from scipy import stats
 from shufflesim import ParameterError
 from shufflesim.pipeline import registry
 from shufflesim.experiments.montecarlo import run_trials, summarise
-from shufflesim.protocols.krr import (
-    KRRRandomiser,
-    eps0_from_gamma,
-    gamma_from_eps0,
-    krr_mse_expected,
-)
+from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
+from shufflesim.protocols.krr import KRRRandomiser, krr_mse_expected
 from shufflesim.experiments.stats import bonferroni_level
 
 ALPHA = 1e-3

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from shufflesim.accounting import bruteforce as bf
 from shufflesim.accounting import tight as tightmod
 from shufflesim.accounting.account import account
+from shufflesim.mechanisms import KRR, Clones
 from shufflesim.accounting.binomial_rows import BinomialRows
 from shufflesim.accounting.pairs import clones_pair, krr_strong_pair, krr_weak_pair
 from shufflesim.accounting.placement import discretise_base
@@ -401,17 +402,17 @@ def test_base_split_keeps_p_mass_and_lowers_q_mass_by_at_most_the_margin(make):
 # --------------------------------------------------------------------------------------------------
 
 def test_account_uses_rows_and_agrees_with_the_atom_path():
-    rep = account("krr", {"n": 1000, "k": 4, "gamma": 0.3, "adversary": "weak"}, eps=[0.1, 0.4])
+    rep = account(KRR(1000, 4, 0.3, "weak"), eps=[0.1, 0.4])
     assert any("row form" in nt for nt in rep.notes)
     pair = krr_weak_pair(1000, 4, 0.3)
     for r, e in zip(rep.results, (0.1, 0.4)):
         (x,) = tight_delta(pair, [e])
         assert r.delta_lower <= x.delta_upper and x.delta_lower <= r.delta_upper
-    rep2 = account("clones", {"n": 3000, "eps0": 2.0}, eps=[0.3], compositions=4)
+    rep2 = account(Clones(3000, 2.0), eps=[0.3], compositions=4)
     (x,) = tight_delta(clones_pair(3000, 2.0), [0.3], compositions=4)
     (r,) = rep2.results
     assert r.delta_lower <= x.delta_upper and x.delta_lower <= r.delta_upper
-    rep3 = account("krr", {"n": 3000, "k": 4, "gamma": 0.3, "adversary": "strong"}, delta=[1e-6])
+    rep3 = account(KRR(3000, 4, 0.3, "strong"), delta=[1e-6])
     (r,) = rep3.results
     R = RowsPLD.from_rows(krr_strong_pair(3000, 4, 0.3, as_rows=True))  # the pair account() builds
     assert R.delta_interval(r.eps_upper)[1][0] <= 1e-6 < R.delta_interval(r.eps_lower)[0][0]

@@ -10,7 +10,8 @@
 """
 
 from shufflesim.accounting import bounds, pairs
-from shufflesim.accounting.account import AccountReport, account, calibrate_clones_eps0, calibrate_krr_gamma
+from shufflesim.accounting.account import AccountReport, Calibrated, account, calibrate_mechanism
+from shufflesim.accounting.mechanism import Composition, Mechanism, Relation
 from shufflesim.accounting.calibrate import Calibration, calibrate, eps_interval_for_delta
 from shufflesim.accounting.exact_compose import compose_exact
 from shufflesim.accounting.interop import to_dp_accounting
@@ -21,7 +22,7 @@ from shufflesim.accounting.tails import tail_delta_interval
 from shufflesim.accounting.tight import Numerics, TightAccountant, tight_delta, tight_epsilon
 
 __all__ = [
-    "AccountReport", "account", "calibrate_clones_eps0", "calibrate_krr_gamma", "Calibration", "calibrate",
+    "AccountReport", "account", "Calibrated", "calibrate_mechanism", "Composition", "Mechanism", "Relation", "Calibration", "calibrate",
     "eps_interval_for_delta", "compose_exact", "to_dp_accounting", "LossAtoms", "PrivacyLossDistribution",
     "PMFPair", "DeltaBound", "EpsBound", "NotApplicable", "PrivacyGuarantee", "tail_delta_interval",
     "Numerics", "TightAccountant", "tight_delta", "tight_epsilon", "bounds", "pairs",

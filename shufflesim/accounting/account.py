@@ -1,54 +1,35 @@
-"""One entry point for every privacy question the CLI can ask: mechanism × method × composition.
+"""One entry point for every privacy question: ``account(mechanism, method=…, eps=…|delta=…)``.
 
-:func:`account` takes a mechanism name (``rr2``, ``krr``, ``clones``, ``biswas``), its parameters, a
-method and the eps (or delta) values, and returns an :class:`AccountReport` with one certified result per
-value (:class:`~.results.DeltaBound` / :class:`~.results.EpsBound`) or a :class:`~.results.NotApplicable`
-with the reason.  Methods:
+``mechanism`` is a description value (:mod:`shufflesim.accounting.mechanism`; the built-in ones are in
+:mod:`shufflesim.mechanisms`, and a protocol gives its own by ``protocol.mechanism()``).  The description
+says which methods apply; :func:`account` dispatches on that and returns an :class:`AccountReport` with one
+certified result per value (:class:`~.results.DeltaBound` / :class:`~.results.EpsBound`) or a
+:class:`~.results.NotApplicable` with the reason.  Methods:
 
-* ``tight`` — the PLD accountant (:mod:`.tight`) on the mechanism's neighbouring pair (:mod:`.pairs`):
-  rr2 (seed 001 §4), krr with an adversary (strong-1d / strong / weak), clones (seed 001 §6),
-  biswas = the released count of x0 (seed 003's setting).  ``compositions`` uses FFT composition.
-  krr strong/weak and clones are accounted in row form (exact single use in O(rows) per eps; their
-  atoms streamed onto the FFT grid for composition), which keeps n = 1e6 within seconds and 2 GB.
-* ``exact`` — brute-force enumeration of every user's coin and report (:mod:`.bruteforce`), for small n;
-  refuses larger sizes with the limit.  For ``biswas`` it is the exact δ of the released count of x0
-  computed directly (any n) — the quantity seed 003's derivation analyses.
-* ``exact-histogram`` (biswas only) — the full released histogram by enumeration (small n, k).
-* ``balle``, ``bennett``, ``hoeffding`` (k-RR / rr2), ``erlingsson``, ``feldman``, ``feldman-numerical``
-  (any ε0-LDP randomiser: rr2, krr, clones), ``biswas`` (seed 003 eq 6, as published) — the published
-  bounds of :mod:`.bounds`; with ``compositions > 1`` they are composed with the basic or advanced
-  theorem (``composition``).
+* pair-based — ``tight`` (the PLD accountant of :mod:`.tight` on the description's neighbouring pair:
+  exact single use, certified FFT composition, heterogeneous for a :class:`~.mechanism.Composition`),
+  ``exact`` (brute-force enumeration, small n) and ``exact-histogram``;
+* published bounds — whatever :meth:`~.mechanism.Mechanism.bound` provides (Balle et al., Bennett,
+  Hoeffding, Erlingsson et al., Feldman et al., Biswas et al. as published); with ``compositions > 1``
+  they are composed with the basic or advanced theorem (``composition``).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Sequence
 
-from shufflesim.core.checks import check_int, check_positive, check_real
-from shufflesim.errors import AccuracyError, NotApplicableError, ParameterError
 from shufflesim.accounting import bounds as B
-from shufflesim.accounting import bruteforce as BF
-from shufflesim.accounting.pairs import (DEFAULT_TAIL_BOUND_MD, biswas_count_pair, clones_pair, krr_pair,
-                    rr2_pair)
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
+from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.accounting.tight import tight_delta, tight_epsilon
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import AccuracyError, ParameterError
 
-MECHANISMS = ("rr2", "krr", "clones", "biswas")
-ADVERSARIES = ("strong-1d", "strong", "weak")
-
-METHODS: dict[str, tuple[str, ...]] = {
-    "rr2": ("tight", "exact", "balle", "bennett", "hoeffding", "erlingsson", "feldman", "feldman-numerical"),
-    "krr": ("tight", "exact", "balle", "bennett", "hoeffding", "erlingsson", "feldman", "feldman-numerical"),
-    "clones": ("tight", "exact", "erlingsson", "feldman", "feldman-numerical"),
-    "biswas": ("biswas", "exact", "exact-histogram", "tight"),
-}
-#: largest n and number of compositions the pair-based methods accept (beyond: hours and terabytes)
-MAX_N_PAIRS = 10**9
+#: largest number of compositions the pair-based methods accept (beyond: hours)
 MAX_COMPOSITIONS = 10**6
-ANALYTIC = ("balle", "bennett", "hoeffding", "erlingsson", "feldman", "feldman-numerical", "biswas")
 
 
 @dataclass(frozen=True)
@@ -79,191 +60,128 @@ class AccountReport:
         return d
 
 
-def resolve_params(mechanism: str, **p: Any) -> dict:
-    """Validate and complete a mechanism's parameters (γ ↔ ε0 for k-RR)."""
-    from shufflesim.protocols.krr import resolve_krr_params
-
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
-    n = check_int("n", p.get("n"), minimum=1) if p.get("n") is not None else None
-    if n is None:
-        raise ParameterError(f"{mechanism} needs the number of users n >= 1")
-    if mechanism in ("rr2", "clones"):
-        if p.get("eps0") is None:
-            raise ParameterError(f"{mechanism} needs eps0 > 0")
-        out = {"n": n, "eps0": check_positive("eps0", p["eps0"])}
-        if mechanism == "rr2":
-            _, gamma, _ = resolve_krr_params(2, eps0=out["eps0"])
-            out["gamma"] = gamma
-        return out
-    if mechanism == "krr":
-        if p.get("k") is None:
-            raise ParameterError("krr needs the number of categories k >= 2")
-        k, gamma, eps0 = resolve_krr_params(p["k"], p.get("gamma"), p.get("eps0"))
-        out = {"n": n, "k": k, "gamma": gamma, "eps0": eps0}
-        adv = p.get("adversary")
-        if adv is not None:
-            if adv not in ADVERSARIES:
-                raise ParameterError(f"adversary must be one of {', '.join(ADVERSARIES)}; got {adv!r}")
-            out["adversary"] = adv
-        return out
-    # biswas
-    for name in ("k", "eps0", "n_x0"):
-        if p.get(name) is None:
-            raise ParameterError("biswas needs k >= 2, eps0 > 0 and n_x0 (0 <= n_x0 <= n-1)")
-    k = check_int("k", p["k"], minimum=2)
-    eps0 = check_positive("eps0", p["eps0"])
-    n_x0 = check_int("n_x0", p["n_x0"], minimum=0, maximum=n - 1)
-    return {"n": n, "k": k, "eps0": eps0, "n_x0": n_x0}
-
-
-def _pair(mechanism: str, prm: dict, method: str, tail_bound: float | None = None):
-    """The pair a pair-based method accounts (``tail_bound``: truncation mass, None = the pair's default).
-
-    For ``tight``, the 2-D/3-D pairs (krr strong and weak, clones) are built in row form
-    (:class:`~.pairs.BinomialRows`): the accountant then evaluates single use exactly in O(rows) per eps
-    and streams the atoms onto its grid for composition, without materialising 1e7-1e8 atoms."""
-    tb = {} if tail_bound is None else {"tail_bound": tail_bound}
-    if method == "tight" or (method == "exact" and mechanism == "biswas"):
-        if mechanism == "rr2":
-            return rr2_pair(prm["n"], prm["eps0"], **tb)
-        if mechanism == "krr":
-            if "adversary" not in prm:
-                raise ParameterError("krr with --method tight needs --adversary strong-1d|strong|weak")
-            return krr_pair(prm["n"], prm["k"], prm["gamma"], prm["adversary"], as_rows=True, **tb)
-        if mechanism == "clones":
-            tb.setdefault("tail_bound", DEFAULT_TAIL_BOUND_MD)
-            return clones_pair(prm["n"], prm["eps0"], as_rows=True, **tb)
-        return biswas_count_pair(prm["n"], prm["k"], prm["eps0"], prm["n_x0"], **tb)
-    if method == "exact":
-        if mechanism == "rr2":
-            return BF.rr2_bruteforce(prm["n"], prm["eps0"])
-        if mechanism == "krr":
-            adv = prm.get("adversary")
-            if adv not in ("strong", "weak"):
-                raise NotApplicableError(
-                    "exact enumeration needs --adversary strong or weak (strong-1d is a stated pair, not a view)")
-            return BF.krr_bruteforce(prm["n"], prm["k"], prm["gamma"], adv)
-        return BF.clones_bruteforce(prm["n"], prm["eps0"])
-    if method == "exact-histogram":
-        return BF.biswas_histogram_exact(prm["n"], prm["k"], prm["eps0"], prm["n_x0"])
-    raise AssertionError(method)
-
-
-def _analytic(mechanism: str, prm: dict, method: str, bennett_variant: str):
-    """(per-value delta function, per-value eps function) of a published bound."""
-    n = prm["n"]
-    if method in ("balle", "bennett", "hoeffding"):
-        k = prm.get("k", 2)
-        gamma = prm["gamma"]
-        if method == "balle":
-            return (lambda e: B.balle_delta(e, n=n, k=k, gamma=gamma),
-                    lambda d: B.balle_eps(d, n=n, k=k, gamma=gamma))
-        r = B.KRRBlanket(k, gamma)
-        if method == "bennett":
-            return (lambda e: B.bennett_delta(e, n=n, randomiser=r, variant=bennett_variant),
-                    lambda d: B.bennett_eps(d, n=n, randomiser=r, variant=bennett_variant))
-        return (lambda e: B.hoeffding_delta(e, n=n, randomiser=r), lambda d: B.hoeffding_eps(d, n=n, randomiser=r))
-    eps0 = prm["eps0"]
-    if method == "erlingsson":
-        return (lambda e: B.erlingsson_delta(e, n=n, eps0=eps0), lambda d: B.erlingsson_eps(d, n=n, eps0=eps0))
-    if method == "feldman":
-        return (lambda e: B.feldman_delta(e, n=n, eps0=eps0), lambda d: B.feldman_eps(d, n=n, eps0=eps0))
-    if method == "feldman-numerical":
-        return (lambda e: B.feldman_numerical_delta(e, n=n, eps0=eps0),
-                lambda d: B.feldman_numerical_eps(d, n=n, eps0=eps0))
-    if method == "biswas":
-        kw = dict(n=n, k=prm["k"], eps0=eps0, n_x0=prm["n_x0"])
-        return (lambda e: B.biswas_delta(e, **kw), lambda d: B.biswas_eps(d, **kw))
-    raise AssertionError(method)
-
-
-def _values(name: str, values, low_open: bool) -> list[float]:
+def _values(name: str, values) -> list[float]:
     if isinstance(values, (int, float)):
         values = [values]
-    out = []
-    for v in values:
-        if name == "delta":
-            out.append(check_real("delta", v, low=0.0, high=1.0, low_open=True, high_open=True))
-        else:
-            out.append(check_real("eps", v, low=0.0))
-    return out
+    if name == "delta":
+        return [check_real("delta", v, low=0.0, high=1.0, low_open=True, high_open=True) for v in values]
+    return [check_real("eps", v, low=0.0) for v in values]
 
 
 def account(
-    mechanism: str,
-    params: dict,
+    mechanism: Mechanism,
     *,
     eps: Sequence[float] | float | None = None,
     delta: Sequence[float] | float | None = None,
-    method: str = "tight",
+    method: str | None = None,
     compositions: int = 1,
     composition: str = "basic",
     bennett_variant: str = "fixed",
     numerics: dict | None = None,
 ) -> AccountReport:
-    """Answer δ(ε) for every ``eps`` or ε(δ) for every ``delta`` (exactly one of the two)."""
+    """Answer δ(ε) for every ``eps`` or ε(δ) for every ``delta`` (exactly one of the two).
+
+    ``method`` defaults to the description's first method (``tight`` where it applies);
+    ``compositions`` repeats the whole mechanism; ``numerics`` are the PLD accountant's knobs
+    (:class:`~.tight.Numerics`).
+    """
     t0 = time.perf_counter()
-    prm = resolve_params(mechanism, **params)
-    if method not in METHODS[mechanism]:
-        raise ParameterError(f"method {method!r} does not apply to {mechanism}; allowed: {', '.join(METHODS[mechanism])}")
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(f"account needs a mechanism description (shufflesim.mechanisms); got {mechanism!r}")
+    method = mechanism.default_method if method is None else method
+    mechanism.check_method(method)
     compositions = check_int("compositions", compositions, minimum=1)
-    if method not in ANALYTIC:
-        if prm["n"] > MAX_N_PAIRS:
-            raise ParameterError(f"n must be <= {MAX_N_PAIRS:.0e} for method {method!r} (pair-based); got n={prm['n']}")
+    pair_based = method in PAIR_METHODS
+    if pair_based:
+        if mechanism.n > mechanism.max_n_pairs:
+            raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
+                                 f"got n={mechanism.n}")
         if compositions > MAX_COMPOSITIONS:
             raise ParameterError(f"compositions must be <= {MAX_COMPOSITIONS:.0e} for method {method!r}; got {compositions}")
     if (eps is None) == (delta is None):
         raise ParameterError("give either eps values (to get delta) or delta values (to get eps), not both")
     if composition not in ("basic", "advanced", "best"):
         raise ParameterError(f"composition must be basic, advanced or best; got {composition!r}")
-    if bennett_variant not in ("fixed", "original-2019"):
-        raise ParameterError(f"bennett variant must be 'fixed' or 'original-2019'; got {bennett_variant!r}")
-    eps_l = _values("eps", eps, False) if eps is not None else None
-    delta_l = _values("delta", delta, True) if delta is not None else None
+    options = BoundOptions(bennett_variant)
+    eps_l = _values("eps", eps) if eps is not None else None
+    delta_l = _values("delta", delta) if delta is not None else None
+    prm = mechanism.params()
     notes: list[str] = []
     comp_used = None
-    if method in ANALYTIC:
-        dfun, efun = _analytic(mechanism, prm, method, bennett_variant)
-        if compositions > 1:
-            comp_used = composition
-            results = ([B.compose_delta(dfun, e, compositions, composition=composition) for e in eps_l]
-                       if eps_l is not None else
-                       [B.compose_eps(efun, d, compositions, composition=composition) for d in delta_l])
-        else:
-            results = [dfun(e) for e in eps_l] if eps_l is not None else [efun(d) for d in delta_l]
+    if not pair_based:
+        results, comp_used, compositions = _published(mechanism, method, options, eps_l, delta_l, compositions,
+                                                      composition)
         if method == "bennett":
             prm = dict(prm, bennett_variant=bennett_variant)
     else:
-        kw = dict(numerics or {})
-        # truncated pairs: start from a tail far below the requested deltas (1e-7 of the smallest, per use)
-        tb = None if delta_l is None else min(1e-15, 1e-7 * min(delta_l) / compositions)
-        pair = _pair(mechanism, prm, method, tail_bound=max(tb, 1e-300) if tb is not None else None)
-        try:
-            results = _tight(pair, eps_l, delta_l, compositions, kw)
-        except AccuracyError:
-            if not (pair.tail_p or pair.tail_q):
-                raise
-            pair = _pair(mechanism, prm, method, tail_bound=max(1e-300, max(pair.tail_p, pair.tail_q) * 1e-30))
-            results = _tight(pair, eps_l, delta_l, compositions, kw)
-        # a truncated pair whose dropped mass dominates an answer is rebuilt with a smaller tail
-        for _ in range(3):
-            tail = max(pair.tail_p, pair.tail_q)
-            if tail == 0.0 or not _tail_dominated(results, tail, compositions):
-                break
-            pair = _pair(mechanism, prm, method, tail_bound=max(1e-300, _needed_tail(results, delta_l, tail)))
-            results = _tight(pair, eps_l, delta_l, compositions, kw)
-        if method != "tight":
-            results = [_rename(r, method) for r in results]
-        notes.append(f"pair: {pair.name} ({pair.reference})" if pair.reference else f"pair: {pair.name}")
-        if pair.tail_p or pair.tail_q:
-            notes.append(f"truncated tails (mass <= {max(pair.tail_p, pair.tail_q):.3g}) added to the upper bounds")
+        results, pair_notes = _pair_based(mechanism, method, eps_l, delta_l, compositions, dict(numerics or {}))
+        notes += pair_notes
     for r in results:
         for nt in r.notes:
             if nt not in notes:
                 notes.append(nt)
-    return AccountReport(mechanism, prm, method, compositions, tuple(results), tuple(notes),
+    return AccountReport(mechanism.kind, prm, method, compositions, tuple(results), tuple(notes),
                          time.perf_counter() - t0, comp_used)
+
+
+def _published(mechanism: Mechanism, method: str, options: BoundOptions, eps_l, delta_l, compositions: int,
+               composition: str):
+    """A published bound, composed by the basic/advanced theorem over a homogeneous composition."""
+    ((mech, count),) = list(mechanism.uses())  # Composition.methods admits published bounds for one part only
+    total = count * compositions
+    dfun, efun = mech.bound(method, options)
+    if total > 1:
+        results = ([B.compose_delta(dfun, e, total, composition=composition) for e in eps_l] if eps_l is not None
+                   else [B.compose_eps(efun, d, total, composition=composition) for d in delta_l])
+        return results, composition, total
+    results = [dfun(e) for e in eps_l] if eps_l is not None else [efun(d) for d in delta_l]
+    return results, None, total
+
+
+def _pairs(mechanism: Mechanism, method: str, tail_bound: float | None):
+    """The pair (single mechanism) or list of pairs (heterogeneous composition) that ``method`` evaluates."""
+    parts = list(mechanism.uses())
+    if len(parts) == 1 and parts[0][1] == 1:
+        return parts[0][0].pair(method, tail_bound)
+    return [m.pair(method, tail_bound) for m, c in parts for _ in range(c)]
+
+
+def _tails(pairs) -> float:
+    seq = pairs if isinstance(pairs, list) else [pairs]
+    return max(max(p.tail_p, p.tail_q) for p in seq)
+
+
+def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions: int, kw: dict):
+    """Certified results of a pair-based method, rebuilding truncated pairs whose dropped mass matters."""
+    uses = sum(c for _, c in mechanism.uses()) * compositions
+    # truncated pairs: start from a tail far below the requested deltas (1e-7 of the smallest, per use)
+    tb = None if delta_l is None else max(min(1e-15, 1e-7 * min(delta_l) / uses), 1e-300)
+    pairs = _pairs(mechanism, method, tb)
+    try:
+        results = _tight(pairs, eps_l, delta_l, compositions, kw)
+    except AccuracyError:
+        if not _tails(pairs):
+            raise
+        pairs = _pairs(mechanism, method, max(1e-300, _tails(pairs) * 1e-30))
+        results = _tight(pairs, eps_l, delta_l, compositions, kw)
+    # a truncated pair whose dropped mass dominates an answer is rebuilt with a smaller tail
+    for _ in range(3):
+        tail = _tails(pairs)
+        if tail == 0.0 or not _tail_dominated(results, tail, uses):
+            break
+        pairs = _pairs(mechanism, method, max(1e-300, _needed_tail(results, delta_l, tail)))
+        results = _tight(pairs, eps_l, delta_l, compositions, kw)
+    if method != "tight":
+        results = [replace(r, method=method) for r in results]
+    notes = []
+    for p in (pairs if isinstance(pairs, list) else [pairs]):
+        nt = f"pair: {p.name} ({p.reference})" if p.reference else f"pair: {p.name}"
+        if nt not in notes:
+            notes.append(nt)
+    tail = _tails(pairs)
+    if tail:
+        notes.append(f"truncated tails (mass <= {tail:.3g}) added to the upper bounds")
+    return results, notes
 
 
 def _tight(pair, eps_l, delta_l, compositions, kw):
@@ -291,12 +209,6 @@ def _needed_tail(results, delta_l, tail: float) -> float:
     return min(cand, tail * 1e-30) if zero else cand
 
 
-def _rename(r, method: str):
-    from dataclasses import replace
-
-    return replace(r, method=method)
-
-
 @dataclass(frozen=True)
 class Calibrated:
     """A calibrated parameter, the certified δ it achieves (≤ the target) and how it was found."""
@@ -313,44 +225,37 @@ class Calibrated:
         return dict(self.__dict__)
 
 
-def _delta_upper(rep: AccountReport) -> float:
+def certified_delta_upper(mechanism: Mechanism, eps: float, *, method: str | None = None, compositions: int = 1,
+                          numerics: dict | None = None, bennett_variant: str = "fixed") -> float:
+    """The certified upper bound on δ(ε) (``inf`` where the method does not apply)."""
+    rep = account(mechanism, eps=[eps], method=method, compositions=compositions, numerics=numerics,
+                  bennett_variant=bennett_variant)
     (r,) = rep.results
-    if not getattr(r, "applicable", True):
-        return math.inf
-    return r.delta_upper
+    return r.delta_upper if getattr(r, "applicable", True) else math.inf
 
 
-def calibrate_krr_gamma(n: int, k: int, eps: float, delta: float, *, adversary: str = "strong",
-                        compositions: int = 1, method: str = "tight", rtol: float = 1e-6,
-                        numerics: dict | None = None) -> Calibrated:
-    """Smallest blanket probability γ for which shuffled k-RR with n users is (ε, δ)-DP.
+def calibrate_mechanism(make, name: str, eps: float, delta: float, lo: float, hi: float, *, increasing: bool,
+                        method: str | None = None, compositions: int = 1, rtol: float = 1e-6,
+                        numerics: dict | None = None, bennett_variant: str = "fixed",
+                        max_evals: int = 200) -> Calibrated:
+    """Calibrate one parameter of a mechanism to an (ε, δ) target — the one calibrator behind all others.
 
-    δ_upper(γ) is certified by ``method`` on the ``adversary`` pair (or a published bound) after
-    ``compositions`` uses; the search (:func:`.calibrate.calibrate`) returns a γ at which the certified
-    δ was *evaluated* to be ≤ δ, so it never overshoots.  Raises InfeasibleError if even γ = 1 fails.
+    ``make(x)`` builds the description for parameter value x ∈ [lo, hi] (lo > 0, searched in log scale);
+    ``increasing`` says whether the certified δ(ε) grows with x.  The search (:func:`.calibrate.calibrate`)
+    returns the x closest to the boundary at which the certified δ_upper was *evaluated* to be ≤ δ, so it
+    never overshoots the target.  Raises InfeasibleError if no x in [lo, hi] meets it.
     """
     from shufflesim.accounting.calibrate import calibrate
 
     check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_real("eps", eps, low=0.0)
+    used = {"method": None}
 
-    def fn(g: float) -> float:
-        return _delta_upper(account("krr", {"n": n, "k": k, "gamma": g, "adversary": adversary}, eps=[eps],
-                                    method=method, compositions=compositions, numerics=numerics))
+    def fn(x: float) -> float:
+        mech = make(x)
+        used["method"] = method or mech.default_method
+        return certified_delta_upper(mech, eps, method=method, compositions=compositions, numerics=numerics,
+                                     bennett_variant=bennett_variant)
 
-    c = calibrate(fn, delta, 1e-12, 1.0, increasing=False, xtol=0.0, rtol=rtol, log_scale=True)
-    return Calibrated("gamma", c.x, c.value, eps, delta, method, c.evaluations)
-
-
-def calibrate_clones_eps0(n: int, eps: float, delta: float, *, compositions: int = 1, eps0_max: float = 30.0,
-                          rtol: float = 1e-6, numerics: dict | None = None) -> Calibrated:
-    """Largest ε0 for which any ε0-LDP randomiser shuffled among n users is (ε, δ)-DP (clones pair)."""
-    from shufflesim.accounting.calibrate import calibrate
-
-    check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-
-    def fn(e0: float) -> float:
-        return _delta_upper(account("clones", {"n": n, "eps0": e0}, eps=[eps], compositions=compositions,
-                                    numerics=numerics))
-
-    c = calibrate(fn, delta, 1e-6, eps0_max, increasing=True, xtol=0.0, rtol=rtol, log_scale=True)
-    return Calibrated("eps0", c.x, c.value, eps, delta, "tight", c.evaluations)
+    c = calibrate(fn, delta, lo, hi, increasing=increasing, xtol=0.0, rtol=rtol, log_scale=True, max_evals=max_evals)
+    return Calibrated(name, c.x, c.value, eps, delta, used["method"] or "tight", c.evaluations)

@@ -4,42 +4,34 @@ from __future__ import annotations
 
 import argparse
 
-from shufflesim.accounting.account import METHODS, account
 from shufflesim.cli._common import float_arg, int_arg, print_json
 
-_HELP = {
-    "rr2": "shuffled binary randomised response (seed 001 §4)",
-    "krr": "shuffled k-ary randomised response (seeds 000/001 §5)",
-    "clones": "any eps0-LDP randomiser via Feldman et al.'s clones (seed 001 §6)",
-    "biswas": "Biswas et al.'s fixed-dataset histogram setting (seed 003 §IV)",
-}
+_TYPES = {"int": int_arg, "float": float_arg}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from shufflesim.mechanisms import kinds
+
     p = sub.add_parser("account", help="certified privacy (eps, delta) of a shuffled mechanism",
                        description="Certified upper and lower bounds on delta(eps) or eps(delta).")
     ms = p.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True, parser_class=type(p))
-    for name, methods in METHODS.items():
-        q = ms.add_parser(name, help=_HELP[name], description=_HELP[name])
-        q.add_argument("--n", type=int_arg, required=True, help="number of users")
-        if name in ("krr", "biswas"):
-            q.add_argument("--k", type=int_arg, required=True, help="number of categories")
-        if name == "krr":
-            g = q.add_mutually_exclusive_group(required=True)
-            g.add_argument("--gamma", type=float_arg, help="blanket probability in (0, 1]")
-            g.add_argument("--eps0", type=float_arg, help="local epsilon > 0")
-            q.add_argument("--adversary", choices=("strong-1d", "strong", "weak"),
-                           help="neighbouring pair for tight/exact (required there)")
-        else:
-            q.add_argument("--eps0", type=float_arg, required=True, help="local epsilon > 0")
-        if name == "biswas":
-            q.add_argument("--n-x0", dest="n_x0", type=int_arg, required=True,
-                           help="other users holding the target's value x0")
+    for name, cls in kinds().items():
+        q = ms.add_parser(name, help=cls.summary, description=cls.summary)
+        groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+        for f in cls.flags:
+            if f.group is not None:
+                if f.group not in groups:
+                    groups[f.group] = q.add_mutually_exclusive_group(required=f.required)
+                target, required = groups[f.group], {}
+            else:
+                target, required = q, {"required": f.required}
+            kind = {"choices": f.choices} if f.type == "choice" else {"type": _TYPES[f.type]}
+            target.add_argument(f"--{f.name}", dest=f.dest, help=f.help, **kind, **required)
         t = q.add_mutually_exclusive_group(required=True)
         t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
         t.add_argument("--delta", type=float_arg, nargs="+", help="delta values: report eps(delta)")
         q.add_argument("--compositions", type=int_arg, default=1, help="number of compositions (default 1)")
-        q.add_argument("--method", choices=methods, default="tight", help="default: tight")
+        q.add_argument("--method", choices=cls.methods, default=cls.methods[0], help=f"default: {cls.methods[0]}")
         q.add_argument("--composition", choices=("basic", "advanced", "best"), default="basic",
                        help="composition theorem for analytic methods with --compositions > 1 (default basic)")
         q.add_argument("--bennett-variant", choices=("fixed", "original-2019"), default="fixed",
@@ -47,18 +39,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--target-accuracy", type=float_arg, default=None,
                        help="relative width of the certified interval for FFT composition (default 1e-3)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
-        q.set_defaults(func=run)
+        q.set_defaults(func=run, mechanism_class=cls)
 
 
 def run(args: argparse.Namespace) -> int:
-    params = {"n": args.n, "eps0": getattr(args, "eps0", None)}
-    for name in ("k", "gamma", "adversary", "n_x0"):
-        if hasattr(args, name):
-            params[name] = getattr(args, name)
+    from shufflesim.accounting.account import account
+
+    cls = args.mechanism_class
+    mech = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
     numerics = {"target_accuracy": args.target_accuracy} if args.target_accuracy is not None else None
-    rep = account(args.mechanism, params, eps=args.eps, delta=args.delta, method=args.method,
-                  compositions=args.compositions, composition=args.composition,
-                  bennett_variant=args.bennett_variant, numerics=numerics)
+    rep = account(mech, eps=args.eps, delta=args.delta, method=args.method, compositions=args.compositions,
+                  composition=args.composition, bennett_variant=args.bennett_variant, numerics=numerics)
     if args.json:
         print_json(rep.to_dict())
         return 0

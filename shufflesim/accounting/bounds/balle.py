@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from shufflesim.core.checks import check_int, check_probability, check_real
+from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
@@ -92,7 +93,7 @@ class KRRBlanket:
         """The k-RR with local privacy eps0: gamma = k/(e^eps0 + k - 1) (FORMULAS §1)."""
         k = check_int("k", k, minimum=2)
         eps0 = check_real("eps0", eps0, low=0.0)
-        return cls(k=k, gamma=k / (math.exp(eps0) + k - 1))
+        return cls(k=k, gamma=gamma_from_eps0(eps0, k))
 
     @property
     def name(self) -> str:
@@ -102,7 +103,7 @@ class KRRBlanket:
     def eps0(self) -> float:
         """Local privacy of the randomiser: log(1 + k(1 - gamma)/gamma), rounded up by a few ulps so that
         "eps >= eps0 ⇒ delta = 0" is never applied below the true eps0."""
-        return math.nextafter(math.nextafter(math.log1p(self.k * (1.0 - self.gamma) / self.gamma), math.inf), math.inf)
+        return math.nextafter(math.nextafter(eps0_from_gamma(self.gamma, self.k), math.inf), math.inf)
 
     def max_l(self, eps: float) -> float:
         """b+ = gamma (1 - e^eps) + (1 - gamma) k."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
+from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
 from shufflesim.accounting.pmf_pair import PMFPair
 from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
 from shufflesim.accounting.binomial_rows import BinomialRows
@@ -27,7 +28,9 @@ from shufflesim.accounting.pairs.common import (
     row_windows,
 )
 
-ADVERSARIES = ("strong-1d", "strong", "weak")
+from shufflesim.accounting.mechanism import Relation
+
+ADVERSARIES = tuple(r.value for r in Relation)
 
 REFERENCE_STRONG_1D = (
     "Koskela, Heikkila, Honkela: seed 000 eq 3.1 / seed 001 eq 5.1 (after Balle et al. 2019, Thm 3.1); "
@@ -41,15 +44,14 @@ def krr_gamma_from_eps0(k, eps0) -> float:
     """Blanket probability gamma = k/(e^eps0 + k - 1) of the eps0-LDP k-RR (FORMULAS.md §1)."""
     k = check_int("k", k, minimum=2)
     eps0 = check_positive("eps0", eps0)
-    t = math.exp(-eps0)
-    return k * t / (1.0 + (k - 1) * t)
+    return gamma_from_eps0(eps0, k)
 
 
 def krr_eps0_from_gamma(k, gamma) -> float:
     """Local privacy eps0 = log(1 + k(1 - gamma)/gamma) of k-RR with blanket probability gamma (FORMULAS §1)."""
     k = check_int("k", k, minimum=2)
     gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True)
-    return math.log1p(k * (1.0 - gamma) / gamma)
+    return eps0_from_gamma(gamma, k)
 
 
 def krr_pair(n, k, gamma, adversary: str = "strong-1d", *, tail_bound: float | None = None, as_rows: bool = False):

@@ -1,0 +1,244 @@
+"""What the blanket summation protocols share: one blanket level, its privacy by any method, common options.
+
+A *blanket level* is (top+1)-ary randomised response over {0, …, top} with blanket probability γ — the
+single-message protocol's report and each level of the recursive protocol (Balle, Bell, Gascón, Nissim,
+"Private summation in the multi-message shuffle model", CCS 2020, arXiv:2002.00817, §4;
+docs/theory.md#summation-blanket).  Its privacy is that of shuffled k-RR with k = top + 1 values, so it is
+accounted through the mechanism description :class:`shufflesim.mechanisms.krr.KRR` and
+:func:`shufflesim.accounting.account.account` — there is no second accounting front end here: the
+helpers below only turn a method's answer into a number (raising where the method does not apply) and
+calibrate γ with :func:`shufflesim.accounting.account.calibrate_mechanism`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from shufflesim.accounting.account import account, calibrate_mechanism
+from shufflesim.accounting.mechanism import Composition, Relation
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
+from shufflesim.mechanisms.krr import KRR
+from shufflesim.maths.rounding import grid_dtype
+from shufflesim.pipeline.options import Option
+
+MODES = ("paper", "bennett", "tight")
+ADVERSARIES = tuple(r.value for r in Relation)
+BENNETT_VARIANTS = ("fixed", "original-2019")
+#: a calibrated γ this close to 1 means the target cannot be met with a usable (debiasable) blanket
+GAMMA_MAX = 1.0 - 1e-9
+#: the PLD accountant's knobs for calibration: only the certified upper bound matters, its width only
+#: affects optimality
+TIGHT_NUMERICS = {"target_accuracy": None, "max_grid_size": 2**20}
+
+
+@dataclass(frozen=True)
+class BlanketLevel:
+    """Blanket randomised response over {0, …, top} with probability ``gamma`` (FORMULAS §1, §5)."""
+
+    top: int
+    gamma: float
+
+    @property
+    def values(self) -> int:
+        """Number of reportable values, top + 1 (the k of k-RR)."""
+        return self.top + 1
+
+    @property
+    def uniform_variance(self) -> float:
+        """V = ((top+1)² − 1)/12, the variance of a uniform report on {0, …, top}."""
+        return (self.values**2 - 1) / 12.0
+
+    def randomise(self, d: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Report each integer of ``d`` (in {0..top}) or, w.p. γ, a uniform value (vectorised)."""
+        out = np.asarray(d).astype(grid_dtype(self.top), copy=True)
+        idx = np.flatnonzero(rng.random(out.shape[0]) < self.gamma)
+        out[idx] = rng.integers(0, self.top + 1, size=idx.size, dtype=out.dtype)
+        return out
+
+    def report_probabilities(self, value: int) -> np.ndarray:
+        """P(report = j | input = value), j = 0..top."""
+        p = np.full(self.values, self.gamma / self.values)
+        p[value] += 1.0 - self.gamma
+        return p
+
+    def debias(self, total: int, n: int) -> float:
+        """Unbiased estimate of Σ_i d_i from the reports' sum: (Σ y − nγ·top/2)/(1 − γ) (seed 004 Alg. 2)."""
+        return (total - n * self.gamma * self.top / 2.0) / (1.0 - self.gamma)
+
+    def variance(self, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+        """Var(y) of one report whose input d has mean ``mean`` and variance ``var`` (module docstring):
+        γV + γ(1−γ)(mean − top/2)² + (1−γ)·var."""
+        g = self.gamma
+        dev = np.asarray(mean, dtype=float) - self.top / 2.0
+        return g * self.uniform_variance + g * (1.0 - g) * dev * dev + (1.0 - g) * np.asarray(var, dtype=float)
+
+    def worst_fixed_variance(self) -> float:
+        """max over deterministic inputs d ∈ {0..top} of Var(y): γV + γ(1−γ)·top²/4 (at d = 0 or top)."""
+        g = self.gamma
+        return g * self.uniform_variance + g * (1.0 - g) * self.top**2 / 4.0
+
+    def worst_rounded_variance(self) -> float:
+        """max over s ∈ [0, top] of Var(y) when the input is the randomised rounding of s.
+
+        Var = γV + γ(1−γ)(s − c)² + (1−γ)f(1−f), c = top/2, f = s − ⌊s⌋.  On a unit interval [m, m+1]
+        this is a concave quadratic (s² coefficient −(1−γ)²).  For m in the left half, shifting s to
+        s − m ∈ [0, 1] keeps f and does not decrease |s − c|, so the maximum over [0, top] is attained on
+        [0, 1] (and, by symmetry, on [top−1, top]); there it sits at the stationary point
+        s* = (1 − γ·top)/(2(1 − γ)) clipped to [0, 1].
+        """
+        g = self.gamma
+        c = self.top / 2.0
+        s = 0.0 if g >= 1.0 else min(max((1.0 - g * self.top) / (2.0 * (1.0 - g)), 0.0), 1.0)
+        return g * self.uniform_variance + g * (1.0 - g) * (s - c) ** 2 + (1.0 - g) * s * (1.0 - s)
+
+
+def default_delta(n: int) -> float:
+    """δ = 1/n² (seed 004 §7 / Appendix G)."""
+    return 1.0 / (float(n) * float(n))
+
+
+def paper_precision(n: int) -> int:
+    """k = ⌊n^{1/3}⌋ computed exactly in integers (at least 1)."""
+    k = max(1, int(round(n ** (1.0 / 3.0))))
+    while k > 1 and k**3 > n:
+        k -= 1
+    while (k + 1) ** 3 <= n:
+        k += 1
+    return k
+
+
+def level_mechanism(n: int, values: int, gamma: float, adversary: Relation | str = Relation.STRONG) -> KRR:
+    """A blanket level as a mechanism description: shuffled ``values``-ary RR with blanket γ."""
+    return KRR(n, values, gamma, Relation.parse(adversary))
+
+
+def _answer(result, method: str) -> float:
+    if not result.applicable:
+        raise NotApplicableError(f"{method}: {result.reason}")
+    return float(getattr(result, "delta_upper", getattr(result, "eps_upper", math.nan)))
+
+
+def level_delta(method: str, n: int, values: int, gamma: float, eps: float, *, variant: str = "fixed",
+                adversary: str = "strong") -> float:
+    """Certified δ(ε) of one blanket level by ``method`` (any method of :class:`KRR`)."""
+    if gamma >= 1.0:
+        return 0.0
+    (r,) = account(level_mechanism(n, values, gamma, adversary), eps=[eps], method=method, bennett_variant=variant,
+                   numerics=TIGHT_NUMERICS).results
+    return _answer(r, method)
+
+
+def level_eps(method: str, n: int, values: int, gamma: float, delta: float, *, variant: str = "fixed",
+              adversary: str = "strong") -> float:
+    """Certified ε(δ) of one blanket level by ``method``."""
+    (r,) = account(level_mechanism(n, values, gamma, adversary), delta=[delta], method=method,
+                   bennett_variant=variant, numerics=TIGHT_NUMERICS).results
+    return _answer(r, method)
+
+
+def levels_delta(n: int, values, gammas, eps: float, adversary: str) -> float:
+    """Certified δ(ε) of the heterogeneous composition of blanket levels (tight accountant)."""
+    comp = Composition(tuple((level_mechanism(n, int(v), float(g), adversary), 1) for v, g in zip(values, gammas)))
+    (r,) = account(comp, eps=[eps], numerics=TIGHT_NUMERICS).results
+    return _answer(r, "tight")
+
+
+def levels_eps(n: int, values, gammas, delta: float, adversary: str) -> float:
+    """Certified ε(δ) of the heterogeneous composition of blanket levels (tight accountant)."""
+    comp = Composition(tuple((level_mechanism(n, int(v), float(g), adversary), 1) for v, g in zip(values, gammas)))
+    (r,) = account(comp, delta=[delta], numerics={"target_accuracy": None}).results
+    return _answer(r, "tight")
+
+
+@lru_cache(maxsize=65536)
+def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, variant: str = "fixed",
+                adversary: str = "strong") -> float:
+    """Smallest blanket γ of one level certified (ε, δ)-DP by ``method``.
+
+    ``balle``: the closed form (seed 001 Thm C.1); ``bennett``: Balle et al.'s Bennett bound inverted by
+    bisection; ``tight``: :func:`~shufflesim.accounting.account.calibrate_mechanism` on the tight
+    accountant's δ upper bound, bracketed above by the Bennett γ when that certifies.  Raises
+    :class:`InfeasibleError` when only a blanket γ ≥ 1 − 1e−9 would do (nothing left to debias).
+    """
+    from shufflesim.accounting.bounds.balle import balle_gamma, bennett_gamma
+
+    if method == "balle":
+        g = balle_gamma(n, values, eps, delta)
+    elif method == "bennett":
+        g = bennett_gamma(n, values, eps, delta, variant=variant)
+    elif method == "tight":
+        hi = 1.0
+        try:
+            gb = bennett_gamma(n, values, eps, delta, variant="fixed")
+            if gb < 1.0 and level_delta("tight", n, values, gb, eps, adversary=adversary) <= delta:
+                hi = gb
+        except InfeasibleError:
+            pass
+        g = calibrate_mechanism(lambda x: level_mechanism(n, values, x, adversary), "gamma", eps, delta, hi * 1e-3,
+                                hi, increasing=False, method="tight", rtol=1e-4, numerics=TIGHT_NUMERICS,
+                                max_evals=60).value
+    else:
+        raise ParameterError(f"privacy method must be balle, bennett or tight; got {method!r}")
+    if g >= GAMMA_MAX:
+        raise InfeasibleError(
+            f"{method}: ({eps:.6g}, {delta:.3g})-DP with n={n} and {values} values needs blanket gamma >= 1, "
+            "which leaves nothing to debias; use a larger n, eps or delta, or a smaller precision"
+        )
+    return float(g)
+
+
+def integer_argmin(f: Callable[[int], float], lo: int, hi: int) -> tuple[int, float]:
+    """Golden-section search for the minimiser of a unimodal f on the integers lo..hi (memoised).
+
+    Returns (argmin, min).  With ties or non-unimodal f it returns a local minimum.
+    """
+    cache: dict[int, float] = {}
+
+    def F(i: int) -> float:
+        if i not in cache:
+            cache[i] = f(i)
+        return cache[i]
+
+    a, b = lo, hi
+    invphi = (math.sqrt(5.0) - 1.0) / 2.0
+    while b - a > 3:
+        c = int(round(b - invphi * (b - a)))
+        d = int(round(a + invphi * (b - a)))
+        if c == d:
+            d = c + 1
+        if F(c) <= F(d):
+            b = d
+        else:
+            a = c
+    best = min(range(a, b + 1), key=F)
+    return best, F(best)
+
+
+def _check_common(n, eps, delta, mode, adversary, variant):
+    n = check_int("n", n, minimum=2)
+    if mode not in MODES:
+        raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if adversary not in ADVERSARIES:
+        raise ParameterError(f"adversary must be one of {', '.join(ADVERSARIES)}; got {adversary!r}")
+    if variant not in BENNETT_VARIANTS:
+        raise ParameterError(f"bennett_variant must be one of {', '.join(BENNETT_VARIANTS)}; got {variant!r}")
+    if eps is not None:
+        eps = check_real("eps", eps, low=0.0, low_open=True)
+    delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
+                                                                 high_open=True)
+    return n, eps, delta
+
+
+EPS_OPTION = Option("eps", float, "central epsilon > 0 to certify (required unless --gamma is given)")
+DELTA_OPTION = Option("delta", float, "central delta in (0, 1) (default: 1/n^2, as in seed 004)")
+ADVERSARY_OPTION = Option("adversary", str, "adversary of the tight accountant (FORMULAS §2)", default="strong",
+                          choices=ADVERSARIES)
+VARIANT_OPTION = Option("bennett_variant", str,
+                        "Bennett bound variant: fixed (corrected) or original-2019 (the paper's code)",
+                        default="fixed", choices=BENNETT_VARIANTS)

@@ -1,0 +1,186 @@
+"""What the accountant accounts: mechanism descriptions as frozen values.
+
+A *mechanism description* says what a shuffled mechanism is (its parameters and the neighbouring relation
+under which it is analysed); :func:`shufflesim.accounting.account.account` says what to do with it.  The
+split follows Google's dp_accounting (``DpEvent`` values consumed by accountants), with one difference:
+here each description also knows *how it is accounted* — which neighbouring pair a pair-based method
+evaluates, and which published bounds apply — so that a new mechanism becomes accountable by adding one
+module under :mod:`shufflesim.mechanisms` that subclasses :class:`Mechanism`, with no change to the
+accountant.
+
+* :class:`Relation` — the neighbouring relations / adversary models (one enum, never strings);
+* :class:`Mechanism` — the base of every description: ``methods``, ``pair(method, tail_bound)`` for
+  pair-based methods, ``bound(method, options)`` for published closed-form or numerical bounds;
+* :class:`Composition` — a sequence of (mechanism, count), heterogeneous allowed (the recursive
+  summation protocol's levels, FL rounds).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, Callable, ClassVar, Iterator
+
+from shufflesim.errors import NotApplicableError, ParameterError
+
+#: methods that evaluate a neighbouring pair (PLD accountant or brute-force enumeration)
+PAIR_METHODS = frozenset({"tight", "exact", "exact-histogram"})
+
+
+class Relation(str, enum.Enum):
+    """Neighbouring relation and adversary model under which a shuffled mechanism is accounted.
+
+    For shuffled k-ary randomised response (Koskela, Heikkilä, Honkela 2023, arXiv:2106.00477, §5;
+    docs/theory.md#pairs-krr):
+
+    * ``STRONG_1D`` — the one-dimensional pair exactly as the seeds state it (seed 001 eq 5.1);
+    * ``STRONG`` — the full view of the strong adversary, who sees every user's blanket coin;
+    * ``WEAK`` — the weak adversary, who sees only the shuffled reports (seed 001 Theorem 10).
+    """
+
+    STRONG_1D = "strong-1d"
+    STRONG = "strong"
+    WEAK = "weak"
+
+    @classmethod
+    def parse(cls, value: "Relation | str") -> "Relation":
+        """The relation named ``value`` (a :class:`Relation` or its string); ParameterError otherwise."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            allowed = ", ".join(r.value for r in cls)
+            raise ParameterError(f"adversary must be one of {allowed}; got {value!r}") from None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line flag of a mechanism description (``shufflesim account KIND --NAME …``).
+
+    ``type`` is "int", "float" or "choice" (with ``choices``); flags sharing a ``group`` are mutually
+    exclusive and one of them is required when ``required`` is set on the group's members.  ``dest`` is
+    the keyword the flag's value is passed as to :meth:`Mechanism.from_flags`.
+    """
+
+    name: str
+    type: str
+    help: str
+    required: bool = True
+    choices: tuple[str, ...] = ()
+    group: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+
+#: a published bound as two per-value functions: eps -> DeltaBound|NotApplicable, delta -> EpsBound|...
+BoundFunctions = tuple[Callable[[float], Any], Callable[[float], Any]]
+
+
+@dataclass(frozen=True)
+class BoundOptions:
+    """Options of the published bounds (``bennett_variant``: "fixed" or "original-2019")."""
+
+    bennett_variant: str = "fixed"
+
+    def __post_init__(self) -> None:
+        if self.bennett_variant not in ("fixed", "original-2019"):
+            raise ParameterError(f"bennett variant must be 'fixed' or 'original-2019'; got {self.bennett_variant!r}")
+
+
+class Mechanism(ABC):
+    """Base of the mechanism descriptions (frozen dataclasses in :mod:`shufflesim.mechanisms`).
+
+    Subclasses set ``kind`` (the CLI name) and ``methods`` (every method that applies, the default
+    first), validate their fields in ``__post_init__`` (raising ParameterError), and implement
+    :meth:`pair` for the pair-based methods they list and :meth:`bound` for the published ones.
+    """
+
+    kind: ClassVar[str] = ""
+    #: one line for the CLI's help
+    summary: ClassVar[str] = ""
+    methods: ClassVar[tuple[str, ...]] = ()
+    #: the command-line flags that describe this mechanism
+    flags: ClassVar[tuple[Flag, ...]] = ()
+    #: largest n for the pair-based methods (beyond: hours and terabytes)
+    max_n_pairs: ClassVar[int] = 10**9
+
+    n: int
+
+    @property
+    def default_method(self) -> str:
+        return self.methods[0]
+
+    @classmethod
+    def from_flags(cls, **values: Any) -> "Mechanism":
+        """The description from its flags' values (flags not given are None)."""
+        return cls(**values)  # type: ignore[call-arg]
+
+    def params(self) -> dict[str, Any]:
+        """The resolved parameters, as reported (derived quantities such as ε0 ↔ γ included)."""
+        out = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            out[f.name] = v.value if isinstance(v, enum.Enum) else v
+        return out
+
+    def check_method(self, method: str) -> None:
+        if method not in self.methods:
+            raise ParameterError(f"method {method!r} does not apply to {self.kind}; allowed: {', '.join(self.methods)}")
+
+    def pair(self, method: str, tail_bound: float | None = None):
+        """The neighbouring pair ``method`` evaluates (``tail_bound``: truncated mass; None = default)."""
+        raise NotApplicableError(f"{self.kind} has no neighbouring pair for method {method!r}")
+
+    def bound(self, method: str, options: BoundOptions) -> BoundFunctions:
+        """(δ(ε) function, ε(δ) function) of the published bound ``method``."""
+        raise NotApplicableError(f"{self.kind} has no published bound {method!r}")
+
+    def uses(self) -> Iterator[tuple["Mechanism", int]]:
+        """The (mechanism, count) parts of this mechanism; one use of itself for a single mechanism."""
+        yield self, 1
+
+
+@dataclass(frozen=True)
+class Composition(Mechanism):
+    """The adaptive composition of mechanisms: ``parts`` is a sequence of (mechanism, count).
+
+    Pair-based methods compose the parts' pairs by FFT (heterogeneous composition); published bounds apply
+    only to a homogeneous composition (one part), composed by the basic or advanced theorem.
+    """
+
+    kind: ClassVar[str] = "composition"
+    parts: tuple[tuple[Mechanism, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        parts = tuple((m, int(c)) for m, c in self.parts)
+        if not parts:
+            raise ParameterError("a composition needs at least one (mechanism, count) part")
+        for m, c in parts:
+            if not isinstance(m, Mechanism) or isinstance(m, Composition):
+                raise ParameterError(f"composition parts must be single mechanism descriptions; got {m!r}")
+            if c < 1:
+                raise ParameterError(f"composition counts must be >= 1; got {c}")
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "n", max(m.n for m, _ in parts))
+
+    @property
+    def methods(self) -> tuple[str, ...]:  # type: ignore[override]
+        common = [m for m in self.parts[0][0].methods if all(m in p.methods for p, _ in self.parts)]
+        if len(self.parts) > 1:
+            common = [m for m in common if m in PAIR_METHODS]
+        return tuple(common)
+
+    def params(self) -> dict[str, Any]:
+        return {"parts": [{"mechanism": m.kind, "count": c, **m.params()} for m, c in self.parts]}
+
+    def uses(self) -> Iterator[tuple[Mechanism, int]]:
+        yield from self.parts

@@ -1,0 +1,137 @@
+"""Shuffled k-ary randomised response: the mechanism description.
+
+``KRR(n, k, gamma, relation)`` is n users each running k-RR with blanket probability γ (equivalently
+local privacy ε0, :meth:`KRR.from_eps0`; the conversion is :mod:`shufflesim.maths.rr`), their reports
+shuffled.  Accounted by:
+
+* ``tight`` / ``exact`` — the neighbouring pair of the chosen :class:`~shufflesim.accounting.mechanism.Relation`
+  (strong-1d, strong, weak; Koskela, Heikkilä, Honkela 2023, arXiv:2106.00477, §5; docs/theory.md#pairs-krr),
+  by the PLD accountant or by brute-force enumeration (small n);
+* ``balle``, ``bennett``, ``hoeffding`` — Balle, Bell, Gascón, Nissim 2019 (arXiv:1903.02837), Thm 3.1 and
+  their numerical bounds;
+* ``erlingsson``, ``feldman``, ``feldman-numerical`` — bounds for any shuffled ε0-LDP randomiser.
+
+Binary randomised response in seed 001 §4's parametrisation is :class:`shufflesim.mechanisms.rr2.RR2`;
+the blanket summation protocol's levels are ``KRR`` with k + 1 values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from shufflesim.accounting import bruteforce as BF
+from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism, Relation
+from shufflesim.accounting.pairs import krr_pair
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
+
+from ._common import BLANKET_METHODS, LDP_METHODS, blanket_bound, ldp_bound
+
+#: largest k accepted (messages are stored as unsigned integers of at most 32 bits)
+MAX_K = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class KRR(Mechanism):
+    """Shuffled k-RR: ``n`` users, ``k`` values, blanket probability ``gamma`` ∈ (0, 1], and the
+    neighbouring ``relation`` for pair-based methods (None: only the published bounds apply)."""
+
+    kind: ClassVar[str] = "krr"
+    summary: ClassVar[str] = 'shuffled k-ary randomised response (seeds 000/001 §5)'
+    flags: ClassVar[tuple[Flag, ...]] = (
+        Flag("n", "int", "number of users"),
+        Flag("k", "int", "number of categories"),
+        Flag("gamma", "float", "blanket probability in (0, 1]", group="randomiser"),
+        Flag("eps0", "float", "local epsilon > 0", group="randomiser"),
+        Flag("adversary", "choice", "neighbouring pair for tight/exact (required there)", required=False,
+             choices=tuple(r.value for r in Relation)),
+    )
+    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *BLANKET_METHODS, *LDP_METHODS)
+
+    n: int
+    k: int
+    gamma: float
+    relation: Relation | None = None
+    #: local privacy log(1 + k(1−γ)/γ); computed from γ unless given (as :meth:`from_eps0` does, so that
+    #: the ε0 a user asked for is reported as given rather than after a round trip through γ)
+    eps0: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
+        object.__setattr__(self, "k", check_int("k", self.k, minimum=2, maximum=MAX_K))
+        object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True))
+        if self.relation is not None:
+            object.__setattr__(self, "relation", Relation.parse(self.relation))
+        if self.eps0 is None:
+            object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k))
+        elif not math.isclose(gamma_from_eps0(self.eps0, self.k), self.gamma, rel_tol=1e-9):
+            raise ParameterError(f"eps0={self.eps0} and gamma={self.gamma} disagree for k={self.k}; give one of them")
+
+    @classmethod
+    def from_eps0(cls, n: int, k: int, eps0: float, relation: Relation | str | None = None) -> "KRR":
+        """The k-RR with local privacy ε0: γ = k/(e^{ε0}+k−1)."""
+        k = check_int("k", k, minimum=2, maximum=MAX_K)
+        eps0 = check_positive("eps0", eps0)
+        gamma = gamma_from_eps0(eps0, k)
+        if gamma <= 0.0:
+            raise ParameterError(f"eps0={eps0} is so large that gamma underflows to 0; use eps0 <= 700")
+        return cls(n, k, gamma, relation, eps0)  # type: ignore[arg-type]
+
+    @classmethod
+    def resolve(cls, n: int, k: int, gamma: float | None = None, eps0: float | None = None,
+                relation: Relation | str | None = None) -> "KRR":
+        """From exactly one of ``gamma`` or ``eps0`` (what the CLI and the protocols accept)."""
+        if (gamma is None) == (eps0 is None):
+            raise ParameterError("give exactly one of gamma (blanket probability in (0, 1]) or eps0 (local epsilon > 0)")
+        if gamma is not None:
+            return cls(n, k, gamma, relation)  # type: ignore[arg-type]
+        return cls.from_eps0(n, k, eps0, relation)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_flags(cls, *, n, k, gamma=None, eps0=None, adversary=None) -> "KRR":
+        return cls.resolve(n, k, gamma, eps0, adversary)
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": self.n, "k": self.k, "gamma": self.gamma, "eps0": self.eps0}
+        if self.relation is not None:
+            out["adversary"] = self.relation.value
+        return out
+
+    def _relation(self, method: str) -> Relation:
+        if self.relation is None:
+            raise ParameterError(f"krr with --method {method} needs --adversary strong-1d|strong|weak")
+        return self.relation
+
+    def pair(self, method: str, tail_bound: float | None = None):
+        rel = self._relation(method)
+        if method == "tight":
+            tb = {} if tail_bound is None else {"tail_bound": tail_bound}
+            return krr_pair(self.n, self.k, self.gamma, rel.value, as_rows=True, **tb)
+        if rel is Relation.STRONG_1D:
+            raise NotApplicableError(
+                "exact enumeration needs --adversary strong or weak (strong-1d is a stated pair, not a view)")
+        return BF.krr_bruteforce(self.n, self.k, self.gamma, rel.value)
+
+    def bound(self, method: str, options: BoundOptions):
+        if method in BLANKET_METHODS:
+            return blanket_bound(method, self.n, self.k, self.gamma, options)
+        return ldp_bound(method, self.n, self.eps0)
+
+
+def calibrate_krr_gamma(n: int, k: int, eps: float, delta: float, *, adversary: Relation | str = Relation.STRONG,
+                        compositions: int = 1, method: str = "tight", rtol: float = 1e-6,
+                        numerics: dict | None = None):
+    """Smallest blanket probability γ for which shuffled k-RR with n users is (ε, δ)-DP.
+
+    The certified δ_upper(γ) of ``method`` on the ``adversary`` pair after ``compositions`` uses is
+    searched by :func:`~shufflesim.accounting.account.calibrate_mechanism` (never overshoots).
+    Raises InfeasibleError if even γ = 1 fails.
+    """
+    from shufflesim.accounting.account import calibrate_mechanism
+
+    rel = Relation.parse(adversary)
+    return calibrate_mechanism(lambda g: KRR(n, k, g, rel), "gamma", eps, delta, 1e-12, 1.0, increasing=False,
+                               method=method, compositions=compositions, rtol=rtol, numerics=numerics)
