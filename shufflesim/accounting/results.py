@@ -22,9 +22,13 @@ class DeltaBound:
     method: str
     notes: tuple[str, ...] = ()
     applicable: bool = True
+    #: False when the interval is certified but wider than the accountant's target accuracy (the notes
+    #: say why); True for every other answer, including published bounds (which have no target)
+    accuracy_met: bool = True
 
     def to_dict(self) -> dict:
-        return {"eps": self.eps, "delta_upper": self.delta_upper, "delta_lower": self.delta_lower}
+        return {"eps": self.eps, "delta_upper": self.delta_upper, "delta_lower": self.delta_lower,
+                "accuracy_met": self.accuracy_met}
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,13 @@ class EpsBound:
     method: str
     notes: tuple[str, ...] = ()
     applicable: bool = True
+    #: False when the interval is certified but the delta interval at eps_upper is wider than the
+    #: accountant's target accuracy (the notes say why); True otherwise
+    accuracy_met: bool = True
 
     def to_dict(self) -> dict:
-        return {"delta": self.delta, "eps_upper": self.eps_upper, "eps_lower": self.eps_lower}
+        return {"delta": self.delta, "eps_upper": self.eps_upper, "eps_lower": self.eps_lower,
+                "accuracy_met": self.accuracy_met}
 
 
 @dataclass(frozen=True)

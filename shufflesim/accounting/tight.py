@@ -16,9 +16,10 @@ How an answer is obtained (the ``notes`` of every result say which path was take
   accurate, one FFT per direction) or "lemma6" (seed 001 Lemma 6: omega^R / omega^L, first order, two
   FFTs).  The grid spacing h and window are chosen from ``target_accuracy`` and the result is
   *verified*: if the certified relative width (delta_upper - delta_lower)/delta_upper exceeds the
-  target, the grid is refined; if the target cannot be met within ``max_grid_size`` an
-  :class:`~shufflesim.errors.AccuracyError` says so (unless ``target_accuracy=None``, which returns the
-  best certified interval found).  To stay fast for supports of 10^6-10^7 outcomes, atoms whose total
+  target, the grid is refined; if the target cannot be met within ``max_grid_size``, a 2-fold
+  composition is composed exactly (pairwise, when its support allows) and otherwise the best
+  certified interval is returned with ``accuracy_met=False`` and a note saying why (an
+  :class:`~shufflesim.errors.AccuracyError` is kept for invalid questions only).  To stay fast for supports of 10^6-10^7 outcomes, atoms whose total
   mass is far below the accuracy needed are pruned into the dropped tail (upper bound only; the
   budget is tightened if that tail ever shows in the width), and very large components are split
   once onto a fine base grid from which every coarser split follows exactly.  A pair in row form is
@@ -73,6 +74,9 @@ BASE_POINTS = 2**22
 #: pairs in row form are streamed onto a base grid of spacing (loss range) / ROWS_BASE_POINTS; a grid
 #: finer than that streams them again (see _DirectionFFT._grids_at)
 ROWS_BASE_POINTS = 2**19
+#: the accuracy fallback composes a 2-fold composition exactly (pairwise) up to this many composed atoms
+#: (about 2 s and 0.5 GB at the limit)
+FALLBACK_MAX_ATOMS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ class Numerics:
     """Numerical knobs of the tight accountant (all explicit; defaults in brackets).
 
     target_accuracy  relative width (delta_upper - delta_lower)/delta_upper to certify [1e-3];
-                     None: never raise AccuracyError, return the best certified interval found
+                     (refinement aims at it; answers that miss it carry accuracy_met=False);
+                     None: aim at 1e-3
     max_grid_size    largest FFT length allowed [2**22]
     L, m             overrides in Koskela et al.'s terms: window [-L, L) and/or grid size m (h = 2L/m
                      when both are given; with m alone h is chosen so that the needed window fits
@@ -539,14 +544,15 @@ class TightAccountant:
                           else p.directions[d], c) for p, c in self.plds]
                 self._dirs.append(_DirectionFFT(comps, self.numerics, h_base))
 
-    def _small_plds(self) -> list[tuple[PrivacyLossDistribution, int]]:
+    def _small_plds(self, max_atoms: int | None = None) -> list[tuple[PrivacyLossDistribution, int]]:
         """The PLDs as atoms for exact composition; pairs in row form are expanded only when the
-        composed support could fit in exact_max_atoms (raises _TooBig otherwise)."""
+        composed support could fit in ``max_atoms`` (default exact_max_atoms; raises _TooBig otherwise)."""
+        limit = self.numerics.exact_max_atoms if max_atoms is None else max_atoms
         if any(isinstance(p, RowsPLD) for p, _ in self.plds):
             size = 1
             for p, c in self.plds:
                 size *= max(p.size, 1) ** c
-                if size > self.numerics.exact_max_atoms:
+                if size > limit:
                     raise _TooBig
         return [(p.to_pld() if isinstance(p, RowsPLD) else p, c) for p, c in self.plds]
 
@@ -565,56 +571,107 @@ class TightAccountant:
         return self._mode
 
     # ------------------------------------------------------------------ delta
-    def delta_interval(self, eps, *, strict: bool = True, query: str = "") -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
-        """(lower, upper, notes) for an array of eps (no monotone post-processing).
+    def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
+        """(lower, upper, notes) for an array of eps (no monotone post-processing); see :meth:`answers`."""
+        ans = self.answers(eps)
+        return (np.array([a.lower for a in ans]), np.array([a.upper for a in ans]), [a.notes for a in ans])
 
-        ``strict``: raise AccuracyError where the target cannot be certified (unless the target is None);
-        ``query`` names the user's question in that message.
+    def answers(self, eps) -> list[_Answer]:
+        """The best certified interval at each eps, and whether it meets the target accuracy.
+
+        Never raises for a target that is out of reach: the FFT grid is refined up to
+        ``max_grid_size``; where that is not enough the cheap remedy is tried (exact pairwise
+        composition of the atoms, see :meth:`_fallback_exact`) and, if the target is still out of
+        reach, the best certified interval is returned with ``accuracy_met=False`` and a note saying why.
         """
         eps = check_eps(eps)
         if self._exact is not None:
             lo, up = self._exact.delta_interval(eps)
             if isinstance(self._exact, RowsPLD):
-                return lo, up, [(self._exact.note(),)] * eps.size
-            n = self._exact.pq.size + (0 if self.symmetric else self._exact.qp.size)
-            what = "single use" if self._mode == "exact" else f"exact pairwise composition, n_c={self.n_total}"
-            return lo, up, [(f"exact over {n} atoms ({what})",)] * eps.size
+                note = self._exact.note()
+            else:
+                n = self._exact.pq.size + (0 if self.symmetric else self._exact.qp.size)
+                what = "single use" if self._mode == "exact" else f"exact pairwise composition, n_c={self.n_total}"
+                note = f"exact over {n} atoms ({what})"
+            eps_max = self._eps_max()
+            tail = (float(self._exact.tail) if isinstance(self._exact, RowsPLD)
+                    else max(float(d.tail) for d in self._exact.directions))
+            return [self._judge(float(e), float(l), float(u), (note,), float(e) >= eps_max, tail)
+                    for e, l, u in zip(eps, lo, up)]
+        return [self._fft_answer(float(e)) for e in eps]
+
+    def _fft_answer(self, e: float) -> _Answer:
+        """One eps on the FFT path: each direction certified adaptively, the fallback where it fails."""
+        e_arr = np.array([e])
+        order = sorted(range(len(self._dirs)), key=lambda d: -self._dirs[d].chernoff(e, exact=False)[0])
+        ref = 0.0
+        dl, du, dn = [], [], []
+        failed = []
+        beyond = True
+        for d in order:
+            sol = self._dirs[d]
+            status = sol.ensure(e, ref)
+            lo, up = sol.interval(e_arr)
+            if status == "fail":
+                failed.append(sol)
+            beyond = beyond and status == "exact"
+            dn.extend(self._notes(sol, status, e_arr))
+            ref = max(ref, float(lo[0]))
+            dl.append(float(lo[0]))
+            du.append(float(up[0]))
+        lo_e, up_e = max(dl), max(du)
+        tail = max(sol.tail for sol in self._dirs)
+        if failed and not self._tail_dominates(lo_e, up_e, tail):
+            exact = self._fallback_exact()
+            if exact is not None:
+                xl, xu = exact.delta_interval(e_arr)
+                lo_e, up_e = max(lo_e, float(xl[0])), min(up_e, float(xu[0]))
+                lo_e = min(lo_e, up_e)
+                dn.append(f"FFT grid could not certify the target: exact pairwise composition of the atoms "
+                          f"({exact.pq.size}+{exact.qp.size} composed atoms) used as the accuracy fallback")
+        dn.append(f"composed n_c={self.n_total} ({len(self.plds)} distinct pair(s))")
+        return self._judge(e, lo_e, up_e, tuple(dict.fromkeys(dn)), beyond, tail)
+
+    def _judge(self, e: float, lo: float, up: float, notes: tuple[str, ...], beyond: bool, tail: float) -> _Answer:
+        """An answer with ``accuracy_met`` set honestly (and a note saying why when it is False).
+
+        The target is met when the relative width (up - lo)/up is within ``target_accuracy`` (1e-3 when
+        None), or the width within ``absolute_accuracy``, or eps is beyond the largest finite loss
+        (where the finite part is exactly 0 and only the infinite-loss mass and the pairs' truncated
+        mass remain, as on the FFT path)."""
         num = self.numerics
-        los = np.zeros(eps.size)
-        ups = np.zeros(eps.size)
-        notes: list[tuple[str, ...]] = []
-        for i, e in enumerate(eps):
-            e = float(e)
-            e_arr = np.array([e])
-            order = sorted(range(len(self._dirs)), key=lambda d: -self._dirs[d].chernoff(e, exact=False)[0])
-            ref = 0.0
-            dl, du, dn = [], [], []
-            for d in order:
-                sol = self._dirs[d]
-                status = sol.ensure(e, ref)
-                lo, up = sol.interval(e_arr)
-                if status == "fail" and strict and num.target_accuracy is not None:
-                    rel = float((up[0] - lo[0]) / up[0]) if up[0] > 0 else 0.0
-                    what = query or f"delta(eps={e:.6g})"
-                    where = f" at eps={e:.6g}" if query else ""
-                    hint = "raise max_grid_size, loosen target_accuracy, or pass target_accuracy=None to accept it"
-                    if sol.tail > 0.5 * (up[0] - lo[0]):
-                        hint = (f"the pairs' truncated (dropped) mass alone contributes {sol.tail:.3g}; build the pairs "
-                                f"with a smaller truncation, or pass target_accuracy=None to accept it")
-                    raise AccuracyError(
-                        f"could not certify {what} to relative accuracy {num.target_accuracy:g} within "
-                        f"max_grid_size={num.max_grid_size}: best delta interval{where} [{lo[0]:.6g}, {up[0]:.6g}] "
-                        f"(relative width {rel:.3g}); {hint}"
-                    )
-                dn.extend(self._notes(sol, status, e_arr))
-                ref = max(ref, float(lo[0]))
-                dl.append(float(lo[0]))
-                du.append(float(up[0]))
-            los[i] = max(dl)
-            ups[i] = max(du)
-            dn.append(f"composed n_c={self.n_total} ({len(self.plds)} distinct pair(s))")
-            notes.append(tuple(dict.fromkeys(dn)))
-        return los, ups, notes
+        tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
+        met = beyond or (up - lo) <= max(tau * up, num.absolute_accuracy)
+        if not met:
+            why = (f"the pairs' truncated (dropped) mass {tail:.3g} dominates the interval: delta(eps={e:.6g}) is "
+                   f"below what the truncation certifies (build the pairs with a smaller tail_bound if it allows)"
+                   if self._tail_dominates(lo, up, tail) else
+                   f"the FFT grid (max_grid_size={num.max_grid_size}), its tilting, the Chernoff/product-event "
+                   f"bounds and exact pairwise composition (when small enough) could not narrow it further")
+            notes = notes + (f"accuracy_met=false: relative accuracy {tau:g} not reached at eps={e:.6g}; the best "
+                             f"certified interval [{lo:.6g}, {up:.6g}] is reported; {why}",)
+        return _Answer(lo, up, notes, bool(met))
+
+    @staticmethod
+    def _tail_dominates(lo: float, up: float, tail: float) -> bool:
+        """True when the pairs' truncated mass makes up more than half the width (no grid can help)."""
+        return tail > 0.5 * (up - lo)
+
+    def _fallback_exact(self) -> PrivacyLossDistribution | None:
+        """Exact pairwise composition of the atoms, built once, when the composition is 2-fold and the
+        composed support has at most ``FALLBACK_MAX_ATOMS`` atoms (else None)."""
+        if "_fallback" not in self.__dict__:
+            self._fallback = None
+            if self.n_total == 2:
+                try:
+                    plds = self._small_plds(FALLBACK_MAX_ATOMS)
+                    pq = _try_exact([(p.pq, c) for p, c in plds], FALLBACK_MAX_ATOMS)
+                    qp = pq if self.symmetric else _try_exact([(p.qp, c) for p, c in plds], FALLBACK_MAX_ATOMS)
+                except _TooBig:
+                    pass
+                else:
+                    self._fallback = PrivacyLossDistribution(pq, qp, "composed", {}, "exact pairwise composition")
+        return self._fallback
 
     @staticmethod
     def _notes(sol: _DirectionFFT, status: str, e_arr: np.ndarray) -> list[str]:
@@ -628,7 +685,7 @@ class TightAccountant:
         elif status in ("tails", "fail") and tb is not None:
             out.append("Chernoff/product-event tail bounds used where the FFT grid could not certify the target")
         if status == "fail":
-            out.append("target accuracy NOT met (target_accuracy=None): interval is certified but wide")
+            out.append("the FFT grid did not reach the target accuracy in this direction: interval is certified but wide")
         if sol.results and status != "exact":
             best = min(sol.results, key=lambda r: float(r.interval(e_arr)[1][0]))
             out.append(best.note())
@@ -638,14 +695,21 @@ class TightAccountant:
         """Certified bounds on delta(eps) for a scalar or list of eps >= 0."""
         eps_arr = check_eps(eps)
         order = np.argsort(eps_arr, kind="stable")
-        lo, up, notes = self.delta_interval(eps_arr[order])
+        ans = self.answers(eps_arr[order])
+        lo = np.array([a.lower for a in ans])
+        up = np.array([a.upper for a in ans])
         # monotone tightening: delta is non-increasing in eps, so both stay valid
         up = np.minimum.accumulate(up)
         lo = np.maximum.accumulate(lo[::-1])[::-1]
         lo = np.minimum(lo, up)
         out: list[DeltaBound | None] = [None] * eps_arr.size
         for rank, idx in enumerate(order):
-            out[idx] = DeltaBound(float(eps_arr[idx]), float(up[rank]), float(lo[rank]), "tight", notes[rank])
+            a = ans[rank]
+            # the monotone tightening can only narrow an interval: re-judge the accuracy on the result
+            met = a.accuracy_met or self._judge(float(eps_arr[idx]), float(lo[rank]), float(up[rank]), (), False,
+                                                0.0).accuracy_met
+            out[idx] = DeltaBound(float(eps_arr[idx]), float(up[rank]), float(lo[rank]), "tight", a.notes,
+                                  accuracy_met=met)
         return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ epsilon
@@ -660,6 +724,10 @@ class TightAccountant:
             l2, u2 = sol.interval(e)
             lo = max(lo, float(l2[0]))
             up = max(up, float(u2[0]))
+        fb = self.__dict__.get("_fallback")
+        if fb is not None:  # the accuracy fallback, once built, is another certified interval
+            xl, xu = fb.delta_interval(e)
+            lo, up = max(lo, float(xl[0])), min(up, float(xu[0]))
         return lo, max(up, lo)
 
     def _eps_max(self) -> float:
@@ -691,15 +759,17 @@ class TightAccountant:
             e_guess = self._chernoff_eps(d, eps_max)
             up_e, lo_e = e_guess, 0.0
             for _ in range(num.max_refinements + 2):
-                self.delta_interval([e_guess], strict=False)
+                self.answers([e_guess])
                 lo_e, up_e = eps_interval_for_delta(upper, lower, d, eps_max, xtol=num.eps_tol)
                 if not math.isfinite(up_e) or abs(up_e - e_guess) <= 1e-12 + 1e-9 * up_e:
                     break
                 e_guess = up_e
             at = up_e if math.isfinite(up_e) else e_guess
-            _, _, nts = self.delta_interval([at], strict=num.target_accuracy is not None,
-                                            query=f"eps(delta={d:.6g})")
-            out.append(EpsBound(d, float(up_e), float(lo_e), "tight", nts[0]))
+            ans = self.answers([at])[0]
+            if not ans.accuracy_met:
+                # the fallback may have narrowed delta at the estimate: solve again on the best bounds
+                lo_e, up_e = eps_interval_for_delta(upper, lower, d, eps_max, xtol=num.eps_tol)
+            out.append(EpsBound(d, float(up_e), float(lo_e), "tight", ans.notes, accuracy_met=ans.accuracy_met))
         return out
 
     def _chernoff_eps(self, delta: float, eps_max: float) -> float:
@@ -718,6 +788,17 @@ class TightAccountant:
 
 class _TooBig(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A certified delta interval at one eps, the notes on how it was obtained, and whether it meets
+    the target accuracy."""
+
+    lower: float
+    upper: float
+    notes: tuple[str, ...]
+    accuracy_met: bool
 
 
 def _try_exact(components: list[tuple[LossAtoms, int]], max_atoms: int) -> LossAtoms:
