@@ -399,7 +399,8 @@ class _DirectionFFT:
 
         Returns "fft" (certified by the FFT), "exact" (eps beyond the largest loss), "tails"
         (Chernoff fallback: below the round-off floor with tilting disabled, or the tail bounds meet
-        the target where the FFT could not) or "fail" (target not met).
+        the target where the FFT could not) or "fail" (target not met).  One loop of ~90 lines: every
+        branch updates the same refinement state (tilt, spacing, window tolerance, pruning budget).
         """
         num = self.num
         tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
