@@ -28,6 +28,8 @@ from shufflesim.maths.rounding import grid_dtype
 from shufflesim.pipeline.options import Option
 
 MODES = ("paper", "bennett", "tight")
+#: ``auto``: the paper's rule where it is feasible, else the tight mode (the smallest certified noise)
+AUTO = "auto"
 ADVERSARIES = tuple(r.value for r in Relation)
 BENNETT_VARIANTS = ("fixed", "original-2019")
 #: a calibrated γ this close to 1 means the target cannot be met with a usable (debiasable) blanket
@@ -242,3 +244,18 @@ ADVERSARY_OPTION = Option("adversary", str, "adversary of the tight accountant (
 VARIANT_OPTION = Option("bennett_variant", str,
                         "Bennett bound variant: fixed (corrected) or original-2019 (the paper's code)",
                         default="fixed", choices=BENNETT_VARIANTS)
+
+
+def run_mode(create, mode: str, modes: tuple[str, ...]):
+    """Build a protocol with ``create(mode)``; ``mode="auto"`` tries the paper's rule and falls back to the
+    tight mode when the paper's rule is infeasible or not applicable.  Returns (protocol, reason) where
+    ``reason`` says which mode ran and why (None unless auto chose)."""
+    if mode != AUTO:
+        if mode not in modes:
+            raise ParameterError(f"mode must be one of {', '.join((AUTO,) + modes)}; got {mode!r}")
+        return create(mode), None
+    try:
+        return create("paper"), "auto: the paper's parameter rule is feasible here"
+    except (InfeasibleError, NotApplicableError) as exc:
+        why = str(exc).splitlines()[0]
+    return create("tight"), f"auto: the paper's rule cannot certify this target ({why}); the tight mode ran"

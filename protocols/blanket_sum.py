@@ -26,6 +26,10 @@ shuffled k-RR applies with k + 1 values (FORMULAS §2–3).  Three parameter mod
   k ∈ [1, max(16, 8⌊n^{1/3}⌋)] (assumes the MSE is unimodal in k; every evaluated k is certified either
   way, so a failure of that assumption costs optimality only).
 
+* ``auto`` (the default) — ``paper`` where its rule certifies the target, else ``tight``; the resolved
+  ``params`` carry the mode that ran and ``mode_reason`` says why (the paper's closed form needs
+  ε ≤ 1 and a large enough n: e.g. n = 10⁴, ε = 1 is infeasible for the recursive rule).
+
 δ defaults to 1/n² (seed 004 §7 and Appendix G use δ = 1/n²).  With ``gamma`` given the mode's method
 certifies it instead: δ(ε) when ``eps`` is also given, else ε(δ).
 """
@@ -51,6 +55,7 @@ from shufflesim.protocols._blanket import (
     GAMMA_MAX,
     MODES,
     VARIANT_OPTION,
+    run_mode,
     BlanketLevel,
     _check_common,
     default_delta,
@@ -207,14 +212,24 @@ class BlanketSumProtocol(Protocol):
         Option("k", int, "precision k >= 1: inputs are rounded to {0..k} (default: floor(n^(1/3)); tight: optimised)",
                metavar="K"),
         Option("gamma", float, "blanket probability in (0, 1) (default: calibrated to --eps/--delta by --mode)"),
-        Option("mode", str, "parameter rule: paper (closed form), bennett, tight", default="paper", choices=MODES),
+        Option("mode", str, "parameter rule: auto (paper where feasible, else tight), paper (closed form), bennett, "
+               "tight", default="auto", choices=("auto",) + MODES),
         ADVERSARY_OPTION,
         VARIANT_OPTION,
     )
 
     @classmethod
-    def create(cls, n: int, *, eps=None, delta=None, k=None, gamma=None, mode="paper", adversary="strong",
+    def create(cls, n: int, *, eps=None, delta=None, k=None, gamma=None, mode="auto", adversary="strong",
                bennett_variant="fixed") -> "BlanketSumProtocol":
+        """Validate and resolve the parameters; ``mode="auto"`` (module docstring) says which mode ran."""
+        proto, why = run_mode(lambda m: cls._create(n, eps, delta, k, gamma, m, adversary, bennett_variant), mode,
+                              MODES)
+        if why is not None:
+            proto.params["mode_reason"] = why
+        return proto
+
+    @classmethod
+    def _create(cls, n, eps, delta, k, gamma, mode, adversary, bennett_variant) -> "BlanketSumProtocol":
         n, eps, delta = _check_common(n, eps, delta, mode, adversary, bennett_variant)
         if k is not None:
             k = check_int("k", k, minimum=1)

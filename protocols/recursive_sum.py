@@ -23,6 +23,9 @@ values, so it can fall *below* the exact worst case (tests show it).
 
 Parameter modes (δ defaults to 1/n² as in seed 004; r defaults to the paper's round(log₃ log₂ n), at least 2):
 
+* ``auto`` (the default) — ``paper`` where its rule certifies the target, else ``tight``; the resolved
+  ``params`` carry the mode that ran and ``mode_reason`` says why (the paper's closed form needs
+  ε ≤ 1 and a large enough n: e.g. n = 10⁴, ε = 1 is infeasible for the recursive rule).
 * ``paper``     — the generic rule of Theorem 4.2 as the authors' code evaluates it: ε_j = ε/r, δ_j = δ/r,
   X = (3^r − 1)nε²/r³, p_t = min(⌈X^{3^{t−r−1}}⌉, ⌊p_max⌋) with p_max = (n−1)ε_j / max(14 log(2/δ_j)/ε_j, 27)
   (the largest precision for which the closed form gives γ ≤ 1), and γ_j from the closed form (seed 001
@@ -90,6 +93,7 @@ from shufflesim.protocols._blanket import (
     level_eps,
     level_gamma,
     level_mechanism,
+    run_mode,
     levels_delta,
     levels_eps,
 )
@@ -639,17 +643,25 @@ class RecursiveSumProtocol(Protocol):
                metavar="G1,G2,..."),
         Option("eps_split", float_list, "comma-separated per-level epsilons, summing to --eps (basic composition)",
                metavar="E1,E2,..."),
-        Option("mode", str, "parameter rule: paper (closed form), bennett, optimised, tight", default="paper",
-               choices=RECURSIVE_MODES),
+        Option("mode", str, "parameter rule: auto (paper where feasible, else tight), paper (closed form), bennett, "
+               "optimised, tight", default="auto", choices=("auto",) + RECURSIVE_MODES),
         ADVERSARY_OPTION,
         VARIANT_OPTION,
     )
 
     @classmethod
     def create(cls, n: int, *, eps=None, delta=None, messages=None, precisions=None, gammas=None, eps_split=None,
-               mode="paper", adversary="strong", bennett_variant="fixed") -> "RecursiveSumProtocol":
-        if mode not in RECURSIVE_MODES:
-            raise ParameterError(f"mode must be one of {', '.join(RECURSIVE_MODES)}; got {mode!r}")
+               mode="auto", adversary="strong", bennett_variant="fixed") -> "RecursiveSumProtocol":
+        """Validate and resolve the parameters; ``mode="auto"`` (module docstring) says which mode ran."""
+        proto, why = run_mode(lambda m: cls._create(n, eps, delta, messages, precisions, gammas, eps_split, m,
+                                                    adversary, bennett_variant), mode, RECURSIVE_MODES)
+        if why is not None:
+            proto.params["mode_reason"] = why
+        return proto
+
+    @classmethod
+    def _create(cls, n, eps, delta, messages, precisions, gammas, eps_split, mode, adversary,
+                bennett_variant) -> "RecursiveSumProtocol":
         n, eps, delta = _check_common(n, eps, delta, "paper", adversary, bennett_variant)
         lists = {"precisions": precisions, "gammas": gammas, "eps_split": eps_split}
         lengths = {len(v) for v in lists.values() if v is not None}

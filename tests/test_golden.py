@@ -19,7 +19,7 @@ from shufflesim.cli.main import main
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IGNORED = {"seconds"}
 #: keys that outputs may carry beyond the recording (new fields, not changed numbers)
-ADDED_KEYS: set[str] = {"accuracy_met"}
+ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason"}
 #: (command, key path) -> why the recorded value was deliberately changed
 DELIBERATE: dict[tuple[str, str], str] = {}
 #: command -> (relative tolerance, reason): floats of these commands may move by at most that much

@@ -143,7 +143,10 @@ def _pairs(mechanism: Mechanism, method: str, tail_bound: float | None):
     parts = list(mechanism.uses())
     if len(parts) == 1 and parts[0][1] == 1:
         return parts[0][0].pair(method, tail_bound)
-    return [m.pair(method, tail_bound) for m, c in parts for _ in range(c)]
+    out = []
+    for m, c in parts:
+        out += [m.pair(method, tail_bound)] * c  # one pair object per part: the engine composes repeats by powering
+    return out
 
 
 def _tails(pairs) -> float:
