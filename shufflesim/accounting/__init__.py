@@ -9,21 +9,34 @@
 * :mod:`.interop` — export to Google's dp_accounting.
 """
 
-from shufflesim.accounting import bounds, pairs
-from shufflesim.accounting.account import AccountReport, Calibrated, account, calibrate_mechanism
-from shufflesim.accounting.mechanism import Composition, Mechanism, Relation
-from shufflesim.accounting.calibrate import Calibration, calibrate, eps_interval_for_delta
-from shufflesim.accounting.exact_compose import compose_exact
-from shufflesim.accounting.interop import to_dp_accounting
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable, PrivacyGuarantee
-from shufflesim.accounting.tails import tail_delta_interval
-from shufflesim.accounting.tight import Numerics, TightAccountant, tight_delta, tight_epsilon
+import importlib
 
-__all__ = [
-    "AccountReport", "account", "Calibrated", "calibrate_mechanism", "Composition", "Mechanism", "Relation", "Calibration", "calibrate",
-    "eps_interval_for_delta", "compose_exact", "to_dp_accounting", "LossAtoms", "PrivacyLossDistribution",
-    "PMFPair", "DeltaBound", "EpsBound", "NotApplicable", "PrivacyGuarantee", "tail_delta_interval",
-    "Numerics", "TightAccountant", "tight_delta", "tight_epsilon", "bounds", "pairs",
-]
+#: public name -> the module that defines it; imported on first access (PEP 562), so that importing one
+#: small module of this package (e.g. the mechanism interface) does not import the whole engine
+_EXPORTS = {
+    "AccountReport": "account", "Calibrated": "account", "account": "account", "calibrate_mechanism": "account",
+    "Composition": "mechanism", "Mechanism": "mechanism", "Relation": "mechanism",
+    "Calibration": "calibrate", "calibrate": "calibrate", "eps_interval_for_delta": "calibrate",
+    "compose_exact": "exact_compose", "to_dp_accounting": "interop",
+    "LossAtoms": "pld", "PrivacyLossDistribution": "pld", "PMFPair": "pmf_pair",
+    "DeltaBound": "results", "EpsBound": "results", "NotApplicable": "results", "PrivacyGuarantee": "results",
+    "tail_delta_interval": "tails",
+    "Numerics": "tight", "TightAccountant": "tight", "tight_delta": "tight", "tight_epsilon": "tight",
+}
+_SUBPACKAGES = ("bounds", "pairs")
+
+__all__ = [*_EXPORTS, *_SUBPACKAGES]
+
+
+def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from shufflesim.accounting import bounds as B
 from shufflesim.accounting.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.accounting.tight import tight_delta, tight_epsilon
@@ -108,6 +107,7 @@ def account(
     prm = mechanism.params()
     notes: list[str] = []
     comp_used = None
+    ldp_cap = _ldp_cap(mechanism, compositions)
     if not pair_based:
         results, comp_used, compositions = _published(mechanism, method, options, eps_l, delta_l, compositions,
                                                       composition)
@@ -116,17 +116,66 @@ def account(
     else:
         results, pair_notes = _pair_based(mechanism, method, eps_l, delta_l, compositions, dict(numerics or {}))
         notes += pair_notes
+    results, cap_notes = _cap_at_ldp(ldp_cap, results)
     for r in results:
         for nt in r.notes:
             if nt not in notes:
                 notes.append(nt)
+    notes += [nt for nt in cap_notes + _infinite_notes(results) if nt not in notes]
     return AccountReport(mechanism.kind, prm, method, compositions, tuple(results), tuple(notes),
                          time.perf_counter() - t0, comp_used)
+
+
+def _ldp_cap(mechanism: Mechanism, compositions: int) -> float | None:
+    """The pure-DP level every use-sequence of ε0-LDP randomisers has: Σ over uses of ε0 (a shuffled ε0-LDP
+    randomiser is ε0-DP by post-processing; basic composition adds), or None when a part states no ε0."""
+    total = 0.0
+    for m, c in mechanism.uses():
+        eps0 = getattr(m, "eps0", None)
+        if eps0 is None or not math.isfinite(eps0) or eps0 <= 0:
+            return None
+        total += c * eps0
+    return total * compositions
+
+
+def _cap_at_ldp(cap: float | None, results):
+    """Cap every answer at the local guarantee ``cap`` (:func:`_ldp_cap`): ε(δ) ≤ cap, δ(ε) = 0 for ε ≥ cap."""
+    if cap is None:
+        return list(results), []
+    out, capped = [], False
+    for r in results:
+        if isinstance(r, EpsBound) and not (r.eps_upper <= cap):
+            lower = r.eps_lower if r.eps_lower is None or r.eps_lower <= cap else cap
+            r = replace(r, eps_upper=cap, eps_lower=lower)
+            capped = True
+        elif isinstance(r, DeltaBound) and r.eps >= cap and not (r.delta_upper <= 0.0):
+            r = replace(r, delta_upper=0.0, delta_lower=0.0 if r.delta_lower is not None else None)
+            capped = True
+        out.append(r)
+    if not capped:
+        return out, []
+    return out, [f"capped at the local guarantee: a shuffled eps0-LDP randomiser is eps0-DP (eps0 times the "
+                 f"number of uses when composed), so eps <= {cap:.6g} and delta(eps) = 0 for eps >= {cap:.6g}; the method's own value was larger"]
+
+
+def _infinite_notes(results) -> list[str]:
+    """One note per kind of infinite value left in the answers (printed as null in JSON)."""
+    notes = []
+    for r in results:
+        if isinstance(r, EpsBound) and not math.isfinite(r.eps_upper):
+            notes.append(f"eps_upper is infinite (null in JSON) at delta={r.delta:.3g}: the method certifies no "
+                         "finite eps at this delta (it is below the mechanism's smallest achievable delta or "
+                         "the method's numerical range)")
+        if isinstance(r, DeltaBound) and not math.isfinite(r.delta_upper):
+            notes.append(f"delta_upper is infinite (null in JSON) at eps={r.eps:.6g}: the method gives no finite bound")
+    return list(dict.fromkeys(notes))
 
 
 def _published(mechanism: Mechanism, method: str, options: BoundOptions, eps_l, delta_l, compositions: int,
                composition: str):
     """A published bound, composed by the basic/advanced theorem over a homogeneous composition."""
+    from shufflesim.accounting import bounds as B  # imported on use: pair-based questions do not need it
+
     ((mech, count),) = list(mechanism.uses())  # Composition.methods admits published bounds for one part only
     total = count * compositions
     dfun, efun = mech.bound(method, options)

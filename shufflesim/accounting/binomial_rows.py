@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 import numpy as np
-from scipy.stats import binom as _binom
 
 from shufflesim.accounting.binomial import CHUNK_CELLS, binom_rows, log_int_table, log_tail_sum, row_blocks
 
@@ -152,6 +151,8 @@ class BinomialRows:
             thr = np.where(a > 0, (ee * (a * N + b) - b) / (a * (1.0 + ee)), np.inf)
             xs = np.floor(np.minimum(thr, N + 1.0)) + 1.0  # first column with loss > eps
             xs = np.maximum(xs, 0.0)
+            from scipy.stats import binom as _binom  # imported here: scipy.stats costs ~0.4 s to import
+
             ls0 = _binom.logsf(xs - 1.0, N, 0.5)
             ls1 = np.log(N / 2.0) + _binom.logsf(xs - 2.0, N - 1.0, 0.5)
             t1 = np.log(a) + np.log1p(ee) + ls1

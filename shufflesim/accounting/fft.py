@@ -73,8 +73,6 @@ from typing import Sequence
 
 import numpy as np
 import scipy.fft
-from scipy.optimize import minimize_scalar
-from scipy.signal import lfilter
 
 from shufflesim.errors import AccuracyError
 from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_down, exp_up
@@ -126,6 +124,8 @@ def _boundary(comps, log_cs, lam, log_tau, side: str) -> float:
         return (_tail_exponent_sketch(comps, log_cs, lam, sign * th) - log_tau) / th
 
     lo_x, hi_x = math.log(1e-6 / sc), math.log(1e6 / sc)
+    from scipy.optimize import minimize_scalar  # imported here: heavy, and only composition needs it
+
     res = minimize_scalar(a_of, bounds=(lo_x, hi_x), method="bounded", options={"xatol": 1e-3})
     best = min(float(res.fun), a_of(lo_x), a_of(hi_x))
     return sign * best
@@ -139,6 +139,8 @@ def _tail_log_bound(comps, log_cs, lam, a: float, side: str) -> float:
     def g(x: float) -> float:
         th = math.exp(x)
         return _tail_exponent_sketch(comps, log_cs, lam, sign * th) - sign * th * a
+
+    from scipy.optimize import minimize_scalar
 
     res = minimize_scalar(g, bounds=(math.log(1e-6 / sc), math.log(1e6 / sc)), method="bounded",
                           options={"xatol": 1e-3})
@@ -206,6 +208,8 @@ def _suffix(x: np.ndarray, a: float) -> np.ndarray:
     if a == 1.0:
         out[:-1] = np.cumsum(x[::-1])[::-1]
     else:
+        from scipy.signal import lfilter  # imported here: scipy.signal pulls in scipy.stats (~0.5 s)
+
         out[:-1] = lfilter([1.0], [1.0, -a], x[::-1])[::-1]
     return out
 

@@ -38,7 +38,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from shufflesim.accounting.logspace import (NEG_INF, REL_SLACK, U, compose_log_extra, exp_down, exp_up, sum_down,
                                             sum_up)
@@ -114,6 +113,8 @@ def chernoff_log_delta(components: Components, eps: float, *, exact: bool = True
         lam *= 2
         f1 = f(lam)
     hi = 2 * lam
+    from scipy.optimize import minimize_scalar  # imported here: heavy, needed only for this bound
+
     res = minimize_scalar(f, bounds=(0.0, hi), method="bounded", options={"xatol": 1e-6 * hi})
     best = float(res.x)
     candidates = [best, 0.0]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from shufflesim.accounting import bounds as B
 from shufflesim.accounting.mechanism import BoundFunctions, BoundOptions
 
 
 def ldp_bound(method: str, n: int, eps0: float) -> BoundFunctions:
     """Bounds that hold for any shuffled ε0-LDP randomiser: Erlingsson et al. 2019, Feldman et al. 2021."""
+    from shufflesim.accounting import bounds as B  # imported on use: the CLI starts without scipy.optimize
+
     if method == "erlingsson":
         return (lambda e: B.erlingsson_delta(e, n=n, eps0=eps0), lambda d: B.erlingsson_eps(d, n=n, eps0=eps0))
     if method == "feldman":
@@ -20,6 +21,8 @@ def ldp_bound(method: str, n: int, eps0: float) -> BoundFunctions:
 
 def blanket_bound(method: str, n: int, k: int, gamma: float, options: BoundOptions) -> BoundFunctions:
     """Balle et al. 2019's bounds for shuffled k-RR in blanket form: closed form, Bennett, Hoeffding."""
+    from shufflesim.accounting import bounds as B  # imported on use: the CLI starts without scipy.optimize
+
     if method == "balle":
         return (lambda e: B.balle_delta(e, n=n, k=k, gamma=gamma), lambda d: B.balle_eps(d, n=n, k=k, gamma=gamma))
     r = B.KRRBlanket(k, gamma)

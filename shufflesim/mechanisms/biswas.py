@@ -15,10 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shufflesim.accounting import bounds as B
-from shufflesim.accounting import bruteforce as BF
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.pairs import biswas_count_pair
 from shufflesim.core.checks import check_int, check_positive
 
 
@@ -45,11 +42,16 @@ class BiswasCount(Mechanism):
         object.__setattr__(self, "n_x0", check_int("n_x0", self.n_x0, minimum=0, maximum=self.n - 1))
 
     def pair(self, method: str, tail_bound: float | None = None):
+        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.pairs import biswas_count_pair
+
         if method == "exact-histogram":
             return BF.biswas_histogram_exact(self.n, self.k, self.eps0, self.n_x0)
         tb = {} if tail_bound is None else {"tail_bound": tail_bound}
         return biswas_count_pair(self.n, self.k, self.eps0, self.n_x0, **tb)
 
     def bound(self, method: str, options: BoundOptions):
+        from shufflesim.accounting import bounds as B
+
         kw = dict(n=self.n, k=self.k, eps0=self.eps0, n_x0=self.n_x0)
         return (lambda e: B.biswas_delta(e, **kw), lambda d: B.biswas_eps(d, **kw))

@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shufflesim.accounting import bruteforce as BF
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.pairs import DEFAULT_TAIL_BOUND_MD, clones_pair
 from shufflesim.core.checks import check_int, check_positive
 
 from ._common import LDP_METHODS, ldp_bound
@@ -37,6 +35,9 @@ class Clones(Mechanism):
         object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
 
     def pair(self, method: str, tail_bound: float | None = None):
+        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.pairs import DEFAULT_TAIL_BOUND_MD, clones_pair
+
         if method == "tight":
             tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
             return clones_pair(self.n, self.eps0, as_rows=True, tail_bound=tb)

@@ -21,9 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting import bruteforce as BF
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism, Relation
-from shufflesim.accounting.pairs import krr_pair
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
@@ -106,6 +104,9 @@ class KRR(Mechanism):
         return self.relation
 
     def pair(self, method: str, tail_bound: float | None = None):
+        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.pairs import krr_pair
+
         rel = self._relation(method)
         if method == "tight":
             tb = {} if tail_bound is None else {"tail_bound": tail_bound}

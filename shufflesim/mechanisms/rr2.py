@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting import bruteforce as BF
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.pairs import rr2_pair
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import gamma_from_eps0
@@ -47,6 +45,9 @@ class RR2(Mechanism):
         return {"n": self.n, "eps0": self.eps0, "gamma": self.gamma}
 
     def pair(self, method: str, tail_bound: float | None = None):
+        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.pairs import rr2_pair
+
         if method == "tight":
             return rr2_pair(self.n, self.eps0, **({} if tail_bound is None else {"tail_bound": tail_bound}))
         return BF.rr2_bruteforce(self.n, self.eps0)
