@@ -113,8 +113,9 @@ class KRRProtocol(HistogramProtocol):
             raise ParameterError("krr needs the number of categories k >= 2")
         mech = KRR.resolve(n, k, gamma, eps0, Relation.parse(adversary))
         k, gamma, eps0, adversary = mech.k, mech.gamma, mech.eps0, mech.relation.value
-        delta = 1.0 / n**2 if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
-                                                              high_open=True)
+        # default 1/n^2; for n = 1 that is 1 (not a valid delta): use 1/4, as for n = 2 (params say so)
+        delta = 1.0 / max(n, 2)**2 if delta is None else check_real("delta", delta, low=0.0, high=1.0,
+                                                                      low_open=True, high_open=True)
         return cls(
             n=n,
             randomiser=KRRRandomiser(k, gamma),
@@ -151,5 +152,7 @@ class KRRProtocol(HistogramProtocol):
             rep = account(self.mechanism(), delta=[delta])
             (r,) = rep.results
             eps = min(r.eps_upper, self.params["eps0"])
-            self._privacy = PrivacyGuarantee(eps, delta, "tight", (f"k-RR {adv} adversary pair", f"eps in [{r.eps_lower:.6g}, {r.eps_upper:.6g}]"))
+            notes = (f"k-RR {adv} adversary pair", f"eps in [{r.eps_lower:.6g}, {r.eps_upper:.6g}]")
+            notes += tuple(nt for nt in rep.notes if nt.startswith(("capped", "eps_upper is infinite")))
+            self._privacy = PrivacyGuarantee(eps, delta, "tight", notes)
         return self._privacy
