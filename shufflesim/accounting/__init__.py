@@ -11,6 +11,12 @@
 
 import importlib
 
+# ``account`` and ``calibrate`` are both submodules and functions: bind the functions eagerly (both
+# modules are light; the engine is imported on first use), so that importing the submodule elsewhere
+# cannot shadow them.
+from shufflesim.accounting.account import account
+from shufflesim.accounting.calibrate import calibrate
+
 #: public name -> the module that defines it; imported on first access (PEP 562), so that importing one
 #: small module of this package (e.g. the mechanism interface) does not import the whole engine
 _EXPORTS = {

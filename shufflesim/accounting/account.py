@@ -23,10 +23,12 @@ from typing import Sequence
 
 from shufflesim.accounting.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
-from shufflesim.accounting.tight import tight_delta, tight_epsilon
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError
 
+#: above this eps0 (any part) e^eps0 overflows double precision and shuffling amplifies by a relative factor
+#: below 1e-300: every method answers from the local guarantee (eps <= eps0 per use)
+LDP_ONLY_EPS0 = 700.0
 #: largest number of compositions the pair-based methods accept (beyond: hours)
 MAX_COMPOSITIONS = 10**6
 
@@ -108,7 +110,12 @@ def account(
     notes: list[str] = []
     comp_used = None
     ldp_cap = _ldp_cap(mechanism, compositions)
-    if not pair_based:
+    if ldp_cap is not None and any(getattr(m, "eps0", 0.0) > LDP_ONLY_EPS0 for m, _ in mechanism.uses()):
+        results = _ldp_only(method, ldp_cap, eps_l, delta_l)
+        notes.append(f"eps0 > {LDP_ONLY_EPS0:g}: e^eps0 overflows double precision and the shuffle's amplification "
+                     f"is below 1e-300 relative, so the answer is the local guarantee eps <= {ldp_cap:.6g} "
+                     "(delta(eps) <= 1 below it, 0 above; no lower bound)")
+    elif not pair_based:
         results, comp_used, compositions = _published(mechanism, method, options, eps_l, delta_l, compositions,
                                                       composition)
         if method == "bennett":
@@ -156,6 +163,13 @@ def _cap_at_ldp(cap: float | None, results):
         return out, []
     return out, [f"capped at the local guarantee: a shuffled eps0-LDP randomiser is eps0-DP (eps0 times the "
                  f"number of uses when composed), so eps <= {cap:.6g} and delta(eps) = 0 for eps >= {cap:.6g}; the method's own value was larger"]
+
+
+def _ldp_only(method: str, cap: float, eps_l, delta_l) -> list:
+    """Answers from the pure-DP level ``cap`` alone (certified, not tight below ``cap``)."""
+    if eps_l is not None:
+        return [DeltaBound(e, 0.0 if e >= cap else 1.0, 0.0 if e >= cap else None, method) for e in eps_l]
+    return [EpsBound(d, cap, None, method) for d in delta_l]
 
 
 def _infinite_notes(results) -> list[str]:
@@ -237,6 +251,8 @@ def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions:
 
 
 def _tight(pair, eps_l, delta_l, compositions, kw):
+    from shufflesim.accounting.tight import tight_delta, tight_epsilon  # the engine, imported on first use
+
     return (tight_delta(pair, eps_l, compositions=compositions, **kw) if eps_l is not None
             else tight_epsilon(pair, delta_l, compositions=compositions, **kw))
 

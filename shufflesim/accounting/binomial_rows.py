@@ -167,3 +167,14 @@ class BinomialRows:
             with np.errstate(divide="ignore"):
                 parts.append(lp[m] + np.log(-np.expm1(lq[m] + eps - lp[m])))
         return log_tail_sum(np.concatenate(parts))
+
+
+def bucket_rows(rows, keep: np.ndarray):
+    """Rows grouped by N: (group of each kept row, distinct N, union windows LO/HI per group)."""
+    N = rows.N[keep]
+    uniq, grp = np.unique(N, return_inverse=True)
+    LO = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
+    HI = np.full(uniq.size, -1, dtype=np.int64)
+    np.minimum.at(LO, grp, rows.lo[keep].astype(np.int64))
+    np.maximum.at(HI, grp, rows.hi[keep].astype(np.int64))
+    return grp, uniq.astype(np.int64), LO, HI

@@ -25,7 +25,7 @@ import numpy as np
 
 from shufflesim.errors import DataError, ParameterError
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, CHUNK_CELLS, binom_rows, log_int_table, row_blocks
-from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.binomial_rows import BinomialRows, bucket_rows
 from shufflesim.accounting.logspace import NEG_INF, U, exp_down, exp_up, log_sum, sum_down, sum_up
 from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair
@@ -34,17 +34,6 @@ from shufflesim.accounting.results import DeltaBound
 
 #: smallest positive subnormal double (absolute rounding error of an underflowing exp)
 _SUBNORMAL = 5e-324
-
-
-def _bucket_rows(rows, keep: np.ndarray):
-    """Rows grouped by N: (group of each kept row, distinct N, union windows LO/HI per group)."""
-    N = rows.N[keep]
-    uniq, grp = np.unique(N, return_inverse=True)
-    LO = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
-    HI = np.full(uniq.size, -1, dtype=np.int64)
-    np.minimum.at(LO, grp, rows.lo[keep].astype(np.int64))
-    np.maximum.at(HI, grp, rows.hi[keep].astype(np.int64))
-    return grp, uniq.astype(np.int64), LO, HI
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +145,7 @@ class RowsDirection:
     @cached_property
     def tables(self) -> RowTables:
         keep = self._kept
-        grp, N, LO, HI = _bucket_rows(self.rows, keep)
+        grp, N, LO, HI = bucket_rows(self.rows, keep)
         # for eps >= 0 every threshold is >= N/2 (t = N sigma + (b/a) tanh(eps/2), sigma >= 1/2), so
         # the first column ever read is >= floor(N/2 - 12uN) + 1 >= N//2 - 1: tabulate from there
         LO = np.minimum(np.maximum(LO, N // 2 - 1), HI)

@@ -17,6 +17,7 @@ import numpy as np
 
 from shufflesim.errors import ParameterError
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
+from shufflesim.accounting.binomial_rows import bucket_rows
 from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_up, log_sum, sum_up
 from shufflesim.accounting.placement import BaseSplit
 from shufflesim.accounting.pld import LossAtoms
@@ -93,12 +94,7 @@ def _log_binom_by_n(rows, keep: np.ndarray, cells: int, gap: int):
     entries of -inf after each N, when that table is much smaller than the atoms (rows sharing N, as
     in the weak adversary's pair); else None.  Returns (per-row offset such that the entry of column x
     of row r is at offset[r] + x, table)."""
-    N = rows.N[keep]
-    uniq, grp = np.unique(N, return_inverse=True)
-    LO = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
-    HI = np.full(uniq.size, -1, dtype=np.int64)
-    np.minimum.at(LO, grp, rows.lo[keep].astype(np.int64))
-    np.maximum.at(HI, grp, rows.hi[keep].astype(np.int64))
+    grp, uniq, LO, HI = bucket_rows(rows, keep)
     W = HI - LO + 1
     if 4 * int(W.sum() + gap * W.size) > int(np.sum(rows.hi[keep] - rows.lo[keep] + 1)):
         return None
