@@ -40,7 +40,7 @@ class KRRRandomiser(LocalRandomiser):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "message_space", IntegerRange(0, self.k - 1))
-        object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k))
+        object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k) if self.gamma > 0 else math.inf)
         object.__setattr__(self, "rr_family", RRFamily(self.k, self.gamma))
         object.__setattr__(self, "messages_per_user", 1)
 
@@ -152,7 +152,8 @@ class KRRProtocol(HistogramProtocol):
             rep = account(self.mechanism(), delta=[delta])
             (r,) = rep.results
             eps = min(r.eps_upper, self.params["eps0"])
-            notes = (f"k-RR {adv} adversary pair", f"eps in [{r.eps_lower:.6g}, {r.eps_upper:.6g}]")
-            notes += tuple(nt for nt in rep.notes if nt.startswith(("capped", "eps_upper is infinite")))
+            lower = "n/a" if r.eps_lower is None else f"{r.eps_lower:.6g}"
+            notes = (f"k-RR {adv} adversary pair", f"eps in [{lower}, {r.eps_upper:.6g}]")
+            notes += tuple(nt for nt in rep.notes if nt.startswith(("capped", "eps_upper is infinite", "eps0 >")))
             self._privacy = PrivacyGuarantee(eps, delta, "tight", notes)
         return self._privacy

@@ -52,3 +52,22 @@ def test_krr_tiny_n_has_valid_default_delta_and_capped_eps(capsys, n):
     assert 0 < d["params"]["delta"] < 1
     assert d["privacy"]["eps"] <= 1.0
     assert "inf" not in " ".join(d["privacy"]["notes"]).replace("infinite", "")
+
+
+@pytest.mark.parametrize("argv", [
+    ["account", "rr2", "--n", "1000", "--eps0", "1000", "--delta", "1e-6"],
+    ["account", "krr", "--n", "1000", "--k", "4", "--eps0", "1000", "--delta", "1e-6"],
+    ["account", "clones", "--n", "1000", "--eps0", "1000", "--delta", "1e-6"],
+    ["account", "biswas", "--n", "100", "--k", "10", "--eps0", "1000", "--n-x0", "80", "--eps", "0.1"],
+    ["account", "rr2", "--n", "1000", "--eps0", "1000", "--delta", "1e-6", "--method", "erlingsson"],
+    ["simulate", "krr", "--n", "100", "--k", "3", "--eps0", "1000", "--trials", "2"],
+])
+def test_huge_eps0_is_answered_from_the_local_guarantee(capsys, argv):
+    code, d, err = _cli(capsys, *argv)
+    assert code == 0, err
+    if argv[0] == "account":
+        r = d["results"][0]
+        assert r.get("eps_upper", 1000.0) == 1000.0 and r.get("delta_upper", 1.0) == 1.0
+        assert any(nt.startswith("eps0 > 700") for nt in d["notes"])
+    else:
+        assert d["privacy"]["eps"] == 1000.0

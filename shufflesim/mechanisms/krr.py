@@ -60,7 +60,8 @@ class KRR(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
         object.__setattr__(self, "k", check_int("k", self.k, minimum=2, maximum=MAX_K))
-        object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True))
+        underflow = self.gamma == 0.0 and self.eps0 is not None  # eps0 so large that gamma is below 5e-324
+        object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=not underflow))
         if self.relation is not None:
             object.__setattr__(self, "relation", Relation.parse(self.relation))
         if self.eps0 is None:
@@ -73,9 +74,7 @@ class KRR(Mechanism):
         """The k-RR with local privacy ε0: γ = k/(e^{ε0}+k−1)."""
         k = check_int("k", k, minimum=2, maximum=MAX_K)
         eps0 = check_positive("eps0", eps0)
-        gamma = gamma_from_eps0(eps0, k)
-        if gamma <= 0.0:
-            raise ParameterError(f"eps0={eps0} is so large that gamma underflows to 0; use eps0 <= 700")
+        gamma = gamma_from_eps0(eps0, k)  # 0.0 when it underflows: account() answers from eps0 then
         return cls(n, k, gamma, relation, eps0)  # type: ignore[arg-type]
 
     @classmethod

@@ -33,8 +33,6 @@ class RR2(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
         object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
-        if self.gamma <= 0.0:
-            raise ParameterError(f"eps0={self.eps0} is so large that gamma underflows to 0; use eps0 <= 700")
 
     @property
     def gamma(self) -> float:
