@@ -70,7 +70,7 @@ from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.protocol import Protocol
-from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
+from shufflesim.pipeline.randomiser import LocalRandomiser
 from shufflesim.pipeline.registry import register
 from shufflesim.maths.rr import eps0_from_gamma
 from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_variance
@@ -113,7 +113,6 @@ class BlanketSumRandomiser(LocalRandomiser):
         object.__setattr__(self, "level", level)
         object.__setattr__(self, "message_space", IntegerRange(0, self.k))
         object.__setattr__(self, "messages_per_user", 1)
-        object.__setattr__(self, "rr_family", RRFamily(self.k + 1, self.gamma))
         object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k + 1))
 
     def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:

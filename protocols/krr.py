@@ -24,7 +24,7 @@ from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.histogram import HistogramEstimate, HistogramProtocol
-from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
+from shufflesim.pipeline.randomiser import LocalRandomiser
 from shufflesim.pipeline.registry import register
 from shufflesim.pipeline.shuffler import SingleShuffler, View
 from shufflesim.maths.simplex import project_to_simplex
@@ -41,7 +41,6 @@ class KRRRandomiser(LocalRandomiser):
     def __post_init__(self) -> None:
         object.__setattr__(self, "message_space", IntegerRange(0, self.k - 1))
         object.__setattr__(self, "eps0", eps0_from_gamma(self.gamma, self.k) if self.gamma > 0 else math.inf)
-        object.__setattr__(self, "rr_family", RRFamily(self.k, self.gamma))
         object.__setattr__(self, "messages_per_user", 1)
 
     def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:

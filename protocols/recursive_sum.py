@@ -145,7 +145,6 @@ class RecursiveSumRandomiser(LocalRandomiser):
         object.__setattr__(self, "messages_per_user", len(levels))
         object.__setattr__(self, "message_space", tuple(IntegerRange(0, lv.top) for lv in levels))
         object.__setattr__(self, "eps0", None)
-        object.__setattr__(self, "rr_family", None)
 
     def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         digits, t = mixed_radix_digits(x, self.precisions)

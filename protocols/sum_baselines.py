@@ -43,7 +43,7 @@ from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.protocol import Protocol
-from shufflesim.pipeline.randomiser import LocalRandomiser, RRFamily
+from shufflesim.pipeline.randomiser import LocalRandomiser
 from shufflesim.pipeline.registry import register
 from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_variance
 from shufflesim.pipeline.shuffler import SingleShuffler, TrustedCurator, View
@@ -68,10 +68,19 @@ __all__ = [
 EPS_REQUIRED = Option("eps", float, "central epsilon > 0 (required)")
 
 
+#: smallest eps the noise baselines accept: the noise scale 1/eps and the error ~ n/eps^2 of a smaller eps
+#: overflow double precision (the answer would be inf/NaN, not a number)
+MIN_EPS = 1e-100
+
+
 def _eps(eps) -> float:
     if eps is None:
         raise ParameterError("this protocol needs --eps (epsilon > 0)")
-    return check_real("eps", eps, low=0.0, low_open=True)
+    eps = check_real("eps", eps, low=0.0, low_open=True)
+    if eps < MIN_EPS:
+        raise ParameterError(f"eps must be >= {MIN_EPS:g}: below it the noise scale 1/eps and the error ~ n/eps^2 "
+                             f"overflow double precision; got {eps!r}")
+    return eps
 
 
 class _RealSum(Protocol):
@@ -103,7 +112,13 @@ def _log_binom(n: int, p: float, lo: int, hi: int) -> np.ndarray:
 
 
 def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
-    return float(np.sum(np.maximum(p - math.exp(eps) * q, 0.0)))
+    if eps <= 700.0:
+        return float(np.sum(np.maximum(p - math.exp(eps) * q, 0.0)))
+    # e^eps overflows: sum of p (1 - e^{eps + log q - log p}) over the atoms where that is positive
+    with np.errstate(divide="ignore", invalid="ignore"):  # log 0 = -inf; -inf - -inf = nan is dropped below
+        d = eps + np.log(q) - np.log(p)
+    m = (p > 0) & (d < 0)
+    return float(np.sum(p[m] * -np.expm1(d[m])))
 
 
 def _cheu_delta_at(m: int, r: int, q: float, eps: float, tail: float) -> float:
@@ -170,7 +185,6 @@ class CheuRandomiser(LocalRandomiser):
     def __post_init__(self) -> None:
         object.__setattr__(self, "messages_per_user", self.r)
         object.__setattr__(self, "message_space", IntegerRange(0, 1))
-        object.__setattr__(self, "rr_family", RRFamily(2, self.gamma))
         object.__setattr__(self, "eps0", math.log1p(2.0 * (1.0 - self.gamma) / self.gamma))
 
     #: bits drawn per chunk of users (bounds the temporary float arrays to ~32 MB)
@@ -255,7 +269,21 @@ class CheuSumProtocol(_RealSum):
 
 def local_rr_worst_mse(n: int, eps: float) -> float:
     """n(e^ε/(e^ε−1)² + 1/4) (seed 004 Table 3 "LocalDP"; FORMULAS §5)."""
-    return n * (math.exp(eps) / math.expm1(eps) ** 2 + 0.25)
+    t = math.exp(-eps)  # e^eps/(e^eps-1)^2 = e^-eps/(1-e^-eps)^2, finite for large eps
+    return n * (t / (-math.expm1(-eps)) ** 2 + 0.25)
+
+
+def _flip(eps: float) -> float:
+    """1/(e^eps + 1), also where e^eps overflows."""
+    if eps <= 700.0:
+        return 1.0 / (math.exp(eps) + 1.0)
+    t = math.exp(-eps)
+    return t / (1.0 + t)
+
+
+def _contrast(eps: float) -> float:
+    """1 − 2·flip = tanh(eps/2), accurate where 1 − 2·flip cancels to 0 (tiny eps)."""
+    return 1.0 - 2.0 * _flip(eps) if eps >= 1e-4 else math.tanh(eps / 2.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,10 +293,10 @@ class LocalRRRandomiser(LocalRandomiser):
     eps: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "flip", 1.0 / (math.exp(self.eps) + 1.0))
+        object.__setattr__(self, "flip", _flip(self.eps))
+        object.__setattr__(self, "contrast", _contrast(self.eps))
         object.__setattr__(self, "message_space", IntegerRange(0, 1))
         object.__setattr__(self, "eps0", self.eps)
-        object.__setattr__(self, "rr_family", RRFamily(2, 2.0 * self.flip))
 
     def randomise(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         b = randomised_round(x, 1, rng)
@@ -279,11 +307,12 @@ class LocalRRRandomiser(LocalRandomiser):
 class LocalRRAnalyser(Analyser):
     name = "local-rr-debias"
 
-    def __init__(self, flip: float, n: int):
+    def __init__(self, flip: float, n: int, contrast: float | None = None):
         self.flip, self.n = flip, n
+        self.contrast = 1.0 - 2.0 * flip if contrast is None else contrast
 
     def analyse(self, view: View, rng: np.random.Generator) -> float:
-        return (view.integer_sum(0) - self.n * self.flip) / (1.0 - 2.0 * self.flip)
+        return (view.integer_sum(0) - self.n * self.flip) / self.contrast
 
 
 @register
@@ -299,7 +328,7 @@ class LocalRRSumProtocol(_RealSum):
         n = check_int("n", n, minimum=1)
         eps = _eps(eps)
         rnd = LocalRRRandomiser(eps)
-        proto = cls(n=n, randomiser=rnd, shuffler=SingleShuffler(), analyser=LocalRRAnalyser(rnd.flip, n),
+        proto = cls(n=n, randomiser=rnd, shuffler=SingleShuffler(), analyser=LocalRRAnalyser(rnd.flip, n, rnd.contrast),
                     params={"eps": eps, "flip_probability": rnd.flip})
         proto._privacy = PrivacyGuarantee(eps, 0.0, "local", ("eps-LDP randomiser; no amplification claimed",))
         return proto
@@ -308,8 +337,9 @@ class LocalRRSumProtocol(_RealSum):
         p = self.params["flip_probability"]
         if data is None:
             return local_rr_worst_mse(self.n, self.params["eps"])
-        pi = p + (1.0 - 2.0 * p) * np.asarray(data, dtype=float)
-        return float(np.sum(pi * (1.0 - pi)) / (1.0 - 2.0 * p) ** 2)
+        c = _contrast(self.params["eps"])  # 1 - 2p
+        pi = p + c * np.asarray(data, dtype=float)
+        return float(np.sum(pi * (1.0 - pi)) / c**2)
 
     def mse_bound(self) -> float:
         return local_rr_worst_mse(self.n, self.params["eps"])
@@ -356,7 +386,7 @@ class LocalLaplaceSumProtocol(_RealSum):
         return proto
 
     def mse_expected(self, data) -> float:
-        return 2.0 * self.n / self.params["eps"] ** 2
+        return 2.0 * self.n * (1.0 / self.params["eps"]) ** 2  # eps**2 overflows for eps ~ 1e308
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -392,10 +422,10 @@ class CentralLaplaceSumProtocol(_RealSum):
         return proto
 
     def mse_expected(self, data) -> float:
-        return 2.0 / self.params["eps"] ** 2
+        return 2.0 * (1.0 / self.params["eps"]) ** 2
 
     def mse_bound(self) -> float:
-        return 2.0 / self.params["eps"] ** 2
+        return 2.0 * (1.0 / self.params["eps"]) ** 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -441,6 +471,9 @@ class CentralDLapSumProtocol(_RealSum):
         eps = _eps(eps)
         p = math.isqrt(n - 1) + 1 if p is None else check_int("p", p, minimum=1)
         alpha = math.exp(-eps / p)
+        if not 1.0 - alpha >= 1e-12:
+            raise ParameterError(f"central-dlap-sum: the noise scale p/eps must be <= 1e12 (exp(-eps/p) rounds to 1 in "
+                                 f"double precision and the noise cannot be sampled); got p={p}, eps={eps:g}")
         proto = cls(n=n, randomiser=RoundingRandomiser(p), shuffler=TrustedCurator(),
                     analyser=CentralDLapAnalyser(p, alpha), params={"eps": eps, "p": p, "alpha": alpha})
         proto._privacy = PrivacyGuarantee(eps, 0.0, "discrete-laplace", ("sensitivity p on the rounded sum",))

@@ -129,7 +129,8 @@ def test_randomiser_output_distribution(k, gamma):
 def test_randomiser_metadata():
     rnd = BlanketSumRandomiser(21, 0.2)
     assert rnd.messages_per_user == 1 and rnd.bits_per_message == 5
-    assert rnd.rr_family.k == 22 and rnd.rr_family.gamma == 0.2
+    proto = registry.create("blanket-sum", 1000, k=21, gamma=0.2, mode="bennett")
+    assert (proto.mechanism().k, proto.mechanism().gamma) == (22, 0.2)
     assert rnd.eps0 == pytest.approx(math.log(1 + 22 * 0.8 / 0.2))
 
 

@@ -2,28 +2,16 @@
 
 A randomiser is vectorised over users: ``randomise(x, rng)`` takes the n users' inputs as one numpy
 array and returns an ``(n, m)`` array, row i holding user i's m messages.  It declares its message space,
-m, its local privacy ε0 where defined, and — for the randomised-response family — a ``rr_family``
-descriptor that accountants use to choose the right neighbouring pair.
+m and its local privacy ε0 where defined.  What the accountant needs is not here but in the protocol's
+mechanism description (``Protocol.mechanism()``, :mod:`shufflesim.mechanisms`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-
-
-@dataclass(frozen=True)
-class RRFamily:
-    """Marks a randomiser as k-ary randomised response with blanket probability ``gamma``.
-
-    ``k`` is the size of the reported domain.  (Balle et al. 2019's blanket decomposition; FORMULAS §1.)
-    """
-
-    k: int
-    gamma: float
 
 
 class LocalRandomiser(ABC):
@@ -35,8 +23,6 @@ class LocalRandomiser(ABC):
     message_space: Any = None
     #: ε0 of the local randomiser (pure LDP), ``None`` where not defined
     eps0: float | None = None
-    #: set for k-ary randomised response, ``None`` otherwise
-    rr_family: RRFamily | None = None
 
     @property
     def bits_per_message(self) -> float:
