@@ -110,6 +110,23 @@ class Protocol(ABC):
             raise DataError("real-valued inputs must be finite and lie in [0, 1]")
         return data
 
+    def memory_estimate(self) -> float:
+        """Bytes one trial needs at its peak (an estimate: messages and their temporaries, the data, and
+        arrays of the domain size for categorical protocols)."""
+        m = getattr(self.randomiser, "messages_per_user", 1) or 1
+        k = self.domain_size or 0
+        return 8.0 * (4 * self.n * m + 3 * self.n + 8 * k)
+
+    def check_resources(self) -> None:
+        """Refuse (:class:`~shufflesim.errors.ResourceError`, with the estimate) a protocol whose trial
+        cannot fit in the available memory, before anything is allocated."""
+        from shufflesim.core.resources import check_memory
+
+        check_memory(self.memory_estimate(), f"one trial of {self.name} (n={self.n}, "
+                     f"{getattr(self.randomiser, 'messages_per_user', 1)} message(s) per user"
+                     + (f", k={self.domain_size}" if self.domain_size else "") + ")",
+                     "reduce n, k or the messages per user")
+
     @abstractmethod
     def truth(self, data: np.ndarray) -> Any:
         """The quantity the protocol estimates, computed from the raw data."""
@@ -123,6 +140,7 @@ class Protocol(ABC):
         of (protocol, data, seed).
         """
         if validate:
+            self.check_resources()
             data = self.check_data(data)
         seed = as_seed_sequence(rng)
         gen_rand = np.random.Generator(np.random.PCG64(child(seed, RANDOMISER_STREAM)))
@@ -166,10 +184,25 @@ class Protocol(ABC):
         """The MSE bound stated by the protocol's paper, or ``None`` where there is none."""
         return None
 
+    def mechanism(self) -> Any:
+        """The shuffled mechanism this protocol's privacy rests on, as a description the accountant takes
+        (:mod:`shufflesim.mechanisms`), or ``None`` where none is described yet."""
+        return None
+
     def privacy(self) -> Any:
         """The central privacy guarantee (a :class:`~shufflesim.accounting.results.PrivacyGuarantee`), or
         ``None`` where the protocol is not parametrised by a central target."""
         return None
+
+    # --- fast engine (shufflesim.pipeline.fast) -----------------------------------------------------
+    def sample_fast(self, summary: Any, rng: np.random.Generator) -> Any:
+        """The analyser's output sampled directly from its exact distribution given the data's
+        :class:`~shufflesim.pipeline.fast.DataSummary` (distinct inputs and their counts).
+
+        A protocol whose analyser depends only on a small sufficient statistic of the view overrides
+        this (the fast engine then exists for it); the base class has none.
+        """
+        raise NotImplementedError(f"{self.name} has no fast engine")
 
     # --- description --------------------------------------------------------------------------------
     @property
