@@ -265,6 +265,17 @@ class BlanketSumProtocol(Protocol):
         x = np.asarray(data, dtype=float)
         return lvl.variance(self.k * x, rounding_variance(x, self.k)) / (self.k**2 * (1.0 - self.gamma) ** 2)
 
+    def sample_fast(self, summary, rng: np.random.Generator) -> float:
+        """Fast engine: the histogram of the rounded inputs over {0..k} (binomials grouped by input value),
+        then (k+1)-ary blanket RR of that multiset (:func:`~shufflesim.pipeline.fast.rr_histogram`); the
+        analyser needs only the reports' total."""
+        from shufflesim.pipeline.fast import rounded_histogram, rr_histogram
+
+        xbar = rounded_histogram(summary.values, summary.counts, self.k, rng)
+        hist = rr_histogram(xbar, self.gamma, self.k + 1, rng)
+        total = int(np.dot(np.arange(self.k + 1, dtype=np.int64), hist))
+        return self.analyser.level.debias(total, self.n) / self.k
+
     def mse_expected(self, data: np.ndarray) -> float:
         return float(np.sum(self.user_variances(data)))
 

@@ -474,6 +474,19 @@ class IKOSSumProtocol(Protocol):
         return raw.estimate
 
     # --- theory -----------------------------------------------------------------------------------------
+    def sample_fast(self, summary, rng: np.random.Generator) -> IKOSEstimate:
+        """Fast engine: the shares of user i sum to x̄_i + Z_i mod q and the n Pólya differences sum to
+        DLap(α) exactly, so the analyser's total mod q is (Σ x̄ + DLap(α)) mod q: an exact sum of
+        randomised roundings (binomials grouped by input value) plus one difference of two geometrics."""
+        from shufflesim.pipeline.fast import rounded_total
+
+        an = self.analyser
+        xsum = rounded_total(summary.values, summary.counts, an.p, rng)
+        g = rng.geometric(1.0 - self.randomiser.alpha, size=2)  # support {1, 2, ...}; the difference is DLap
+        total = (xsum + int(g[0]) - int(g[1])) % an.q
+        decoded = decode_centered(total, an.q)
+        return IKOSEstimate(total, decoded, decoded / an.p)
+
     def overflow_bound(self) -> OverflowBound:
         prm = self.parameters
         return ikos_overflow_bound(prm.n, prm.p, prm.q, prm.alpha)

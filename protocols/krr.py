@@ -133,6 +133,15 @@ class KRRProtocol(HistogramProtocol):
     def mse_worst(self) -> float:
         return krr_mse_expected(self.n, self.k, self.gamma)
 
+    def sample_fast(self, summary, rng: np.random.Generator) -> HistogramEstimate:
+        """Fast engine: the shuffled histogram drawn exactly (:func:`~shufflesim.pipeline.fast.rr_histogram`,
+        O(k)), then this protocol's analyser."""
+        from shufflesim.pipeline.fast import rr_histogram
+
+        hist = rr_histogram(summary.counts, self.gamma, self.k, rng)
+        counts = debias_counts(hist, self.n, self.k, self.gamma)
+        return HistogramEstimate(hist, counts, project_to_simplex(counts / self.n))
+
     def mechanism(self) -> KRR:
         """Shuffled k-RR with this protocol's n, k, γ and neighbouring relation (``adversary``)."""
         return KRR(self.n, self.k, self.gamma, Relation.parse(self.params["adversary"]), self.params["eps0"])

@@ -714,6 +714,25 @@ class RecursiveSumProtocol(Protocol):
     def truth(self, data: np.ndarray) -> float:
         return float(np.sum(data))
 
+    def sample_fast(self, summary, rng: np.random.Generator) -> float:
+        """Fast engine: per level, the histogram of the users' digits (deterministic digits grouped by input
+        value; the last digit's randomised rounding as binomials), then that level's blanket RR of the
+        multiset (:func:`~shufflesim.pipeline.fast.rr_histogram`).  The levels go through separate
+        shufflers and the analyser needs only each channel's total."""
+        from shufflesim.pipeline.fast import rounded_histogram, rr_histogram
+
+        an = self.analyser
+        precisions = self.randomiser.precisions
+        digits, t = mixed_radix_digits(summary.values, precisions)
+        hists = [np.bincount(d.astype(np.int64), weights=summary.counts, minlength=lv.top + 1).astype(np.int64)
+                 for d, lv in zip(digits, an.levels[:-1])]
+        hists.append(rounded_histogram(t, summary.counts, precisions[-1], rng))
+        est = 0.0
+        for lv, qj, h in zip(an.levels, an.q, hists):
+            rep = rr_histogram(h, lv.gamma, lv.top + 1, rng)
+            est += lv.debias(int(np.dot(np.arange(lv.top + 1, dtype=np.int64), rep)), self.n) / qj
+        return float(est)
+
     def mse_expected(self, data: np.ndarray) -> float:
         return float(np.sum(recursive_user_variances(data, self.precisions, self.gammas)))
 

@@ -29,22 +29,28 @@ from shufflesim.pipeline.protocol import Protocol
 from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
 from shufflesim.experiments import parallel
 from shufflesim.experiments.stats import mean_ci
+from shufflesim.pipeline.fast import resolve_engine, run_fast, summarise_data
 
 # --- worker side ---------------------------------------------------------------------------------------
 _WORKER_STATE: dict[str, Any] = {}
 
 
-def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any) -> None:
+def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any, summary: Any = None) -> None:
     # the driver decides what an interrupt means: workers finish their chunk, the driver keeps the results
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER_STATE.update(protocol=protocol, data=data, truth=truth)
+    _WORKER_STATE.update(protocol=protocol, data=data, truth=truth, summary=summary)
 
 
 def run_trial(protocol: Protocol, data: np.ndarray, root: np.random.SeedSequence, point: int, trial: int,
-              truth: Any = None) -> dict[str, Any]:
-    """Run trial ``trial`` of grid point ``point`` and return its tidy record (a pure function)."""
+              truth: Any = None, summary: Any = None) -> dict[str, Any]:
+    """Run trial ``trial`` of grid point ``point`` and return its tidy record (a pure function).
+
+    With ``summary`` (a :class:`~shufflesim.pipeline.fast.DataSummary`) the fast engine runs the trial."""
     t0 = time.perf_counter()
-    res = protocol.run(data, trial_seed(root, point, trial), validate=False, truth=truth)
+    if summary is not None:
+        res = run_fast(protocol, summary, trial_seed(root, point, trial), truth)
+    else:
+        res = protocol.run(data, trial_seed(root, point, trial), validate=False, truth=truth)
     rec: dict[str, Any] = {"trial": trial, "sq_error": res.sq_error}
     if np.ndim(res.estimate) == 0:
         rec["error"] = float(res.estimate - res.truth)
@@ -56,7 +62,7 @@ def run_trial(protocol: Protocol, data: np.ndarray, root: np.random.SeedSequence
 def _run_chunk(root_state: tuple, point: int, trials: list[int]) -> list[dict[str, Any]]:
     root = np.random.SeedSequence(root_state[0], spawn_key=root_state[1])
     st = _WORKER_STATE
-    return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"]) for t in trials]
+    return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"], st.get("summary")) for t in trials]
 
 
 # --- driver --------------------------------------------------------------------------------------------
@@ -67,6 +73,8 @@ class TrialRun:
     records: pd.DataFrame
     complete: bool
     requested: int
+    #: the engine that ran ("faithful" or "fast"; see :mod:`shufflesim.pipeline.fast`)
+    engine: str = "faithful"
 
 
 def run_trials(
@@ -79,6 +87,7 @@ def run_trials(
     workers: int = 1,
     chunk_size: int | None = None,
     on_progress: Callable[[int], None] | None = None,
+    engine: str = "faithful",
 ) -> TrialRun:
     """Run ``trials`` independent trials of ``protocol`` on ``data``.
 
@@ -87,12 +96,17 @@ def run_trials(
     unguarded script, from stdin and from a notebook; where no worker processes can be started safely the
     trials run here, with a one-line :class:`~shufflesim.experiments.parallel.SerialFallbackWarning`
     (see :mod:`shufflesim.experiments.parallel`).  Results are identical either way.
+
+    ``engine`` is ``"faithful"`` (every message simulated; the default), ``"fast"`` (the protocol's exact
+    sufficient-statistic sampler, :mod:`shufflesim.pipeline.fast`) or ``"auto"`` (fast where it exists).
     """
     trials = check_int("trials", trials, minimum=1)
     workers = check_int("workers", workers, minimum=1)
     data = protocol.check_data(data)
     truth = protocol.truth(data)
     root = as_seed_sequence(rng)
+    engine = resolve_engine(protocol, engine)
+    summary = summarise_data(protocol, data) if engine == "fast" else None
     records: list[dict[str, Any]] = []
     complete = True
     ctx = None
@@ -103,7 +117,7 @@ def run_trials(
     try:
         if ctx is None:
             for t in range(trials):
-                records.append(run_trial(protocol, data, root, point, t, truth))
+                records.append(run_trial(protocol, data, root, point, t, truth, summary))
                 if on_progress:
                     on_progress(1)
         else:
@@ -111,7 +125,7 @@ def run_trials(
             chunks = [list(range(s, min(trials, s + size))) for s in range(0, trials, size)]
             state = (root.entropy, tuple(root.spawn_key))
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(protocol, data, truth)) as pool:
+                                     initargs=(protocol, data, truth, summary)) as pool:
                 pending = {pool.submit(_run_chunk, state, point, c) for c in chunks}
                 try:
                     while pending:
@@ -135,7 +149,7 @@ def run_trials(
     frame = pd.DataFrame.from_records(records)
     if len(frame):
         frame = frame.sort_values("trial", kind="stable").reset_index(drop=True)
-    return TrialRun(frame, complete and len(frame) == trials, trials)
+    return TrialRun(frame, complete and len(frame) == trials, trials, engine)
 
 
 def summarise(records: pd.DataFrame, protocol: Protocol, data: np.ndarray, *, level: float = 0.95) -> dict[str, Any]:

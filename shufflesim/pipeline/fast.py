@@ -1,0 +1,154 @@
+"""Exact fast engines: sample the analyser's sufficient statistic directly instead of every message.
+
+Many analysers depend on the shuffled view only through a small statistic: the histogram of the messages
+(k-RR, the blanket summation), per-level histograms (the recursive protocol), a total mod q (IKOS), a count
+of ones (Cheu et al.), the curator's exact total plus noise (central baselines).  Given the data, that
+statistic has an exact distribution that is a composition of binomials and multinomials *grouped by input
+value* — users with the same input are exchangeable — so a trial costs O(k) or O(k²) draws instead of
+O(n·m).
+
+A protocol opts in by implementing one method, :meth:`Protocol.sample_fast(summary, rng)
+<shufflesim.pipeline.protocol.Protocol.sample_fast>`: given the :class:`DataSummary` of the data (distinct
+input values and their multiplicities) and a ``numpy.random.Generator``, it returns exactly what its
+faithful pipeline's analyser returns (same type, same distribution).  Everything after the analyser
+(:meth:`~shufflesim.pipeline.protocol.Protocol.point_estimate`, metrics, squared error) is shared, so the
+two engines differ only in how the analyser's output is drawn.
+
+Engines: ``"faithful"`` (every message drawn, shuffled lazily, analysed), ``"fast"`` (the sampler above;
+an error for protocols without one), ``"auto"`` (fast where it exists, else faithful).  The fast engine
+draws from the trial's seed sequence child :data:`FAST_STREAM`, so its results are a pure function of
+(protocol, data, seed) as well; they are *not* the faithful engine's numbers (different draws from the
+same distribution).  Equivalence in distribution is tested per protocol (tests/test_fast_engines.py).
+
+The shared exact samplers used by the protocols live here: :func:`rr_histogram` (k-ary blanket randomised
+response of a multiset), :func:`rounded_total` (the sum of randomised roundings), :func:`flip_count`
+(ones after independent bit flips).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shufflesim.core.rng import RngLike, as_seed_sequence, child
+from shufflesim.errors import ParameterError
+from shufflesim.pipeline.protocol import Protocol, RunResult
+
+ENGINES = ("faithful", "fast", "auto")
+#: child of a trial's seed sequence that the fast engine draws from (the faithful stages use 0, 1, 2)
+FAST_STREAM = 3
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """The data as a multiset: sorted distinct ``values`` and their ``counts`` (Σ counts = n).
+
+    For categorical data ``values`` is ``arange(k)`` (zero counts included), so ``counts`` is the
+    histogram.  Real-valued data keep their distinct values (float64).
+    """
+
+    values: np.ndarray
+    counts: np.ndarray
+    n: int
+    kind: str
+
+    @classmethod
+    def of(cls, data: np.ndarray, kind: str, k: int | None = None) -> "DataSummary":
+        data = np.asarray(data)
+        if kind == "categorical":
+            counts = np.bincount(data, minlength=k or 0).astype(np.int64)
+            return cls(np.arange(counts.shape[0]), counts, int(data.shape[0]), kind)
+        values, counts = np.unique(np.asarray(data, dtype=float), return_counts=True)
+        return cls(values, counts.astype(np.int64), int(data.shape[0]), kind)
+
+
+def summarise_data(protocol: Protocol, data: np.ndarray) -> DataSummary:
+    """The :class:`DataSummary` of ``data`` for ``protocol`` (categorical: histogram over k values)."""
+    return DataSummary.of(data, protocol.data_kind, protocol.domain_size)
+
+
+def has_fast(protocol: Protocol) -> bool:
+    """Whether ``protocol`` implements :meth:`~Protocol.sample_fast`."""
+    return type(protocol).sample_fast is not Protocol.sample_fast
+
+
+def resolve_engine(protocol: Protocol, engine: str) -> str:
+    """``"faithful"`` or ``"fast"``: the engine that runs for ``engine`` (``faithful | fast | auto``)."""
+    if engine not in ENGINES:
+        raise ParameterError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "auto":
+        return "fast" if has_fast(protocol) else "faithful"
+    if engine == "fast" and not has_fast(protocol):
+        raise ParameterError(f"protocol {protocol.name!r} has no fast engine (its analyser needs the messages); "
+                             "use --engine faithful or auto")
+    return engine
+
+
+def run_fast(protocol: Protocol, summary: DataSummary, rng: RngLike, truth: Any) -> RunResult:
+    """One execution under the fast engine: the analyser's output sampled from its exact distribution."""
+    seed = as_seed_sequence(rng)
+    gen = np.random.Generator(np.random.PCG64(child(seed, FAST_STREAM)))
+    raw = protocol.sample_fast(summary, gen)
+    estimate = protocol.point_estimate(raw)
+    err = np.subtract(estimate, truth, dtype=float)
+    return RunResult(
+        estimate=estimate,
+        truth=truth,
+        sq_error=float(np.sum(np.square(err))),
+        metrics=protocol.metrics(raw, truth),
+        messages_per_user=protocol.messages_per_user,
+        bits_per_message=protocol.bits_per_message,
+        view=None,
+        details=raw,
+    )
+
+
+# --- shared exact samplers ------------------------------------------------------------------------------
+def rr_histogram(counts: np.ndarray, gamma: float, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Histogram of k-ary blanket randomised response applied to a multiset with histogram ``counts``.
+
+    Each user independently keeps its value with probability 1 − γ and otherwise reports a uniform value
+    on {0..k−1}.  The users of value v who keep it are Binomial(c_v, 1 − γ), independently over v; the
+    others (their total B) report Multinomial(B, uniform) — whose values they had does not matter.
+    Exact, O(k).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    kept = rng.binomial(counts, 1.0 - gamma) if gamma < 1.0 else np.zeros_like(counts)
+    blanket = int(counts.sum() - kept.sum())
+    noise = rng.multinomial(blanket, np.full(k, 1.0 / k)) if blanket else np.zeros(k, dtype=np.int64)
+    out = np.zeros(k, dtype=np.int64)
+    out[: kept.shape[0]] += kept
+    return out + noise
+
+
+def rounded_parts(values: np.ndarray, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """⌊scale·v⌋ and the fractional part per distinct value, computed exactly as
+    :func:`shufflesim.maths.rounding.randomised_round` computes them per user."""
+    s = np.asarray(values, dtype=float) * scale
+    lo = np.floor(s)
+    return lo, s - lo
+
+
+def rounded_total(values: np.ndarray, counts: np.ndarray, scale: int, rng: np.random.Generator) -> int:
+    """Σ over users of randomised_round(x, scale): Σ_v c_v⌊scale·v⌋ + Binomial(c_v, frac_v). Exact."""
+    lo, frac = rounded_parts(values, scale)
+    ups = rng.binomial(np.asarray(counts, dtype=np.int64), frac)
+    return int(np.dot(lo.astype(np.int64), counts)) + int(ups.sum())
+
+
+def rounded_histogram(values: np.ndarray, counts: np.ndarray, scale: int, rng: np.random.Generator) -> np.ndarray:
+    """Histogram over {0..scale} of randomised_round(x, scale) for the users' multiset.  Exact, O(#values)."""
+    lo, frac = rounded_parts(values, scale)
+    counts = np.asarray(counts, dtype=np.int64)
+    ups = rng.binomial(counts, frac)
+    hist = np.zeros(scale + 1, dtype=np.int64)
+    np.add.at(hist, lo.astype(np.int64), counts - ups)
+    np.add.at(hist, np.minimum(lo.astype(np.int64) + 1, scale), ups)
+    return hist
+
+
+def flip_count(ones: int, total: int, flip: float, rng: np.random.Generator) -> int:
+    """Number of ones after flipping each of ``total`` bits (``ones`` of them 1) independently w.p. ``flip``."""
+    return int(rng.binomial(ones, 1.0 - flip)) + int(rng.binomial(total - ones, flip))
