@@ -1,0 +1,42 @@
+"""Protocol sub-parsers shared by ``validate`` and ``audit``: one sub-command per registered protocol with
+its options (the same flags as ``shufflesim simulate PROTOCOL``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from shufflesim.cli._common import float_arg, int_arg
+from shufflesim.pipeline import registry
+
+_CONVERT = {int: int_arg, float: float_arg}
+
+
+def add_protocol_parsers(p: argparse.ArgumentParser, add_common: Callable[[argparse.ArgumentParser], None],
+                         func: Callable, names: list[str] | None = None, shared: tuple[str, ...] = ()) -> None:
+    """``shared``: protocol options left out because the command's own flag of that name feeds them."""
+    names = names or registry.names()
+    psub = p.add_subparsers(dest="protocol", metavar="PROTOCOL", required=True, parser_class=type(p))
+    for nm in names:
+        cls = registry.get(nm)
+        pp = psub.add_parser(nm, help=cls.summary, description=cls.summary)
+        g = pp.add_argument_group(f"{nm} parameters")
+        for opt in cls.options:
+            if opt.name in shared:
+                continue
+            kw: dict[str, Any] = {"dest": opt.name, "help": opt.help, "default": None}
+            kw["type"] = _CONVERT.get(opt.type, opt.type)
+            if opt.choices:
+                kw["choices"] = opt.choices
+            if opt.metavar:
+                kw["metavar"] = opt.metavar
+            if opt.default is not None:
+                kw["help"] += f" (default: {opt.default})"
+            g.add_argument(opt.flag, **kw)
+        add_common(pp)
+        pp.set_defaults(func=func)
+
+
+def protocol_params(args: argparse.Namespace) -> dict[str, Any]:
+    cls = registry.get(args.protocol)
+    return {o.name: getattr(args, o.name) for o in cls.options if getattr(args, o.name, None) is not None}

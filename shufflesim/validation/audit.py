@@ -1,0 +1,354 @@
+"""Empirical privacy audits with certified lower bounds on δ(ε) and ε(δ).
+
+An audit samples, T times under each of two neighbouring data sets X and X′, the analyser's view or an
+exact sufficient statistic of it, and turns the empirical rates of a rejection set S into certified lower
+bounds: for every S and ε, δ(ε) ≥ P(S) − e^ε Q(S) (and the same with P and Q swapped), so with
+Clopper–Pearson bounds P(S) ≥ p_lo, Q(S) ≤ q_hi, each at confidence 1 − α/2,
+
+    delta_lower = max(0, p_lo − e^ε q_hi)        eps_lower = log((p_lo − δ) / q_hi)   (when p_lo > δ)
+
+hold with probability ≥ 1 − α each.  S is a threshold set of the log-likelihood ratio L = log dP/dQ of the
+statistic (the optimal distinguisher) where L is computable, otherwise of a plain statistic.  The threshold
+(and the direction, P against Q or Q against P) is chosen on the first half of the samples and evaluated
+on the second half, so the selection costs nothing in confidence (docs/validation.md#audit).
+
+Setups (``AuditSetup``): :func:`krr_worst_case` (the histogram of shuffled k-RR — also the blanket
+summation levels — when the other n − 1 users hold one value c and the target switches between a and b;
+optionally a *broken* randomiser that leaks its input), :func:`krr_explicit` (any two neighbouring data
+sets; statistic N_a − N_b, threshold chosen on the held-out half), :func:`pmf_setup` (a statistic with
+known PMFs, e.g. the rr2 count, Biswas et al.'s count, the clones pair: sampled from its exact law).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.rng import as_seed_sequence
+from shufflesim.errors import ParameterError
+from shufflesim.validation.stats import cp_lower, cp_upper
+
+#: most candidate thresholds examined on the selection half (quantiles of the statistic beyond this)
+MAX_THRESHOLDS = 4000
+
+
+@dataclass
+class AuditSetup:
+    """A neighbouring pair and how to sample a statistic of the view under each side.
+
+    ``sample(gen, T, side)`` returns T values of the statistic under X (side 0) or X′ (side 1); larger
+    values are evidence for X.  ``llr`` says whether the statistic is the exact log-likelihood ratio.
+    ``mechanism`` is the description the accountant bounds (None: no upper bound to compare with).
+    """
+
+    pair: str
+    statistic: str
+    sample: Callable[[np.random.Generator, int, int], np.ndarray]
+    llr: bool
+    mechanism: Any = None
+    details: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# setups
+# --------------------------------------------------------------------------------------------------
+
+
+def krr_worst_case(n: int, k: int, gamma: float, *, a: int = 0, b: int = 1, c: int = 2, leak: float = 0.0,
+                   mechanism=None) -> AuditSetup:
+    """Shuffled k-RR (k ≥ 3): the other n − 1 users hold c, the target holds a (X) or b (X′).
+
+    The released histogram's likelihood depends on it only through (N_a, N_b, N_c): with the others'
+    report probabilities p_c = 1 − γ + γ/k and γ/k elsewhere, P_X(h) ∝ Σ_j r_a(j) h_j / p_j, so
+
+        L(h) = log(B + (1−γ)(k/γ) N_a) − log(B + (1−γ)(k/γ) N_b),   B = n − N_c + (γ/k) N_c / p_c.
+
+    (N_a, N_b, N_c) is drawn directly: a four-cell multinomial for the others plus the target's report.
+    ``leak`` > 0 audits a *broken* randomiser: with that probability a user sends its true value in a
+    tagged message instead of its report (a tagged a or b identifies the side: L = ±∞; the others' tagged
+    messages remove them from the histogram).
+    """
+    n = check_int("n", n, minimum=2)
+    k = check_int("k", k, minimum=3)
+    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True)
+    leak = check_real("leak", leak, low=0.0, high=1.0, high_open=True)
+    if len({a, b, c}) != 3 or not all(0 <= v < k for v in (a, b, c)):
+        raise ParameterError(f"a, b, c must be three different values in 0..{k - 1}; got {a}, {b}, {c}")
+    q = gamma / k
+    pc = 1.0 - gamma + q
+    others_p = np.array([q, q, pc, max(0.0, 1.0 - 2 * q - pc)])
+    target_p = np.array([1.0 - gamma + q, q, q, max(0.0, (k - 3) * q)])
+
+    def sample(gen: np.random.Generator, T: int, side: int) -> np.ndarray:
+        N = n - 1
+        active = gen.binomial(N, 1.0 - leak, size=T) if leak > 0 else np.full(T, N)
+        h = gen.multinomial(active, others_p).astype(float)
+        rep = gen.choice(4, size=T, p=target_p)
+        if side == 1:  # the target holds b: its report's a and b cells swap
+            rep = np.where(rep == 0, 1, np.where(rep == 1, 0, rep))
+        h[np.arange(T), rep] += 1.0
+        users = active + 1.0
+        base = users - h[:, 2] + q * h[:, 2] / pc
+        s = (1.0 - gamma) / q
+        L = np.log(base + s * h[:, 0]) - np.log(base + s * h[:, 1])
+        if leak > 0:
+            leaked = gen.random(T) < leak
+            L = np.where(leaked, math.inf if side == 0 else -math.inf, L)
+        return L
+
+    desc = f"the other {n - 1} users hold {c}; the target holds {a} (X) or {b} (X')"
+    return AuditSetup(
+        pair=desc, statistic="exact log-likelihood ratio of the released histogram (via N_a, N_b, N_c)",
+        sample=sample, llr=True, mechanism=mechanism,
+        details={"n": n, "k": k, "gamma": gamma, "a": a, "b": b, "c": c, "leak": leak, "kind": "krr-worst-case"})
+
+
+def krr_explicit(data_x: np.ndarray, data_x2: np.ndarray, k: int, gamma: float, *, mechanism=None) -> AuditSetup:
+    """Shuffled k-RR on two explicit neighbouring data sets (same size, one user's value changed).
+
+    The histogram's likelihood ratio has no closed form for general data, so the statistic is
+    N_a − N_b (a: the changed user's value in X, b: in X′), thresholded on the held-out half.
+    """
+    x, y = np.asarray(data_x, dtype=np.int64), np.asarray(data_x2, dtype=np.int64)
+    k = check_int("k", k, minimum=2)
+    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ParameterError(f"--pair data sets must have the same number of users; got {x.size} and {y.size}")
+    if x.size and (x.min() < 0 or y.min() < 0 or x.max() >= k or y.max() >= k):
+        raise ParameterError(f"--pair data must hold categories in 0..{k - 1}")
+    cx, cy = np.bincount(x, minlength=k), np.bincount(y, minlength=k)
+    diff = cx - cy
+    if np.abs(diff).sum() != 2:
+        raise ParameterError("--pair data sets must differ in exactly one user's value "
+                             f"(their histograms differ by {int(np.abs(diff).sum())} entries)")
+    a, b = int(np.argmax(diff)), int(np.argmin(diff))
+    probs = np.full((k, k), gamma / k) + (1.0 - gamma) * np.eye(k)
+
+    def sample(gen: np.random.Generator, T: int, side: int) -> np.ndarray:
+        counts = cx if side == 0 else cy
+        h = np.zeros((T, k))
+        for v in range(k):
+            if counts[v]:
+                h += gen.multinomial(int(counts[v]), probs[v], size=T)
+        return h[:, a] - h[:, b]
+
+    return AuditSetup(
+        pair=f"explicit data sets of {x.size} users; one user holds {a} (X) or {b} (X')",
+        statistic=f"N_{a} - N_{b} of the released histogram (threshold chosen on the held-out half)",
+        sample=sample, llr=False, mechanism=mechanism,
+        details={"n": int(x.size), "k": k, "gamma": gamma, "a": a, "b": b, "kind": "krr-explicit",
+                 "counts_x": cx.tolist(), "counts_x2": cy.tolist()})
+
+
+def pmf_setup(log_p: np.ndarray, log_q: np.ndarray, *, pair: str, statistic: str, mechanism=None,
+              details: dict | None = None) -> AuditSetup:
+    """A finite statistic with known PMFs: draws outcomes from its exact law (inverse CDF), returns L."""
+    lp, lq = np.asarray(log_p, dtype=float), np.asarray(log_q, dtype=float)
+    with np.errstate(invalid="ignore"):
+        L = np.where(np.isneginf(lp) & np.isneginf(lq), 0.0, lp - lq)
+    cdfs = []
+    for lg in (lp, lq):
+        w = np.exp(lg - np.max(lg))
+        c = np.cumsum(w)
+        cdfs.append(c / c[-1])
+
+    def sample(gen: np.random.Generator, T: int, side: int) -> np.ndarray:
+        idx = np.searchsorted(cdfs[side], gen.random(T), side="right")
+        return L[np.minimum(idx, L.size - 1)]
+
+    return AuditSetup(pair=pair, statistic=statistic, sample=sample, llr=True, mechanism=mechanism,
+                      details=dict(details or {}, kind="pmf"))
+
+
+def rr2_count_setup(n: int, eps0: float, *, ones: int = 0, mechanism=None) -> AuditSetup:
+    """Shuffled binary RR (flip probability 1/(e^{ε0}+1)): ``ones`` of the other n − 1 users hold 1, the
+    rest 0; the target holds 0 (X) or 1 (X′).  The count of ones is sufficient; its exact PMFs are
+    convolutions of binomials."""
+    from scipy.stats import binom
+
+    n = check_int("n", n, minimum=2)
+    ones = check_int("ones", ones, minimum=0)
+    if ones > n - 1:
+        raise ParameterError(f"ones must be <= n - 1 = {n - 1}; got {ones}")
+    p = 1.0 / (math.exp(eps0) + 1.0)
+    base = np.convolve(binom.pmf(np.arange(n - ones), n - 1 - ones, p), binom.pmf(np.arange(ones + 1), ones, 1 - p))
+    P, Q = np.convolve(base, [1 - p, p]), np.convolve(base, [p, 1 - p])
+    with np.errstate(divide="ignore"):
+        lp, lq = np.log(P), np.log(Q)
+    return pmf_setup(lp, lq, pair=f"{ones} of the other {n - 1} users hold 1, the rest 0; the target holds 0 (X) "
+                     "or 1 (X')", statistic="exact log-likelihood ratio of the count of ones", mechanism=mechanism,
+                     details={"n": n, "eps0": eps0, "ones": ones, "kind": "rr2-count"})
+
+
+# --------------------------------------------------------------------------------------------------
+# the audit
+# --------------------------------------------------------------------------------------------------
+
+
+def _rates(sel: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Counts of samples ≥ each threshold (``sel`` sorted ascending)."""
+    return sel.size - np.searchsorted(sel, thresholds, side="left")
+
+
+def _candidates(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    u = np.unique(np.concatenate([x, y]))
+    if u.size > MAX_THRESHOLDS:
+        finite = u[np.isfinite(u)]
+        qs = np.quantile(finite, np.linspace(0, 1, MAX_THRESHOLDS - 2)) if finite.size else np.empty(0)
+        u = np.unique(np.concatenate([qs, u[~np.isfinite(u)]]))
+    return u
+
+
+def _cp_vec(k: np.ndarray, T: int, alpha: float, upper: bool) -> np.ndarray:
+    from scipy import stats
+
+    k = np.asarray(k, dtype=float)
+    if upper:
+        out = stats.beta.ppf(1.0 - alpha, k + 1, np.maximum(T - k, 1e-300))
+        return np.where(k >= T, 1.0, out)
+    out = stats.beta.ppf(alpha, np.maximum(k, 1e-300), T - k + 1)
+    return np.where(k <= 0, 0.0, out)
+
+
+def _best(P_sel, Q_sel, T, eps, delta, alpha):
+    """Best (direction, threshold) on the selection half for δ(ε) and (if delta) for ε(δ)."""
+    best_d, best_e = (-math.inf, None), (-math.inf, None)
+    for direction, (x, y) in enumerate(((P_sel, Q_sel), (-Q_sel, -P_sel))):
+        # direction 0: S = {L >= t}, P vs Q;  direction 1: S = {L <= -t}, Q vs P (sign flipped)
+        xs, ys = np.sort(x), np.sort(y)
+        t = _candidates(xs, ys)
+        kx, ky = _rates(xs, t), _rates(ys, t)
+        plo, qhi = _cp_vec(kx, T, alpha / 2, False), _cp_vec(ky, T, alpha / 2, True)
+        d = plo - math.exp(eps) * qhi
+        i = int(np.argmax(d))
+        if d[i] > best_d[0]:
+            best_d = (float(d[i]), (direction, float(t[i])))
+        if delta is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                e = np.where(plo > delta, np.log((plo - delta) / qhi), -math.inf)
+            j = int(np.argmax(e))
+            if e[j] > best_e[0]:
+                best_e = (float(e[j]), (direction, float(t[j])))
+    return best_d[1], best_e[1]
+
+
+def _evaluate(choice, P_ev, Q_ev, T, alpha):
+    direction, t = choice
+    x, y = (P_ev, Q_ev) if direction == 0 else (-Q_ev, -P_ev)
+    kx, ky = int(np.count_nonzero(x >= t)), int(np.count_nonzero(y >= t))
+    return kx, ky, cp_lower(kx, T, alpha / 2), cp_upper(ky, T, alpha / 2)
+
+
+def accountant_bound(mechanism, eps: float, delta: float | None, method: str | None = None) -> dict | None:
+    """The accountant's certified upper bounds δ(ε) (and ε(δ)) for ``mechanism``; None without one."""
+    if mechanism is None:
+        return None
+    from shufflesim.accounting import account
+
+    rep = account(mechanism, eps=[eps], method=method)
+    r = rep.results[0]
+    out = {"method": rep.method if hasattr(rep, "method") else method, "mechanism": mechanism.kind,
+           "params": {k: (v.value if hasattr(v, "value") else v) for k, v in mechanism.params().items()},
+           "delta_upper": getattr(r, "delta_upper", None)}
+    if delta is not None:
+        r2 = account(mechanism, delta=[delta], method=method).results[0]
+        out["eps_upper"] = getattr(r2, "eps_upper", None)
+    return out
+
+
+def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, trials: int, rng=0,
+              alpha: float = 0.05, method: str | None = None) -> dict[str, Any]:
+    """Audit ``setup`` at ``eps`` (and ``delta``): certified lower bounds beside the accountant's upper bounds.
+
+    ``trials`` samples are drawn under each side (streams ``spawn_key=(3, side)`` of the root seed); the
+    first half selects the rejection set, the second half certifies it.  Verdict ``violated`` when a
+    lower bound exceeds the accountant's upper bound, ``consistent`` when it does not, ``inconclusive``
+    when there is no upper bound to compare with.
+    """
+    eps = check_real("eps", eps, low=0.0)
+    if delta is not None:
+        delta = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
+    trials = check_int("trials", trials, minimum=4)
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    root = as_seed_sequence(rng)
+    gens = [np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 3, s)))
+            for s in (0, 1)]
+    P = np.asarray(setup.sample(gens[0], trials, 0), dtype=float)
+    Q = np.asarray(setup.sample(gens[1], trials, 1), dtype=float)
+    h = trials // 2
+    T_ev = trials - h
+    choice_d, choice_e = _best(P[:h], Q[:h], h, eps, delta, alpha)
+    kx, ky, plo, qhi = _evaluate(choice_d, P[h:], Q[h:], T_ev, alpha)
+    delta_lower = max(0.0, plo - math.exp(eps) * qhi)
+    out: dict[str, Any] = {
+        "pair": setup.pair, "statistic": setup.statistic, "distinguisher": "optimal (likelihood-ratio threshold)"
+        if setup.llr else "threshold on the statistic", "eps": eps, "delta": delta, "trials": trials,
+        "alpha": alpha, "selection_trials": h, "evaluation_trials": T_ev,
+        "delta_lower": delta_lower,
+        "delta_evidence": {"direction": "P vs Q" if choice_d[0] == 0 else "Q vs P", "threshold": choice_d[1],
+                           "hits_first": kx, "hits_second": ky, "p_lower": plo, "q_upper": qhi},
+        "method": "Clopper-Pearson bounds at 1 - alpha/2 each on the evaluation half; rejection set chosen on "
+                  "the selection half",
+        "setup": setup.details,
+    }
+    if delta is not None:
+        if choice_e is None:
+            out["eps_lower"] = 0.0
+        else:
+            kx2, ky2, plo2, qhi2 = _evaluate(choice_e, P[h:], Q[h:], T_ev, alpha)
+            e = math.log((plo2 - delta) / qhi2) if plo2 > delta else 0.0
+            out["eps_lower"] = max(0.0, e)
+            out["eps_evidence"] = {"direction": "P vs Q" if choice_e[0] == 0 else "Q vs P", "threshold": choice_e[1],
+                                   "hits_first": kx2, "hits_second": ky2, "p_lower": plo2, "q_upper": qhi2}
+    acc = accountant_bound(setup.mechanism, eps, delta, method)
+    out["accountant"] = acc
+    violated: list[str] = []
+    if acc is None or acc.get("delta_upper") is None:
+        out["verdict"] = "inconclusive"
+        out["verdict_reason"] = "no accountant upper bound for this setup"
+    else:
+        du = acc["delta_upper"]
+        out["ratio"] = delta_lower / du if du > 0 else (math.inf if delta_lower > 0 else math.nan)
+        if delta_lower > du:
+            violated.append(f"the claim delta({eps:g}) <= {du:.6g} ({acc['method']}, {acc['mechanism']} "
+                            f"{acc['params']}) is violated: delta_lower = {delta_lower:.6g}")
+        eu = acc.get("eps_upper")
+        if delta is not None and eu is not None and out["eps_lower"] > eu:
+            violated.append(f"the claim eps({delta:g}) <= {eu:.6g} is violated: eps_lower = {out['eps_lower']:.6g}")
+        out["verdict"] = "violated" if violated else "consistent"
+        out["verdict_reason"] = "; ".join(violated) if violated else (
+            "every certified lower bound is at most the accountant's upper bound")
+    return out
+
+
+def setup_for_protocol(protocol, *, pair=None, leak: float = 0.0) -> AuditSetup:
+    """The audit setup of a protocol: its named worst case, or the explicit ``pair`` of data sets.
+
+    * ``krr`` (k ≥ 3) and ``blanket-sum`` (its (k+1)-ary level reports): :func:`krr_worst_case` with
+      a = 0, b = 1, c = 2; k = 2: :func:`rr2_count_setup` (all other users hold 0);
+    * ``pair`` (two arrays of categories) for ``krr``: :func:`krr_explicit`.
+
+    The accountant's description is ``protocol.mechanism()`` (its relation: the protocol's ``adversary``).
+    """
+    name = getattr(protocol, "name", "")
+    mech = protocol.mechanism() if hasattr(protocol, "mechanism") else None
+    if name not in ("krr", "blanket-sum") or mech is None or getattr(mech, "kind", None) != "krr":
+        raise ParameterError(f"audit supports the protocols krr and blanket-sum (an exact sampler of their view's "
+                             f"sufficient statistic); got {name!r}")
+    k, gamma, n = mech.k, mech.gamma, mech.n
+    if pair is not None:
+        if name != "krr":
+            raise ParameterError("--pair is supported for krr only; blanket-sum audits its named worst case")
+        if leak:
+            raise ParameterError("--leak is supported with the named worst case only (no --pair)")
+        return krr_explicit(pair[0], pair[1], k, gamma, mechanism=mech)
+    if k == 2:
+        if leak:
+            raise ParameterError("--leak needs k >= 3")
+        eps0 = math.log(2.0 / gamma - 1.0)
+        return rr2_count_setup(n, eps0, mechanism=mech)
+    return krr_worst_case(n, k, gamma, leak=leak, mechanism=mech)
