@@ -19,17 +19,40 @@ from shufflesim.cli.main import main
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IGNORED = {"seconds"}
 #: keys that outputs may carry beyond the recording (new fields, not changed numbers)
-ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason"}
+ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason", "ci_method_at_level", "tv_ci_method"}
 #: (command, key path) -> why the recorded value was deliberately changed
 _ERL4 = "account rr2 --n 10000 --eps0 0.5 --delta 1e-6 --method erlingsson --compositions 4 --composition advanced"
 _CAP = ("issue 8: no answer for shuffled eps0-LDP randomisers may exceed the local guarantee; 4 uses of "
         "eps0 = 0.5 are 2-DP, so the advanced-composition 2.868 is capped at 2 with a note")
+_CLIP = ("issue 8: the Student-t interval of the MSE left its support (its lower end was negative); it is "
+         "clipped to [0, inf) and ci_method says so (intervals within the support are unchanged)")
 DELIBERATE: dict[tuple[str, str], str] = {
     (_ERL4, "/results[0]/eps_upper"): _CAP,
     (_ERL4, "/notes"): _CAP,
+    **{(cmd, path): _CLIP
+       for cmd in ("simulate cheu-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 8",
+                   "simulate central-laplace-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 11")
+       for path in ("/ci_method", "/mse_ci[0]", "/mse_ci95[0]")},
 }
 #: command -> (relative tolerance, reason): floats of these commands may move by at most that much
+_BENNETT_CALIBRATOR = (
+    "bennett_gamma now uses the one safe-side calibrator (bracket to rtol 1e-9) instead of its own "
+    "bisection: gammas move within that tolerance (~1e-9 relative) and what depends on them with them"
+)
+#: (command, key-path substring) -> (relative tolerance, reason): wider tolerance for those paths only
+NEAR_PATHS: dict[tuple[str, str], tuple[float, str]] = {
+    ("table balle2020", "/certified_eps_split"): (
+        1e-3,
+        "the optimised recursive rows' eps split is the argmin of a flat objective (bounded Brent): the ~1e-9 "
+        "change of the Bennett gammas moves it by up to ~2e-5 relative while every MSE stays within 1e-6",
+    ),
+}
 NEAR: dict[str, tuple[float, str]] = {
+    "simulate blanket-sum --n 5000 --eps 1 --mode bennett --data uniform --trials 20 --seed 5": (1e-6, _BENNETT_CALIBRATOR),
+    "simulate blanket-sum --n 5000 --eps 1 --mode tight --data uniform --trials 20 --seed 5": (1e-6, _BENNETT_CALIBRATOR),
+    "simulate recursive-sum --n 100000 --eps 1 --messages 2 --mode bennett --data uniform --trials 20 --seed 6": (1e-6, _BENNETT_CALIBRATOR),
+    "simulate recursive-sum --n 100000 --eps 1 --messages 2 --mode optimised --data uniform --trials 20 --seed 6": (1e-6, _BENNETT_CALIBRATOR),
+    "table balle2020": (1e-6, _BENNETT_CALIBRATOR),
     "simulate recursive-sum --eps 1 --messages 2 --mode tight --data adult-age --trials 20 --seed 6": (
         1e-5,
         "each level's delta is now certified through account(KRR level), which rebuilds a truncated pair "
@@ -70,8 +93,11 @@ def _diff(cmd: str, want, got, path: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(want, got)):
             out += _diff(cmd, a, b, f"{path}[{i}]")
         return out
-    if cmd in NEAR and isinstance(want, float) and isinstance(got, float):
-        rel = NEAR[cmd][0]
+    if isinstance(want, float) and isinstance(got, float) and (cmd in NEAR or any(
+            c == cmd and sub in path for c, sub in NEAR_PATHS)):
+        rels = [NEAR[cmd][0]] if cmd in NEAR else []
+        rels += [r for (c, sub), (r, _) in NEAR_PATHS.items() if c == cmd and sub in path]
+        rel = max(rels)
         return [] if abs(got - want) <= rel * abs(want) else [f"{path}: {got!r} != recorded {want!r} (rel {rel})"]
     return [] if want == got else [f"{path}: {got!r} != recorded {want!r}"]
 

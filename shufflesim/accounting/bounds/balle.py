@@ -251,7 +251,7 @@ def balle_eps(delta: float, *, n: int, k: int, gamma: float) -> EpsBound | NotAp
         return NotApplicable(m, f"balle closed form requires n >= 2; got n={n}", delta=delta)
     if delta == 0.0:
         return NotApplicable(m, "balle closed form requires delta in (0, 1]; got delta=0", delta=delta)
-    eps_c1 = math.sqrt(14.0 * k * math.log(2.0 / delta) / ((n - 1) * gamma))
+    eps_c1 = math.sqrt(14.0 * k * _log_2_over(delta) / ((n - 1) * gamma))
     eps_27 = 27.0 * k / ((n - 1) * gamma)
     eps = max(eps_c1, eps_27)
     if eps > 1.0:
@@ -265,6 +265,12 @@ def balle_eps(delta: float, *, n: int, k: int, gamma: float) -> EpsBound | NotAp
     if eps_27 > eps_c1:
         notes.append("the 27k/((n-1)gamma) term of Thm C.1 dominates (delta > 2e^{-27 eps/14}); eq C.1 does not apply")
     return EpsBound(delta=delta, eps_upper=eps, eps_lower=None, method=m, notes=tuple(notes))
+
+
+def _log_2_over(delta: float) -> float:
+    """log(2/δ), also where 2/δ overflows (δ subnormal)."""
+    r = 2.0 / delta
+    return math.log(r) if math.isfinite(r) else math.log(2.0) - math.log(delta)
 
 
 def balle_gamma(n: int, k: int, eps: float, delta: float) -> float:
@@ -286,7 +292,7 @@ def balle_gamma(n: int, k: int, eps: float, delta: float) -> float:
         raise NotApplicableError("balle closed form requires delta in (0, 1]; got delta=0")
     if eps * eps == 0.0 or (n - 1) * eps * eps == 0.0:
         raise InfeasibleError(f"balle closed form: eps={_fmt(eps)} is so small that gamma = 14k log(2/delta)/((n-1) eps^2) overflows; no gamma <= 1 exists")
-    gamma = max(14.0 * k * math.log(2.0 / delta) / ((n - 1) * eps * eps), 27.0 * k / ((n - 1) * eps))
+    gamma = max(14.0 * k * _log_2_over(delta) / ((n - 1) * eps * eps), 27.0 * k / ((n - 1) * eps))
     if gamma > 1.0:
         raise InfeasibleError(
             f"balle closed form needs gamma={_fmt(gamma)} > 1 for n={n}, k={k}, eps={_fmt(eps)}, "
@@ -446,26 +452,21 @@ def bennett_gamma(
 ) -> float:
     """Smallest blanket probability gamma of k-RR for which the Bennett bound gives delta(eps) <= ``delta``.
 
-    Bisection on gamma in (0, 1] keeping a gamma that satisfies the target (gamma = 1 always does: the
-    output is then independent of the inputs), so the returned gamma never overshoots the privacy target.
-    Stops when the bracket is below ``rtol`` relative.
+    The one safe-side calibrator (:func:`shufflesim.accounting.calibrate.calibrate`) on gamma in (0, 1]:
+    the returned gamma was evaluated to satisfy the target (gamma = 1 always does: the output is then
+    independent of the inputs), so it never overshoots the privacy target.  Stops when the bracket is
+    below ``rtol`` relative.
     """
+    from shufflesim.accounting.calibrate import calibrate
+
     n = _n(n)
     k = check_int("k", k, minimum=2)
     eps = _eps(eps)
     delta = _delta(delta)
     variant = _variant(variant)
 
-    def ok(g: float) -> bool:
-        return bennett_delta(eps, n=n, randomiser=KRRBlanket(k=k, gamma=g), variant=variant).delta_upper <= delta
+    def delta_at(g: float) -> float:
+        return bennett_delta(eps, n=n, randomiser=KRRBlanket(k=k, gamma=g), variant=variant).delta_upper
 
-    lo, hi = 0.0, 1.0  # lo: gamma = 0 (no blanket) never certifies a finite eps; hi certifies
-    for _ in range(200):
-        if hi - lo <= rtol * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # lo: a gamma far below any useful blanket (the bound there is ~1); 1.0 certifies every target
+    return calibrate(delta_at, delta, 1e-300, 1.0, increasing=False, xtol=0.0, rtol=rtol, log_scale=True).x
