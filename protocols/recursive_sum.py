@@ -216,6 +216,10 @@ def authors_mse_bound(n: int, precisions: Sequence[int], gammas: Sequence[float]
 # ---------------------------------------------------------------------------------------------------
 
 
+#: most levels (messages per user) recursive-sum accepts (the paper's rule gives r <= 4 for any n < 2^(3^4.5))
+MAX_LEVELS = 64
+
+
 def paper_messages(n: int) -> int:
     """r = round(log₃ log₂ n) (Theorem 4.2), at least 2."""
     return max(2, int(round(math.log(math.log2(n), 3)))) if n > 2 else 2
@@ -223,7 +227,9 @@ def paper_messages(n: int) -> int:
 
 def closed_form_pmax(n: int, eps_j: float, delta_j: float) -> float:
     """Largest k with the closed-form γ = max(14k log(2/δ_j)/((n−1)ε_j²), 27k/((n−1)ε_j)) ≤ 1 (seed 001 Thm C.1)."""
-    return (n - 1) * eps_j / max(14.0 * math.log(2.0 / delta_j) / eps_j, 27.0)
+    r = 2.0 / delta_j
+    log_term = math.log(r) if math.isfinite(r) else math.log(2.0) - math.log(delta_j)  # δ_j subnormal
+    return (n - 1) * eps_j / max(14.0 * log_term / eps_j, 27.0)
 
 
 def generic_precisions(n: int, eps: float, delta: float, r: int) -> tuple[int, ...]:
@@ -670,6 +676,9 @@ class RecursiveSumProtocol(Protocol):
         if len(lengths) > 1:
             raise ParameterError("messages, precisions, gammas and eps_split must agree on the number of levels r")
         r = lengths.pop() if lengths else paper_messages(n)
+        if r > MAX_LEVELS:
+            raise ParameterError(f"recursive-sum: at most {MAX_LEVELS} messages (levels) per user: each level is "
+                                 f"calibrated and simulated separately; got {r}")
         if r < 2:
             raise ParameterError(f"recursive-sum needs r >= 2 messages; got {r} (use blanket-sum for one message)")
         if precisions is not None:

@@ -102,6 +102,11 @@ class _RealSum(Protocol):
 # ---------------------------------------------------------------------------------------------------
 
 
+#: most messages per user cheu-sum accepts: the certified accountant evaluates O(r) terms per bin and
+#: calibration, and every trial draws n·r bits
+MAX_CHEU_MESSAGES = 10**6
+
+
 def cheu_messages(n: int, eps: float) -> int:
     """r = ⌈ε√n⌉ (the message counts of seed 004 Table 3), at least 1."""
     return max(1, math.ceil(eps * math.sqrt(n) - 1e-12))
@@ -238,7 +243,15 @@ class CheuSumProtocol(_RealSum):
         eps = _eps(eps)
         delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
                                                                      high_open=True)
-        r = cheu_messages(n, eps) if messages is None else check_int("messages", messages, minimum=1)
+        if messages is None and eps * math.sqrt(n) > MAX_CHEU_MESSAGES:
+            raise ParameterError(f"cheu-sum: the default r = ceil(eps*sqrt(n)) = {eps * math.sqrt(n):.3g} messages per "
+                                 f"user exceeds {MAX_CHEU_MESSAGES}; give --messages (<= {MAX_CHEU_MESSAGES})")
+        r = cheu_messages(n, eps) if messages is None else check_int("messages", messages, minimum=1,
+                                                                     maximum=MAX_CHEU_MESSAGES)
+        from shufflesim.core.resources import check_memory
+
+        check_memory(8.0 * 4 * n * r, f"cheu-sum with n={n} and r={r} messages per user",
+                     "reduce n or --messages")
         if gamma is None:
             gamma = cheu_gamma(n, r, eps, delta)
             d = cheu_delta(n, r, gamma, eps)

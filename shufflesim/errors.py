@@ -28,5 +28,9 @@ class AccuracyError(ShufflesimError):
     """A requested numerical accuracy cannot be certified with the allowed resources."""
 
 
+class ResourceError(ShufflesimError):
+    """A request would need more memory or time than is available (the message gives the estimate)."""
+
+
 class InfeasibleError(ShufflesimError):
     """A privacy or utility target cannot be met by any parameter in the searched range."""

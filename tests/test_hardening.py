@@ -30,7 +30,7 @@ def test_no_answer_exceeds_eps0(mech, delta):
 
 
 def test_cap_is_explained_and_delta_zero_above_eps0():
-    rep = account(Clones(1000, 0.05), delta=1e-6)
+    rep = account(RR2(10000, 0.5), delta=1e-6, method="erlingsson", compositions=4, composition="advanced")
     assert any(nt.startswith("capped at the local guarantee") for nt in rep.notes)
     rep = account(RR2(100, 1.0), eps=[0.5, 1.0, 2.0])
     assert [r.delta_upper for r in rep.results][1:] == [0.0, 0.0]
@@ -71,3 +71,132 @@ def test_huge_eps0_is_answered_from_the_local_guarantee(capsys, argv):
         assert any(nt.startswith("eps0 > 700") for nt in d["notes"])
     else:
         assert d["privacy"]["eps"] == 1000.0
+
+
+# --- unhandled exceptions: one error line or an answer ---------------------------------------------------
+ANSWERED = [
+    ["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--trials", "2"],
+    ["simulate", "local-rr-sum", "--n", "100", "--eps", "1000", "--trials", "2"],
+    ["simulate", "local-laplace-sum", "--n", "100", "--eps", "1e308", "--trials", "2"],
+    ["simulate", "blanket-sum", "--n", "100", "--eps", "1", "--delta", "1e-320", "--trials", "2"],
+]
+REFUSED = [
+    (["simulate", p, "--n", "100", "--eps", "1e-320", "--trials", "2"], "eps must be >= 1e-100")
+    for p in ("local-rr-sum", "local-laplace-sum", "central-laplace-sum", "central-dlap-sum")
+] + [
+    (["simulate", "central-laplace-hist", "--n", "100", "--k", "3", "--eps", "1e-320", "--trials", "2"],
+     "eps must be >= 1e-100"),
+    (["simulate", "recursive-sum", "--n", "100", "--eps", "1", "--messages", "1000000", "--trials", "2"],
+     "at most 64 messages"),
+    (["simulate", "central-dlap-sum", "--n", "100", "--eps", "1", "--p", "1e18", "--trials", "2"], "noise scale"),
+    (["simulate", "krr", "--k", "3", "--eps0", "1", "--data", "counts:1e30,1,1", "--trials", "2"], "memory"),
+]
+
+
+@pytest.mark.parametrize("argv", ANSWERED)
+def test_extreme_eps_answered(capsys, argv):
+    code, d, err = _cli(capsys, *argv)
+    assert code == 0, err
+    assert d["mse"] is not None and math.isfinite(d["mse"])
+
+
+@pytest.mark.parametrize("argv, words", REFUSED)
+def test_extreme_inputs_refused_in_one_line(capsys, argv, words):
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and words in err, err
+
+
+def test_local_rr_sum_tiny_eps_debiases():
+    from shufflesim.pipeline import registry
+
+    proto = registry.create("local-rr-sum", 100, eps=1e-50)
+    assert proto.analyser.contrast == pytest.approx(5e-51)
+
+
+# --- library: only ShufflesimError subclasses for bad input ---------------------------------------------
+def _library_calls():
+    from shufflesim.experiments.data import load_data
+    from shufflesim.experiments.montecarlo import run_trials, summarise
+    from shufflesim.pipeline import registry
+
+    proto = registry.create("krr", 20, k=3, eps0=1.0)
+    x = load_data("uniform", data_kind="categorical", n=20, k=3, rng=0)
+    recs = run_trials(proto, x, trials=2, rng=0).records
+    m = RR2(100, 1.0)
+    return [
+        lambda: account(None, delta=1e-6),
+        lambda: account(m, None),
+        lambda: account(m, delta=1e-6, numerics={"bogus": 1}),
+        lambda: account(m, delta=np.array([])),
+        lambda: account(m, eps="1"),
+        lambda: load_data(None, data_kind="categorical", n=10, k=3),
+        lambda: load_data(5, data_kind="categorical", n=10, k=3),
+        lambda: load_data("uniform", data_kind="categorical", n="10", k=3),
+        lambda: load_data("uniform", data_kind="categorical", n=10.5, k=3),
+        lambda: load_data("uniform", data_kind="categorical", n=10, k="3"),
+        lambda: load_data("uniform", data_kind="categorical", n=10, k=2.5),
+        lambda: run_trials(proto, x, trials=2, point=-1),
+        lambda: run_trials(proto, x, trials=2, chunk_size=-3, workers=2),
+        lambda: run_trials(None, x, trials=2),
+        lambda: summarise(recs, proto, x, level=2),
+        lambda: summarise(None, proto, x),
+    ]
+
+
+def test_library_bad_input_raises_shufflesim_errors():
+    from shufflesim.errors import ShufflesimError
+
+    for i, call in enumerate(_library_calls()):
+        with pytest.raises(ShufflesimError):
+            call()
+            pytest.fail(f"call {i} accepted bad input")
+
+
+# --- resources ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [
+    ["simulate", "krr", "--n", "10", "--k", "2147483647", "--eps0", "1", "--trials", "2"],
+    ["simulate", "cheu-sum", "--n", "1000", "--eps", "1", "--messages", "1e9", "--trials", "2"],
+])
+def test_memory_refused_before_allocation(capsys, argv):
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_memory_estimate_names_the_estimate(monkeypatch):
+    from shufflesim.core import resources
+    from shufflesim.errors import ResourceError
+    from shufflesim.pipeline import registry
+
+    monkeypatch.setattr(resources, "available_memory", lambda: 1 << 20)
+    with pytest.raises(ResourceError, match="needs about .* of memory"):
+        registry.create("krr", 10, k=100_000, eps0=1.0).check_resources()
+
+
+# --- statistics that respect their support --------------------------------------------------------------
+def test_ci_stays_in_support_and_says_how(capsys):
+    code, d, err = _cli(capsys, "simulate", "krr", "--n", "100", "--k", "3", "--eps0", "1", "--trials", "5")
+    assert code == 0, err
+    assert d["mse_ci95"][0] >= 0 and d["tv_ci95"][0] >= 0 and d["tv_ci95"][1] <= 1
+    assert "clipped to the support" in d["ci_method"] and "clipped" in d["tv_ci_method"]
+
+
+def test_one_trial_ci_not_computable(capsys):
+    code, d, err = _cli(capsys, "simulate", "krr", "--n", "100", "--k", "3", "--eps0", "1", "--trials", "1")
+    assert code == 0, err
+    assert d["mse_ci95"] == [None, None] and "not computable" in d["ci_method"]
+
+
+def test_tv_clipped_to_one():
+    from shufflesim.maths.simplex import total_variation
+
+    p = np.full(2_147_483, 1.0 / 2_147_483)
+    q = np.zeros_like(p)
+    q[0] = 1.0
+    assert total_variation(p, q) <= 1.0
+
+
+def test_support_ci_keeps_student_t_inside_support():
+    from shufflesim.experiments.stats import mean_ci, support_ci
+
+    x = np.array([10.0, 11.0, 12.0, 9.0])
+    assert support_ci(x, 0.95, low=0.0)[1:3] == mean_ci(x, 0.95)[1:3]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import time
+
+import numpy as np
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -62,8 +64,15 @@ class AccountReport:
 
 
 def _values(name: str, values) -> list[float]:
-    if isinstance(values, (int, float)):
+    if isinstance(values, (str, bytes, dict)) or values is None:
+        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got {values!r}")
+    if isinstance(values, np.ndarray):
+        values = values.ravel().tolist()
+    elif not hasattr(values, "__iter__"):
         values = [values]
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    if not values:
+        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got an empty sequence")
     if name == "delta":
         return [check_real("delta", v, low=0.0, high=1.0, low_open=True, high_open=True) for v in values]
     return [check_real("eps", v, low=0.0) for v in values]
@@ -71,7 +80,8 @@ def _values(name: str, values) -> list[float]:
 
 def account(
     mechanism: Mechanism,
-    *,
+    /,
+    *extra,
     eps: Sequence[float] | float | None = None,
     delta: Sequence[float] | float | None = None,
     method: str | None = None,
@@ -87,6 +97,11 @@ def account(
     (:class:`~.tight.Numerics`).
     """
     t0 = time.perf_counter()
+    if extra:
+        raise ParameterError("account takes the mechanism as its only positional argument; give eps=... or "
+                             f"delta=... by keyword (got {len(extra)} more positional argument(s))")
+    if numerics is not None:
+        _check_numerics(numerics)
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"account needs a mechanism description (shufflesim.mechanisms); got {mechanism!r}")
     method = mechanism.default_method if method is None else method
@@ -131,6 +146,21 @@ def account(
     notes += [nt for nt in cap_notes + _infinite_notes(results) if nt not in notes]
     return AccountReport(mechanism.kind, prm, method, compositions, tuple(results), tuple(notes),
                          time.perf_counter() - t0, comp_used)
+
+
+def _check_numerics(numerics) -> None:
+    """``numerics`` must be a dict of :class:`~.tight.Numerics` fields (values are checked by Numerics)."""
+    from dataclasses import fields
+
+    from shufflesim.accounting.tight import Numerics
+
+    if not isinstance(numerics, dict):
+        raise ParameterError(f"numerics must be a dict of accountant settings; got {numerics!r}")
+    known = {f.name for f in fields(Numerics)}
+    bad = sorted(str(k) for k in numerics if k not in known)
+    if bad:
+        raise ParameterError(f"unknown numerics setting(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
+    Numerics(**numerics)
 
 
 def _ldp_cap(mechanism: Mechanism, compositions: int) -> float | None:

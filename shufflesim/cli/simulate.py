@@ -87,10 +87,11 @@ def _run(args: argparse.Namespace, output) -> int:
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
     if args.n is not None:
-        cls.create(args.n, **params)  # validate the parameters before generating any data
+        cls.create(args.n, **params).check_resources()  # validate the parameters before generating any data
     data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
                      lower=args.lower, upper=args.upper)
     protocol = cls.create(len(data), **params)
+    protocol.check_resources()
     progress = Progress(trials, enabled=False if args.json else None)
     result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update)
     progress.close()
@@ -113,6 +114,7 @@ def _run(args: argparse.Namespace, output) -> int:
         "mse_ci": at_level.get("mse_ci"),
         "ci_level": level,
         "ci_method": summary.get("ci_method"),
+        "ci_method_at_level": at_level.get("ci_method"),
         "mse_expected": summary.get("mse_expected"),
         "mse_worst": summary.get("mse_worst"),
         "mse_bound": summary.get("mse_bound"),
@@ -126,6 +128,7 @@ def _run(args: argparse.Namespace, output) -> int:
         if name in summary:
             out[name] = summary[name]
             out[f"{name}_ci95"] = summary[f"{name}_ci"]
+            out[f"{name}_ci_method"] = summary[f"{name}_ci_method"]
     if output is not None:
         _write_output(output, result.records, out, root)
     if args.json:

@@ -24,6 +24,7 @@ rows (drawn from the data seed); a larger ``n`` is an error.
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -146,6 +147,17 @@ def _subset(values: np.ndarray, n: int | None, gen: np.random.Generator, source:
     return values[np.sort(gen.choice(values.size, size=n, replace=False))]
 
 
+def _check_count(name: str, value, minimum: int) -> int:
+    """An integer count >= minimum (DataError otherwise; no silent rounding of 2.5 or "10")."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise DataError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    v = int(value)
+    if v < minimum:
+        raise DataError(f"{name} must be an integer >= {minimum}; got {v}")
+    return v
+
+
 def load_data(
     spec: str | DataSpec,
     *,
@@ -161,12 +173,27 @@ def load_data(
     ``data_kind`` is ``"categorical"`` (needs ``k``; returns int64 in [0, k)) or ``"real"`` (returns float64
     in [0, 1]).  ``n`` is required for the synthetic generators; for finite data sets it may be omitted.
     """
+    if not isinstance(spec, (str, DataSpec)):
+        raise DataError(f"data spec must be a string such as 'uniform' or 'file.csv:column' (or a DataSpec); "
+                        f"got {spec!r}")
     ds = parse_data_spec(spec) if isinstance(spec, str) else spec
-    gen = as_generator(rng)
     if data_kind not in ("categorical", "real"):
         raise DataError(f"data_kind must be 'categorical' or 'real'; got {data_kind!r}")
-    if data_kind == "categorical" and (k is None or k < 2):
-        raise DataError("categorical data need k >= 2 categories")
+    if n is not None:
+        n = _check_count("n", n, 1)
+    if data_kind == "categorical":
+        if k is None:
+            raise DataError("categorical data need k >= 2 categories")
+        k = _check_count("k", k, 2)
+    for name, v in (("lower", lower), ("upper", upper)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, Real)):
+            raise DataError(f"{name} must be a real number; got {v!r}")
+    gen = as_generator(rng)
+    from shufflesim.core.resources import check_memory
+
+    users = sum(ds.args) if ds.kind == "counts" else n
+    if users is not None:
+        check_memory(24.0 * users, f"the data set ({users} users)", "reduce n or the counts")
     if ds.kind == "file":
         return _load_file(ds, data_kind, n, k, gen, lower, upper)
     if ds.kind == "adult-age":

@@ -24,11 +24,12 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from shufflesim.core.checks import check_int
+from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import ParameterError
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
 from shufflesim.experiments import parallel
-from shufflesim.experiments.stats import mean_ci
+from shufflesim.experiments.stats import support_ci
 from shufflesim.pipeline.fast import resolve_engine, run_fast, summarise_data
 
 # --- worker side ---------------------------------------------------------------------------------------
@@ -100,13 +101,21 @@ def run_trials(
     ``engine`` is ``"faithful"`` (every message simulated; the default), ``"fast"`` (the protocol's exact
     sufficient-statistic sampler, :mod:`shufflesim.pipeline.fast`) or ``"auto"`` (fast where it exists).
     """
+    if not isinstance(protocol, Protocol):
+        raise ParameterError(f"run_trials needs a Protocol (shufflesim.pipeline.registry.create); got {protocol!r}")
     trials = check_int("trials", trials, minimum=1)
     workers = check_int("workers", workers, minimum=1)
+    point = check_int("point", point, minimum=0)
+    if chunk_size is not None:
+        chunk_size = check_int("chunk_size", chunk_size, minimum=1)
+    if on_progress is not None and not callable(on_progress):
+        raise ParameterError(f"on_progress must be callable; got {on_progress!r}")
+    protocol.check_resources()
     data = protocol.check_data(data)
     truth = protocol.truth(data)
-    root = as_seed_sequence(rng)
     engine = resolve_engine(protocol, engine)
     summary = summarise_data(protocol, data) if engine == "fast" else None
+    root = as_seed_sequence(rng)
     records: list[dict[str, Any]] = []
     complete = True
     ctx = None
@@ -153,21 +162,34 @@ def run_trials(
 
 
 def summarise(records: pd.DataFrame, protocol: Protocol, data: np.ndarray, *, level: float = 0.95) -> dict[str, Any]:
-    """Mean squared error with a Student-t ``level`` confidence interval, beside the theory columns."""
-    mse, lo, hi = mean_ci(records["sq_error"].to_numpy(), level)
+    """Mean squared error with a ``level`` confidence interval, beside the theory columns.
+
+    The interval is Student-t on the trial mean where it lies within the quantity's support; where it
+    leaves it (squared errors are >= 0, TV distances in [0, 1]) a support-respecting interval is used
+    instead and ``ci_method`` / ``<metric>_ci_method`` say which (:func:`~.stats.support_ci`).  With
+    fewer than two trials the interval is not computable: ``[None, None]`` and the method says so.
+    """
+    if not isinstance(protocol, Protocol):
+        raise ParameterError(f"summarise needs a Protocol; got {protocol!r}")
+    if not isinstance(records, pd.DataFrame) or "sq_error" not in records:
+        raise ParameterError("summarise needs the records of run_trials (a DataFrame with a sq_error column)")
+    level = check_real("level", level, low=0.0, high=1.0, low_open=True, high_open=True)
+    mse, lo, hi, method = support_ci(records["sq_error"].to_numpy(), level, low=0.0)
     out: dict[str, Any] = {
         "trials": int(len(records)),
         "mse": mse,
         "mse_ci": [lo, hi],
         "ci_level": level,
-        "ci_method": "student-t on the trial mean",
+        "ci_method": method,
         "mse_expected": protocol.mse_expected(data),
         "mse_worst": protocol.mse_worst(),
         "mse_bound": protocol.mse_bound(),
     }
     for name in protocol.metric_names:
         if name in records:
-            m, l2, h2 = mean_ci(records[name].to_numpy(), level)
+            low, high = protocol.metric_support.get(name, (None, None))
+            m, l2, h2, how = support_ci(records[name].to_numpy(), level, low=low, high=high)
             out[name] = m
             out[f"{name}_ci"] = [l2, h2]
+            out[f"{name}_ci_method"] = how
     return out

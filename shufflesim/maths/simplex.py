@@ -33,4 +33,5 @@ def project_to_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
 
 def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     """Total variation distance ½ Σ |p − q| between two distributions on the same support."""
-    return 0.5 * float(np.abs(np.asarray(p, float) - np.asarray(q, float)).sum())
+    tv = 0.5 * float(np.abs(np.asarray(p, float) - np.asarray(q, float)).sum())
+    return min(1.0, tv)  # round-off on large supports can exceed 1 by ~1e-9; TV is at most 1

@@ -29,6 +29,7 @@ class HistogramProtocol(Protocol):
 
     data_kind: ClassVar[str] = "categorical"
     metric_names: ClassVar[tuple[str, ...]] = ("tv",)
+    metric_support: ClassVar[dict[str, tuple[float | None, float | None]]] = {"tv": (0.0, 1.0)}
 
     @property
     def k(self) -> int:

@@ -63,6 +63,8 @@ class Protocol(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
     #: the metric columns :meth:`metrics` returns besides ``sq_error``
     metric_names: ClassVar[tuple[str, ...]] = ()
+    #: metric name -> (lower, upper) end of its support (None: unbounded), for confidence intervals
+    metric_support: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
 
     def __init__(
         self,
