@@ -1,10 +1,14 @@
 """Any shuffled ε0-LDP randomiser, via the clones reduction: the mechanism description.
 
 ``Clones(n, eps0)``: n users each running *some* ε0-LDP randomiser, shuffled.  Feldman, McMillan, Talwar
-(FOCS 2021, arXiv:2012.12803) reduce every such mechanism to a pair of distributions over "clone" counts;
-the pair accounted by ``tight`` is Koskela, Heikkilä, Honkela 2023 (arXiv:2106.00477) §6, eqs 6.1–6.8
-(docs/theory.md#pairs-clones).  ``exact`` enumerates the same pair at small n; the ε0-LDP bounds of
-Erlingsson et al. 2019 and Feldman et al. apply.
+(FOCS 2021, arXiv:2012.12803) reduce every such mechanism to a pair of distributions over "clone" counts.
+``tight`` accounts the *stronger* clone pair of Feldman, McMillan, Talwar (SODA 2023, arXiv:2208.04591;
+docs/theory.md#pairs-stronger-clones), the tightest pair shufflesim knows for a general ε0-LDP randomiser
+(it is also the variation-ratio pair of Wang et al. 2024 with the general parameters, so ``variation-ratio``
+gives the same answer); ``tight-koskela`` accounts Koskela, Heikkilä, Honkela 2023 (arXiv:2106.00477) §6,
+eqs 6.1–6.8 as printed (docs/theory.md#pairs-clones), the default before issue 9.  ``exact`` enumerates the
+stronger clone pair at small n (no truncation); ``best`` is the smallest certified upper bound of all
+methods; the ε0-LDP bounds of Erlingsson et al. 2019 and Feldman et al. apply.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ class Clones(Mechanism):
     kind: ClassVar[str] = "clones"
     summary: ClassVar[str] = "any eps0-LDP randomiser via Feldman et al.'s clones (seed 001 §6)"
     flags: ClassVar[tuple[Flag, ...]] = (Flag("n", "int", "number of users"), Flag("eps0", "float", "local epsilon > 0"))
-    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("tight", "tight-koskela", "variation-ratio", "exact", *LDP_METHODS)
 
     n: int
     eps0: float
@@ -35,13 +39,21 @@ class Clones(Mechanism):
         object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
 
     def pair(self, method: str, tail_bound: float | None = None):
-        from shufflesim.accounting import bruteforce as BF
         from shufflesim.accounting.pairs import DEFAULT_TAIL_BOUND_MD, clones_pair
+        from shufflesim.accounting.pairs.variation import stronger_clones_pair, variation_ratio_pair, vr_params_ldp
 
+        tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
         if method == "tight":
-            tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
+            return stronger_clones_pair(self.n, self.eps0, as_rows=True, tail_bound=tb)
+        if method == "tight-koskela":
             return clones_pair(self.n, self.eps0, as_rows=True, tail_bound=tb)
-        return BF.clones_bruteforce(self.n, self.eps0)
+        if method == "variation-ratio":
+            return variation_ratio_pair(self.n, *vr_params_ldp(self.eps0), as_rows=True, tail_bound=tb)
+        if self.n > 2000:
+            from shufflesim.errors import NotApplicableError
+
+            raise NotApplicableError(f"exact enumeration of the stronger clone pair needs n <= 2000; got n={self.n}")
+        return stronger_clones_pair(self.n, self.eps0, tail_bound=0.0, as_rows=False)
 
     def bound(self, method: str, options: BoundOptions):
         return ldp_bound(method, self.n, self.eps0)
