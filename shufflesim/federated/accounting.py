@@ -1,0 +1,171 @@
+"""FLAME's privacy accounting (seed 002), the paper's way and valid/tighter ways (docs/theory.md#flame).
+
+The paper's theorems, as functions:
+
+* :func:`theorem1` — SS-Simple: eps_c = d·eps_cd ∧ (eps_cd·sqrt(2d log(1/δ_cd)) + d·eps_cd(e^eps_cd − 1)),
+  δ_c = δ_cd(d + 1) (eqs 2–3; the best of basic and advanced composition);
+* :func:`theorem3` — SS-Double with R_{γ,b}: eps_ck = sqrt(14 log(2β/δ_cd)(e^eps_lk + b − 1)/(n_p − 1))
+  (eq 5), then subsampling at rate β: eps_cd = log(1 + β(e^eps_ck − 1)) (eq 6);
+* :func:`theorem4` — the vector over 2βd = 2k coordinates: best of basic/advanced, δ_c = δ_cd(2k + 1);
+* :func:`corollary2_condition`, :func:`corollary3_condition` — the corollaries' validity ranges of eps_l
+  (the corollaries themselves are O(·) statements);
+* Theorem 5 and Proposition 2 (index privacy) are in :mod:`shufflesim.federated.encoding`.
+
+:func:`paper_pipeline` reproduces the published eps_c = 0.91 / 0.24 / 20.53 (FORMULAS §6 documents the
+pipeline; FINDINGS.md item 5).  :func:`flame_privacy` gives, for a configured protocol and a number of
+rounds, the paper's value and the values shufflesim certifies (see the docs for which are valid).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from shufflesim.accounting.bounds import bennett_eps, best_composition, subsample
+from shufflesim.accounting.bounds.balle import KRRBlanket, LaplaceBlanket
+
+__all__ = ["theorem1", "theorem3", "theorem4", "corollary2_condition", "corollary3_condition",
+           "paper_pipeline", "blanket_of", "flame_privacy", "FLAME_PUBLISHED", "PAPER_SETTING"]
+
+#: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
+FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}
+PAPER_SETTING = {"n": 1000, "d": 7850, "eps_l": 78.5, "beta": 1 / 50}
+
+
+def theorem1(eps_cd: float, delta_cd: float, d: int) -> tuple[float, float]:
+    eps, delta, _ = best_composition(eps_cd, delta_cd, d, delta_cd)
+    return eps, delta
+
+
+def theorem3(eps_lk: float, b: int, n_p: int, beta: float, delta_cd: float) -> tuple[float, float]:
+    """Eqs 5–6 (Balle et al.'s closed form for R_{γ,b} with γ = b/(e^eps_lk + b − 1), at δ_cd/β, then
+    subsampling at rate β).  Returns (eps_ck, eps_cd)."""
+    eps_ck = math.sqrt(14.0 * math.log(2.0 * beta / delta_cd) * (math.exp(eps_lk) + b - 1) / (n_p - 1))
+    return eps_ck, math.log1p(beta * math.expm1(eps_ck))
+
+
+def theorem4(eps_cd: float, delta_cd: float, k: int) -> tuple[float, float]:
+    eps, delta, _ = best_composition(eps_cd, delta_cd, 2 * k, delta_cd)
+    return eps, delta
+
+
+def corollary2_condition(eps_l: float, d: int, n: int, delta_c: float) -> bool:
+    """Corollary 2's range: eps_l ≤ d·log(n/log((d + 1)/δ_c))/2."""
+    return eps_l <= d * math.log(n / math.log((d + 1) / delta_c)) / 2.0
+
+
+def corollary3_condition(eps_l: float, d: int, n_p: int, beta: float, delta_c: float) -> bool:
+    """Corollary 3's range: eps_l ≤ βd·log(n_p/log((2β²d + β)/δ_c))/2."""
+    return eps_l <= beta * d * math.log(n_p / math.log((2 * beta**2 * d + beta) / delta_c)) / 2.0
+
+
+def blanket_of(randomiser: str, eps: float, b: int = 10):
+    """Balle et al.'s blanket description of a per-coordinate randomiser (for the Bennett bound)."""
+    if randomiser == "laplace":
+        return LaplaceBlanket(eps)
+    return KRRBlanket.from_eps0(b + 1, eps)
+
+
+def paper_pipeline(variant: str = "original-2019", *, n: int = 1000, d: int = 7850, eps_l: float = 78.5,
+                   beta: float = 1 / 50, n_p: int | None = None, delta_c: float | None = None) -> dict:
+    """FLAME's eps_c from the Bennett bound ``variant`` with the δ each step is given (FORMULAS §6):
+
+    * SS-Simple: per-coordinate δ_cd = δ_c/(d + 1); Bennett at n users; Theorem 1 over d.
+    * SS-Double/Topk: k = βd, T = 2k, per-step δ_cd = δ_c/(T + 1) (Theorem 4); the shuffling step among
+      n_p (default ⌊n/3⌋) at δ_cd/β, subsampling at rate β (Lemma 4) gives (eps_cd, δ_cd); best over T.
+    * Shuffling only: no subsampling, so the shuffling step itself gets δ_cd.
+    * ``shuffle_at_double_delta``: the SS-Double shuffling step's eps (at δ_cd/β) composed without
+      subsampling — not a δ_c guarantee (its total δ is returned too).
+    """
+    delta_c = 0.01 / n**1.1 if delta_c is None else delta_c
+    n_p = n // 3 if n_p is None else n_p
+    d_coord = delta_c / (d + 1)
+    e = bennett_eps(d_coord, n=n, randomiser=LaplaceBlanket(eps_l / d), variant=variant).eps_upper
+    simple, _ = theorem1(e, d_coord, d)
+    k = round(beta * d)
+    T, rate = 2 * k, k / d
+    d_step = delta_c / (T + 1)
+    shuffled = LaplaceBlanket(eps_l / k)
+    e_ck = bennett_eps(d_step / rate, n=n_p, randomiser=shuffled, variant=variant).eps_upper
+    e_cd, d_cd = subsample(e_ck, d_step / rate, rate=rate)
+    double, _, _ = best_composition(e_cd, d_cd, T, d_step)
+    e_sh = bennett_eps(d_step, n=n_p, randomiser=shuffled, variant=variant).eps_upper
+    shuffle_only, _, _ = best_composition(e_sh, d_step, T, d_step)
+    at_double, d_at_double, _ = best_composition(e_ck, d_step / rate, T, d_step)
+    return {"simple": simple, "double": double, "shuffle_only": shuffle_only, "delta_c": delta_c,
+            "shuffle_at_double_delta": at_double, "delta_at_double_delta": d_at_double,
+            "eps_cd_simple": e, "eps_ck": e_ck, "eps_cd_double": e_cd, "eps_shuffle_step": e_sh}
+
+
+@dataclass(frozen=True)
+class FlamePrivacy:
+    """(eps, delta) of a FLAME run by several methods; ``eps`` is the smallest *valid* one."""
+
+    eps: float
+    delta: float
+    method: str
+    values: dict
+
+    def as_dict(self) -> dict:
+        return {"eps": self.eps, "delta": self.delta, "method": self.method, "values": self.values}
+
+
+def _bennett_composed(blanket, n_msgs: int, steps: int, delta: float, variant: str) -> float:
+    """Bennett per step at δ/(steps + 1), best of basic/advanced over ``steps`` with δ' = δ/(steps + 1)."""
+    d_step = delta / (steps + 1)
+    r = bennett_eps(d_step, n=n_msgs, randomiser=blanket, variant=variant)
+    e = getattr(r, "eps_upper", math.inf)
+    if not math.isfinite(e):
+        return math.inf
+    return best_composition(e, d_step, steps, d_step)[0]
+
+
+def _pure_composed(eps0: float, steps: int, delta: float) -> float:
+    """Every step is eps0-DP (LDP): the best of basic and advanced composition at δ' = δ."""
+    return min(steps * eps0, math.sqrt(2 * steps * math.log(1 / delta)) * eps0 + steps * eps0 * math.expm1(eps0))
+
+
+def _clones_composed(n_msgs: int, eps0: float, steps: int, delta: float) -> float:
+    from shufflesim.accounting import account
+    from shufflesim.mechanisms import Clones
+
+    if n_msgs < 2:
+        return math.inf
+    r = account(Clones(n_msgs, eps0), delta=delta, compositions=steps).results[0]
+    return float(r.eps_upper)
+
+
+def flame_privacy(cfg, rounds: int, delta: float, *, tight: bool = True) -> FlamePrivacy:
+    """Central (eps, delta) against the analyser of ``rounds`` rounds of a FLAME protocol, for one user
+    taking part in every round (no amplification by the sampling of users is claimed).
+
+    Steps composed per round: d (SS-Simple), k (SS-Double: conditioning on the user's random coordinate
+    set, only its k reports depend on its data), 2k (SS-Topk: the top sets of two neighbouring vectors
+    differ in at most 2k coordinates, where the user sends R(x_j) in one world and ω in the other; ω is
+    Lap(1/2, ·) = R(1/2) for Laplace, so each such step is still eps_coord-LDP).  Methods, all valid:
+    ``bennett-fixed`` (Balle et al.'s Bennett bound, fixed form, per step at δ/(T + 1), best of
+    basic/advanced), ``ldp`` (composition of the eps_coord-LDP guarantee), ``clones`` (the PLD accountant on
+    the clones pair of any eps_coord-LDP randomiser among the messages of a coordinate, FFT composition over
+    the T steps).  The paper's own values (subsampling credited, original Bennett form) are reported as
+    ``paper-*`` and are not used for ``eps`` (docs/theory.md#flame explains why).
+    """
+    T = {"ss-simple": cfg.d, "ss-double": cfg.k, "ss-topk": 2 * cfg.k}[cfg.protocol] * rounds
+    blanket = blanket_of(cfg.randomiser, cfg.eps_coord, cfg.b)
+    vals: dict[str, float] = {}
+    vals["bennett-fixed"] = _bennett_composed(blanket, cfg.n_p, T, delta, "fixed")
+    vals["ldp"] = _pure_composed(cfg.eps_coord, T, delta)
+    if tight:
+        vals["clones"] = _clones_composed(cfg.n_p, cfg.eps_coord, T, delta)
+    if cfg.protocol != "ss-simple":
+        # the paper's pipeline: shuffling at δ_cd/β, subsampling at β, 2k steps per round
+        steps = 2 * cfg.k * rounds
+        d_step = delta / (steps + 1)
+        for variant in ("original-2019", "fixed"):
+            r = bennett_eps(min(1.0, d_step / cfg.beta), n=cfg.n_p, randomiser=blanket, variant=variant)
+            e_cd, d_cd = subsample(r.eps_upper, min(1.0, d_step / cfg.beta), rate=cfg.beta)
+            vals[f"paper-{variant}"] = best_composition(e_cd, d_cd, steps, d_step)[0]
+    else:
+        vals["paper-original-2019"] = _bennett_composed(blanket, cfg.n_p, T, delta, "original-2019")
+    valid = {k: v for k, v in vals.items() if not k.startswith("paper")}
+    best = min(valid, key=valid.get)
+    return FlamePrivacy(valid[best], delta, best, vals)
