@@ -296,3 +296,23 @@ def test_cli_fl_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["eps"] == pytest.approx(2.0, rel=1e-6)
     assert main(["fl", "--protocol", "nope"]) == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# Pipeline plug-ins (protocols/flame.py)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_plugins_run_through_the_pipeline():
+    from shufflesim.accounting import account
+    from shufflesim.pipeline import registry
+
+    x = rng(12).random((150, 10))
+    for name in ("flame-simple", "flame-double", "flame-topk"):
+        p = registry.create(name, 150, eps_l=6.0, d=10, k=2, l=2)
+        r = p.run(x, rng=3, keep_view=True)
+        assert r.view.n_channels == 10 and all(r.view.channel_size(j) == p.params["n_p"] for j in range(10))
+        assert r.estimate.shape == (10,) and np.all(np.isfinite(r.estimate))
+        assert math.isfinite(account(p.mechanism(), delta=1e-6).results[0].eps_upper)
+    one = registry.create("flame-double", 400, eps_l=1.0).run(rng(13).random(400), rng=4)
+    assert one.estimate.shape == (1,)
