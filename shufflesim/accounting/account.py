@@ -105,6 +105,11 @@ def account(
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"account needs a mechanism description (shufflesim.mechanisms); got {mechanism!r}")
     method = mechanism.default_method if method is None else method
+    if method == "best":  # issue 9: every applicable certified method, the smallest upper bound (.compare)
+        from shufflesim.accounting.compare import best
+
+        return best(mechanism, eps=eps, delta=delta, compositions=compositions, composition=composition,
+                    numerics=numerics)
     mechanism.check_method(method)
     compositions = check_int("compositions", compositions, minimum=1)
     pair_based = method in PAIR_METHODS

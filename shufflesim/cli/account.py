@@ -31,7 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
         t.add_argument("--delta", type=float_arg, nargs="+", help="delta values: report eps(delta)")
         q.add_argument("--compositions", type=int_arg, default=1, help="number of compositions (default 1)")
-        q.add_argument("--method", choices=cls.methods, default=cls.methods[0], help=f"default: {cls.methods[0]}")
+        q.add_argument("--method", choices=(*cls.methods, "best"), default=cls.methods[0],
+                       help=f"default: {cls.methods[0]}; best: every applicable certified method, the smallest "
+                            "upper bound (the winner is named in the notes)")
+        q.add_argument("--compare", action="store_true",
+                       help="run every applicable method on this question and print them side by side "
+                            "(interval, validity, time, ratio to the best); --method is ignored")
         q.add_argument("--composition", choices=("basic", "advanced", "best"), default="basic",
                        help="composition theorem for analytic methods with --compositions > 1 (default basic)")
         q.add_argument("--bennett-variant", choices=("fixed", "original-2019"), default="fixed",
@@ -48,6 +53,16 @@ def run(args: argparse.Namespace) -> int:
     cls = args.mechanism_class
     mech = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
     numerics = {"target_accuracy": args.target_accuracy} if args.target_accuracy is not None else None
+    if args.compare:
+        from shufflesim.accounting.compare import compare, format_table
+
+        cmp = compare(mech, eps=args.eps, delta=args.delta, compositions=args.compositions,
+                      composition=args.composition, numerics=numerics)
+        if args.json:
+            print_json(cmp.to_dict())
+        else:
+            print(format_table(cmp))
+        return 0
     rep = account(mech, eps=args.eps, delta=args.delta, method=args.method, compositions=args.compositions,
                   composition=args.composition, bennett_variant=args.bennett_variant, numerics=numerics)
     if args.json:

@@ -1,0 +1,99 @@
+"""Issue 9: ``--method best`` and ``--compare`` (shufflesim.accounting.compare)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from shufflesim.accounting import Composition, account
+from shufflesim.accounting.compare import NOT_CERTIFIED, compare
+from shufflesim.cli.main import main
+from shufflesim.mechanisms import KRR, RR2, Clones
+
+CASES = [
+    (Clones(2000, 2.0), {"delta": [1e-6, 1e-3]}),
+    (Clones(500, 0.5), {"eps": [0.1, 0.3]}),
+    (RR2(1000, 1.0), {"delta": [1e-6]}),
+    (KRR(500, 4, 0.3, "weak"), {"delta": [1e-5]}),
+    (KRR(500, 4, 0.3, "strong"), {"eps": [0.5]}),
+    (KRR(500, 3, 0.3), {"delta": [1e-5]}),
+]
+
+
+def _upper(r):
+    return r.eps_upper if hasattr(r, "eps_upper") else r.delta_upper
+
+
+@pytest.mark.parametrize("mech,q", CASES)
+def test_best_never_exceeds_a_certified_method(mech, q):
+    rep = account(mech, method="best", **q)
+    cmp = compare(mech, **q)
+    for i, r in enumerate(rep.results):
+        for row in cmp.rows:
+            if row.applicable and row.valid and getattr(row.results[i], "applicable", True):
+                assert _upper(r) <= _upper(row.results[i]) * (1 + 1e-12), (row.method, i)
+        # and it is one of them, named in the notes
+        assert any(_upper(r) == _upper(row.results[i]) for row in cmp.rows if row.applicable and row.valid)
+    assert any(nt.startswith("best at") for nt in rep.notes)
+
+
+@pytest.mark.parametrize("mech,q", CASES)
+def test_best_never_picks_an_uncertified_method(mech, q):
+    rep = account(mech, method="best", **q)
+    for r in rep.results:
+        assert r.method not in NOT_CERTIFIED
+        assert r.method != "biswas"
+
+
+def test_compare_lists_not_applicable_with_reasons():
+    cmp = compare(KRR(1000, 4, 0.25, "weak"), delta=[1e-6])
+    na = {r.method: r.reason for r in cmp.rows if not r.applicable}
+    assert "variation-ratio" in na and "not certified" in na["variation-ratio"]
+    assert "erlingsson" in na and "eps0 <= 0.5" in na["erlingsson"]
+    assert "exact" in na
+    ok = {r.method for r in cmp.rows if r.applicable}
+    assert {"tight[weak]", "tight[strong]", "bennett", "feldman-numerical"} <= ok
+    for r in cmp.rows:
+        assert r.applicable or r.reason
+    rows = {r.method: r for r in cmp.rows}
+    assert not rows["bennett[original-2019]"].valid
+    assert not rows["stronger-clones"].valid  # the weak adversary also sees other users' coins
+    assert rows["tight[strong]"].valid  # the strong adversary sees more: a valid bound
+    assert not rows["tight[strong-1d]"].valid
+    assert cmp.best[0][0] == "tight[weak]"
+
+
+def test_compare_clones_issue_row():
+    cmp = compare(Clones(10**4, 4.0), delta=[1e-6])
+    rows = {r.method: r for r in cmp.rows}
+    assert rows["tight"].results[0].eps_upper == pytest.approx(0.4108, rel=1e-3)
+    assert rows["tight-koskela"].results[0].eps_upper == pytest.approx(0.6132, rel=1e-3)
+    assert rows["variation-ratio"].results[0].eps_upper == pytest.approx(rows["tight"].results[0].eps_upper, rel=1e-9)
+    assert cmp.best[0][0] in ("tight", "variation-ratio")
+    assert rows["tight-koskela"].ratios[0] > 1.4
+
+
+def test_best_on_a_heterogeneous_composition():
+    comp = Composition(((KRR(800, 4, 0.3, "weak"), 1), (KRR(800, 3, 0.4, "weak"), 1)))
+    rep = account(comp, method="best", delta=[1e-5])
+    direct = account(comp, delta=[1e-5])
+    assert rep.results[0].eps_upper <= direct.results[0].eps_upper * (1 + 1e-12)
+
+
+def test_cli_compare_and_best(capsys):
+    assert main(["account", "clones", "--n", "1000", "--eps0", "1", "--eps", "0.1", "--compare", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert {r["method"] for r in d["rows"]} >= {"tight", "tight-koskela", "variation-ratio", "feldman-numerical"}
+    assert d["best"][0]["method"] in ("tight", "variation-ratio", "exact")  # the same pair
+    for r in d["rows"]:
+        assert ("results" in r) == r["applicable"]
+        assert r["applicable"] or r["reason"]
+    assert main(["account", "clones", "--n", "1000", "--eps0", "1", "--eps", "0.1", "--compare"]) == 0
+    out = capsys.readouterr().out
+    assert "best: " in out and "not applicable:" in out
+    assert main(["account", "rr2", "--n", "1000", "--eps0", "1", "--delta", "1e-6", "--method", "best", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["method"] == "best" and math.isfinite(d["results"][0]["eps_upper"])
+    assert any(nt.startswith("best at") for nt in d["notes"])
