@@ -200,3 +200,39 @@ def test_support_ci_keeps_student_t_inside_support():
 
     x = np.array([10.0, 11.0, 12.0, 9.0])
     assert support_ci(x, 0.95, low=0.0)[1:3] == mean_ci(x, 0.95)[1:3]
+
+
+# --- messages that tell the truth -----------------------------------------------------------------------
+@pytest.mark.parametrize("argv, words", [
+    (["--bogus"], "unknown option '--bogus'"),
+    (["simulate", "krr", "--n", "10", "--k", "3", "--eps0", "1", "--data", "/dev/null:x"], "not a regular file"),
+    (["simulate", "krr", "--n", "10", "--k", "3", "--eps0", "1", "--data", "/tmp:x"], "is a directory"),
+    (["simulate", "krr", "--n", "10", "--k", "3", "--eps0", "1", "--lower", "0"], "categorical"),
+    (["simulate", "local-rr-sum", "--n", "10", "--eps", "1", "--lower", "-inf", "--upper", "1"], "do not apply"),
+    (["simulate", "local-rr-sum", "--n", "10", "--eps", "-1e-3"], "eps must be in"),
+])
+def test_messages_tell_the_truth(capsys, argv, words):
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_negative_values_reach_the_range_check(tmp_path, capsys):
+    f = tmp_path / "x.csv"
+    f.write_text("v\n-3\n0.5\n2\n")
+    code, d, err = _cli(capsys, "simulate", "local-rr-sum", "--eps", "1", "--data", f"{f}:v", "--lower", "-inf",
+                        "--upper", "2", "--trials", "2")
+    assert code == 2 and "finite" in err
+    code, d, err = _cli(capsys, "simulate", "local-rr-sum", "--eps", "1", "--data", f"{f}:v", "--lower", "-3e0",
+                        "--upper", "2", "--trials", "2")
+    assert code == 0, err
+
+
+def test_blank_csv_lines_reported_trailing_ignored(tmp_path, capsys):
+    inner, trailing = tmp_path / "a.csv", tmp_path / "b.csv"
+    inner.write_text("c\n1\n\n2\n")
+    trailing.write_text("c\n1\n2\n\n\n")
+    code, _, err = _cli(capsys, "simulate", "krr", "--k", "3", "--eps0", "1", "--data", f"{inner}:c", "--trials", "2")
+    assert code == 2 and "line 3 is blank" in err
+    code, d, err = _cli(capsys, "simulate", "krr", "--k", "3", "--eps0", "1", "--data", f"{trailing}:c", "--trials",
+                        "2")
+    assert code == 0 and d["n"] == 2, err

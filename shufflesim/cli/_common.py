@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any, NoReturn
 
 from shufflesim.errors import ParameterError
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
 class UsageError(ParameterError):
@@ -16,7 +20,15 @@ class UsageError(ParameterError):
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit code 2 (no usage dump)."""
+    """An ArgumentParser whose errors are one line on stderr and exit code 2 (no usage dump).
+
+    Values that look like negative numbers — ``-1``, ``-1e-3``, ``-inf``, ``-nan`` — are values, not options
+    (argparse's own rule knows only ``-1`` and ``-.5``), so ``--lower -inf`` reaches the range check.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")

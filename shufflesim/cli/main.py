@@ -36,6 +36,19 @@ def _chosen_command(argv: list[str]) -> str | None:
     return None
 
 
+def _check_top_level_options(argv: list[str]) -> None:
+    """An option before the subcommand that shufflesim does not know is named as such (argparse would say
+    that COMMAND is missing)."""
+    from shufflesim.cli._common import UsageError
+
+    for arg in argv:
+        if arg == "--" or not arg.startswith("-"):
+            return
+        if arg not in ("-h", "--help", "--version"):
+            raise UsageError(f"shufflesim: unknown option {arg.split('=')[0]!r}; before COMMAND only --help and "
+                             f"--version are allowed (commands: {', '.join(SUBCOMMANDS)})")
+
+
 def build_parser(command: str | None = "*") -> Parser:
     """The ``shufflesim`` parser.
 
@@ -68,6 +81,7 @@ def _silence_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        _check_top_level_options(argv)
         parser = build_parser(_chosen_command(argv))
         args = parser.parse_args(argv)
         code = int(args.func(args) or 0)

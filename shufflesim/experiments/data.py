@@ -114,14 +114,27 @@ def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
 
     p = Path(path)
     if not p.is_file():
+        if p.is_dir():
+            raise DataError(f"{path}: is a directory, not a CSV file")
+        if p.exists():
+            raise DataError(f"{path}: is not a regular file (a device or pipe); give a CSV file")
         raise DataError(f"{path}: no such file")
     try:
-        frame = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True)
+        # blank lines are kept (as empty rows) so that row and line numbers stay true; trailing blank lines
+        # at the end of the file are ignored, a blank line between data rows is reported below
+        frame = pd.read_csv(p, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{path}: cannot be read as CSV ({first})") from None
     if column not in frame.columns:
         raise DataError(f"{path}: no column {column!r}; columns are {', '.join(map(str, frame.columns))}")
+    blank = frame.apply(lambda col: col.str.strip() == "").all(axis=1).to_numpy() if len(frame) else np.zeros(0, bool)
+    last = len(frame) - int(np.argmin(blank[::-1])) if blank.size and not blank.all() else 0
+    frame = frame.iloc[:last]  # trailing blank lines dropped
+    inner = np.flatnonzero(blank[:last])
+    if inner.size:
+        i = int(inner[0])
+        raise DataError(f"{path}: line {i + 2} is blank (between data rows); remove it or put a value there")
     raw = frame[column].to_numpy(dtype=str)
     if raw.size == 0:
         raise DataError(f"{path}: column {column!r} has no rows")
@@ -188,6 +201,11 @@ def load_data(
     for name, v in (("lower", lower), ("upper", upper)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, Real)):
             raise DataError(f"{name} must be a real number; got {v!r}")
+    if data_kind == "categorical" and (lower is not None or upper is not None):
+        raise DataError("lower/upper scale a real-valued CSV column to [0, 1]; this protocol takes categorical data "
+                        "(integer categories), so they do not apply")
+    if (lower is not None or upper is not None) and ds.kind != "file":
+        raise DataError(f"lower/upper scale a real-valued CSV column to [0, 1]; they do not apply to {ds.text!r}")
     gen = as_generator(rng)
     from shufflesim.core.resources import check_memory
 
