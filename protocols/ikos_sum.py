@@ -327,6 +327,10 @@ def default_precision(n: int) -> int:
     return r if r * r == n else r + 1
 
 
+#: most messages per user simulated (each trial draws n·m shares; the paper's m is ~10-20)
+MAX_MESSAGES = 100_000
+
+
 def resolve_parameters(n, *, eps=None, delta=None, sigma=None, p=None, q=None, messages=None,
                        variant="all-shuffled") -> IKOSParameters:
     """Validate the options and resolve every default (one-line :class:`ParameterError` otherwise)."""
@@ -356,8 +360,11 @@ def resolve_parameters(n, *, eps=None, delta=None, sigma=None, p=None, q=None, m
         sigma_target = None
     q_sigma = sigma_target if sigma_target is not None else sigma_from_delta(eps, 1.0 / n**2)
     q = default_modulus(n, p, eps, q_sigma) if q is None else check_modulus(q)
+    if q <= 2 * n * p:
+        raise ParameterError(f"q must be > 2np = {2 * n * p} (n={n}, p={p}): the protocol decodes the sum modulo q "
+                             f"in (-q/2, q/2], which must hold every encoded sum in [0, np]; got q={q}")
     if messages is not None:
-        m = check_int("messages", messages, minimum=2)
+        m = check_int("messages", messages, minimum=2, maximum=MAX_MESSAGES)
         sig = ikos_sigma_improved(n, q, m - 1)
         if sig <= 0:
             need = ikos_messages_improved(n, q, 1.0)
@@ -369,6 +376,9 @@ def resolve_parameters(n, *, eps=None, delta=None, sigma=None, p=None, q=None, m
                                  f"use messages >= {need}")
     else:
         m = ikos_messages_improved(n, q, sigma_target)
+        if m > MAX_MESSAGES:
+            raise ParameterError(f"statistical security sigma={sigma_target:.6g} needs m={m} messages per user "
+                                 f"(n·m = {n * m:.3g} shares per trial); at most {MAX_MESSAGES} are simulated")
         sig = ikos_sigma_improved(n, q, m - 1)
     delta_cert = delta_from_sigma(eps, sig)
     if not delta_cert < 1.0:
@@ -541,7 +551,9 @@ class IKOSSumProtocol(Protocol):
                 "DLap(exp(-eps/p)) to the rounded sum (sensitivity p, pure eps-DP)",
                 f"sigma={prm.sigma:.6g} from the reconstructed Theorem 6.1 / eq. (4) (FORMULAS §5) with "
                 f"m-1={prm.m - 1} shares, made worst-case by Lemma 6.1 ({prm.variant})",
-            ),
+            ) + ((f"delta = (1+e^eps)*2^-sigma = 2^{(math.log1p(math.exp(-prm.eps)) + prm.eps) / LN2 - prm.sigma:.6g}"
+                  " underflows double precision and is reported as 0 (it is positive, below 1e-308)",)
+                 if prm.delta == 0.0 else ()),
         )
 
 

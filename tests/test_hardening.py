@@ -236,3 +236,21 @@ def test_blank_csv_lines_reported_trailing_ignored(tmp_path, capsys):
     code, d, err = _cli(capsys, "simulate", "krr", "--k", "3", "--eps0", "1", "--data", f"{trailing}:c", "--trials",
                         "2")
     assert code == 0 and d["n"] == 2, err
+
+
+# --- protocol assumptions -------------------------------------------------------------------------------
+def test_ikos_refuses_modulus_breaking_decoding(capsys):
+    code, _, err = _cli(capsys, "simulate", "ikos-sum", "--n", "100", "--eps", "1", "--q", "2", "--trials", "2")
+    assert code == 2 and "q must be > 2np" in err, err
+
+
+def test_ikos_underflowing_delta_explained(capsys):
+    code, d, err = _cli(capsys, "simulate", "ikos-sum", "--n", "100", "--eps", "1", "--messages", "100000",
+                        "--trials", "1")
+    assert code == 0, err
+    assert d["privacy"]["delta"] == 0.0 and any("underflows" in nt for nt in d["privacy"]["notes"])
+
+
+def test_ikos_huge_sigma_refused_with_estimate(capsys):
+    code, _, err = _cli(capsys, "simulate", "ikos-sum", "--n", "100", "--eps", "1", "--sigma", "1e6", "--trials", "1")
+    assert code == 2 and "messages per user" in err, err
