@@ -11,7 +11,7 @@ The paper's theorems, as functions:
   (the corollaries themselves are O(·) statements);
 * Theorem 5 and Proposition 2 (index privacy) are in :mod:`shufflesim.federated.encoding`.
 
-:func:`paper_pipeline` reproduces the published eps_c = 0.91 / 0.24 / 20.53 (FORMULAS §6 documents the
+:func:`paper_pipeline` reproduces the published eps_c = 0.91 / 0.24 / 20.53 (docs/theory.md#flame documents the
 pipeline; FINDINGS.md item 5).  :func:`flame_privacy` gives, for a configured protocol and a number of
 rounds, the paper's value and the values shufflesim certifies (see the docs for which are valid).
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from shufflesim.accounting.bounds import bennett_eps, best_composition, subsample
 from shufflesim.accounting.bounds.balle import KRRBlanket, LaplaceBlanket
 
-__all__ = ["theorem1", "theorem3", "theorem4", "corollary2_condition", "corollary3_condition",
+__all__ = ["theorem1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
            "paper_pipeline", "blanket_of", "flame_privacy", "FLAME_PUBLISHED", "PAPER_SETTING"]
 
 #: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
@@ -68,7 +68,7 @@ def blanket_of(randomiser: str, eps: float, b: int = 10):
 
 def paper_pipeline(variant: str = "original-2019", *, n: int = 1000, d: int = 7850, eps_l: float = 78.5,
                    beta: float = 1 / 50, n_p: int | None = None, delta_c: float | None = None) -> dict:
-    """FLAME's eps_c from the Bennett bound ``variant`` with the δ each step is given (FORMULAS §6):
+    """FLAME's eps_c from the Bennett bound ``variant`` with the δ each step is given (docs/theory.md#flame):
 
     * SS-Simple: per-coordinate δ_cd = δ_c/(d + 1); Bennett at n users; Theorem 1 over d.
     * SS-Double/Topk: k = βd, T = 2k, per-step δ_cd = δ_c/(T + 1) (Theorem 4); the shuffling step among
@@ -169,3 +169,19 @@ def flame_privacy(cfg, rounds: int, delta: float, *, tight: bool = True) -> Flam
     valid = {k: v for k, v in vals.items() if not k.startswith("paper")}
     best = min(valid, key=valid.get)
     return FlamePrivacy(valid[best], delta, best, vals)
+
+
+def figure3_ratios(*, d: int, n: int, b: int, eps_coord: float, beta: float, n_p: int,
+                   delta_c: float) -> tuple[float, float]:
+    """Seed 002 Figure 3's magnification ratios eps_l/eps_c for R_{γ,b} with the closed form (Lemma 1):
+    SS-Simple (Lemma 1 per coordinate at δ_c/(d + 1), Theorem 1; eps_l = d·eps_coord) and SS-Double
+    (Theorems 3–4 at δ_c/(2k + 1); eps_l = k·eps_coord), the same eps_coord per perturbed coordinate.
+    The paper does not state the figure's n, b, eps_coord, β, n_p or δ_c (docs/flame.md)."""
+    d_cd = delta_c / (d + 1)
+    e_cd = math.sqrt(14.0 * math.log(2.0 / d_cd) * (math.exp(eps_coord) + b - 1) / (n - 1))
+    simple = d * eps_coord / theorem1(e_cd, d_cd, d)[0]
+    k = max(1, round(beta * d))
+    d2 = delta_c / (2 * k + 1)
+    _, e2 = theorem3(eps_coord, b, n_p, beta, d2)
+    double = k * eps_coord / theorem4(e2, d2, k)[0]
+    return simple, double
