@@ -127,6 +127,10 @@ class DaskBackend(Backend):
         self.workers = max(1, sum(w.get("nthreads", 1) for w in self._client.scheduler_info()["workers"].values()))
 
     def imap_unordered(self, fn, tasks, max_in_flight=None):
+        with self._client.as_current():  # as_completed needs a current client
+            yield from self._imap(fn, tasks, max_in_flight)
+
+    def _imap(self, fn, tasks, max_in_flight):
         from distributed import as_completed
 
         limit = max_in_flight or max(4, 2 * self.workers)
