@@ -19,7 +19,7 @@ from shufflesim.cli.main import main
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IGNORED = {"seconds"}
 #: keys that outputs may carry beyond the recording (new fields, not changed numbers)
-ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason", "ci_method_at_level", "tv_ci_method"}
+ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason", "ci_method_at_level", "tv_ci_method", "engine"}
 #: (command, key path) -> why the recorded value was deliberately changed
 _ERL4 = "account rr2 --n 10000 --eps0 0.5 --delta 1e-6 --method erlingsson --compositions 4 --composition advanced"
 _CAP = ("issue 8: no answer for shuffled eps0-LDP randomisers may exceed the local guarantee; 4 uses of "

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("shufflesim.cli.demo", "quick shuffled k-RR study on the embedded Adult ages (the main job)"),
     "account": ("shufflesim.cli.account", "certified privacy (eps, delta) of a shuffled mechanism"),
     "table": ("shufflesim.cli.table", "recompute a published table (balle2020: seed 004 Table 3)"),
+    "sweep": ("shufflesim.cli.sweep", "resumable parameter sweep streamed to disk (serial, processes or Dask)"),
     "fl": ("shufflesim.cli.fl", "federated learning in the shuffle model (FLAME) and baselines"),
     "validate": ("shufflesim.cli.validate", "test a protocol's Monte-Carlo MSE against its theory (verdicts)"),
     "audit": ("shufflesim.cli.audit", "empirical privacy audit: certified lower bound on delta(eps) vs the accountant"),

@@ -48,6 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         c.add_argument("--trials", type=int_arg, default=100, help="Monte-Carlo trials (default: 100)")
         c.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
         c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
+        c.add_argument("--engine", choices=("faithful", "fast", "auto"), default="faithful",
+                       help="faithful: simulate every message (default); fast: sample the analyser's sufficient "
+                       "statistic from its exact distribution (same distribution, different draws); auto: fast "
+                       "where the protocol has it")
         c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
         add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
         c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
@@ -93,7 +97,8 @@ def _run(args: argparse.Namespace, output) -> int:
     protocol = cls.create(len(data), **params)
     protocol.check_resources()
     progress = Progress(trials, enabled=False if args.json else None)
-    result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update)
+    result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
+                        engine=args.engine)
     progress.close()
     summary = summarise(result.records, protocol, data, level=0.95) if len(result.records) else {}
     at_level = summarise(result.records, protocol, data, level=level) if len(result.records) else {}
@@ -109,6 +114,7 @@ def _run(args: argparse.Namespace, output) -> int:
         "complete": result.complete,
         "seed": args.seed,
         "workers": workers,
+        "engine": result.engine,
         "mse": summary.get("mse"),
         "mse_ci95": summary.get("mse_ci"),
         "mse_ci": at_level.get("mse_ci"),

@@ -1,0 +1,111 @@
+"""``shufflesim sweep PROTOCOL …``: a resumable parameter sweep streamed to disk (see
+:mod:`shufflesim.experiments.sweep`).
+
+Grid syntax: ``--set NAME=V1,V2,…`` gives a protocol parameter its values (repeat for several
+parameters; the grid is their Cartesian product); list-valued parameters (``precisions``, ``gammas``)
+separate their alternatives with ``;`` (``--set 'precisions=4,8;3,4'``).  ``--n`` and ``--data`` take
+lists too (``--n 1e3,1e4``; ``--data 'uniform;zipf:1.1'``).  The same command with ``--resume``
+continues after Ctrl-C, ``kill -9`` or a reboot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from shufflesim.cli._common import cap_workers, float_arg, int_arg, print_json
+from shufflesim.errors import ParameterError
+from shufflesim.pipeline import registry
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="resumable parameter sweep, streamed to disk",
+                       description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("protocol", metavar="PROTOCOL", help="a registered protocol (shufflesim simulate --help lists them)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
+                   help="a protocol parameter and its values (repeatable)")
+    p.add_argument("--n", default=None, help="numbers of users, comma-separated")
+    p.add_argument("--data", default="uniform", help="data specs, ';'-separated (default: uniform)")
+    p.add_argument("--trials", type=int_arg, default=100, help="trials per point (default: 100)")
+    p.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
+    p.add_argument("--engine", choices=("faithful", "fast", "auto"), default="auto",
+                   help="auto (default): the exact fast engine where the protocol has one")
+    p.add_argument("--chunk-size", type=int_arg, default=1000, help="trials per chunk on disk (default: 1000)")
+    p.add_argument("--backend", choices=("serial", "processes", "dask"), default="processes",
+                   help="where chunks run (default: local processes)")
+    p.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask cluster (implies --backend dask)")
+    p.add_argument("--output", metavar="DIR", required=True, help="sweep directory (parts, sweep.json, summary)")
+    p.add_argument("--resume", action="store_true", help="continue the sweep already in DIR (same parameters)")
+    p.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
+    p.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
+    p.set_defaults(func=run)
+
+
+def _values(opt, text: str) -> list:
+    list_valued = getattr(opt.type, "__name__", "") in ("int_list", "float_list")
+    items = [t for t in text.split(";" if list_valued else ",") if t.strip()]
+    conv = {int: int_arg, float: float_arg}.get(opt.type, opt.type)
+    try:
+        vals = [conv(t.strip()) for t in items]
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise ParameterError(f"--set {opt.name}: {exc}") from None
+    if opt.choices:
+        bad = [v for v in vals if v not in opt.choices]
+        if bad:
+            raise ParameterError(f"--set {opt.name}: {bad[0]!r} is not one of {', '.join(map(str, opt.choices))}")
+    return vals
+
+
+def build_sweep(args: argparse.Namespace):
+    from shufflesim.experiments.sweep import Sweep, grid
+
+    cls = registry.get(args.protocol)
+    opts = {o.name: o for o in cls.options}
+    params: dict = {}
+    for item in args.sets:
+        name, eq, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not eq or not text.strip():
+            raise ParameterError(f"--set needs NAME=V1,V2,...; got {item!r}")
+        if name not in opts:
+            raise ParameterError(f"{args.protocol} has no parameter {name!r}; it has: {', '.join(opts)}")
+        params[name] = _values(opts[name], text)
+    ns = [int_arg(t.strip()) for t in args.n.split(",")] if args.n else [None]
+    datas = [d.strip() for d in args.data.split(";") if d.strip()]
+    pts = grid(args.protocol, data=datas, n=ns, **params)
+    return Sweep(tuple(pts), trials=args.trials, seed=args.seed, engine=args.engine)
+
+
+def run(args: argparse.Namespace) -> int:
+    from shufflesim.core.checks import check_int
+    from shufflesim.experiments.sweep import run_sweep
+
+    check_int("trials", args.trials, minimum=1)
+    check_int("seed", args.seed, minimum=0)
+    workers = cap_workers(check_int("workers", args.workers, minimum=1))
+    sweep = build_sweep(args)
+    res = run_sweep(sweep, args.output, backend=args.backend, workers=workers, scheduler=args.scheduler,
+                    chunk_size=args.chunk_size, resume=args.resume, progress=False if args.json else None,
+                    level=args.level)
+    out = {"sweep_hash": sweep.hash, "output": str(res.path), "complete": res.complete, "points": len(sweep.points),
+           "trials": sweep.trials, "engine": sweep.engine, **res.backend, "chunks": res.chunks_total,
+           "chunks_reused": res.chunks_reused, "chunks_recomputed": res.chunks_recomputed,
+           "summary": res.summary.to_dict(orient="records")}
+    for why in res.chunks_recomputed:
+        print(f"warning: recomputed {why}", file=sys.stderr)
+    if args.json:
+        print_json(out)
+    elif res.complete:
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(res.summary.drop(columns=[c for c in res.summary.columns if c.endswith(("_lo", "_hi"))]).to_string(
+                index=False))
+        print(f"sweep {sweep.hash}: {len(sweep.points)} points x {sweep.trials} trials in {res.path} "
+              f"({res.chunks_reused} of {res.chunks_total} chunks reused)")
+    if not res.complete:
+        print(f"error: interrupted; the finished chunks are in {res.path}: run the same command with --resume",
+              file=sys.stderr)
+        return 130
+    return 0
