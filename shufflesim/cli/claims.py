@@ -1,0 +1,106 @@
+"""``shufflesim claims check|report``: run the claims registry (scenarios/claims/*.toml) and print verdicts,
+or generate FINDINGS.md from it.  See :mod:`shufflesim.validation.claims`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from shufflesim.cli._common import print_json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("claims", help="check the seed papers' claims (scenarios/claims/) and generate FINDINGS.md",
+                       description="The claims registry: one TOML file per paper under scenarios/claims/.")
+    s = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
+    c = s.add_parser("check", help="run the checks; print claim | paper value | shufflesim value | verdict")
+    _common(c)
+    c.add_argument("--json", action="store_true", help="print one JSON object with a 'claims' list")
+    c.set_defaults(func=run_check)
+    r = s.add_parser("report", help="generate FINDINGS.md (the claims that carry a finding; runs slow checks too)")
+    _common(r)
+    r.add_argument("--output", metavar="FILE", help="write the report here (default: stdout)")
+    r.set_defaults(func=run_report)
+    v = s.add_parser("list", help="parse the registry and list the claims without running them")
+    _common(v)
+    v.set_defaults(func=run_list)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    from shufflesim.validation.claims import PAPERS
+
+    p.add_argument("--paper", action="append", choices=PAPERS, help="only this paper's claims (repeatable)")
+    p.add_argument("--dir", help="directory of the claims files (default: scenarios/claims)")
+    p.add_argument("--slow", action="store_true", help="also run the slow checks (minutes)")
+    p.add_argument("--id", action="append", help="only the claim with this id (repeatable)")
+
+
+def _select(args, *, all_for_report: bool = False):
+    from shufflesim.validation.claims import load
+
+    claims = load(args.dir, args.paper)
+    if args.id:
+        claims = [c for c in claims if c.id in set(args.id)]
+    if not (args.slow or all_for_report):
+        skipped = [c for c in claims if c.slow]
+        claims = [c for c in claims if not c.slow]
+    else:
+        skipped = []
+    return claims, skipped
+
+
+def run_list(args) -> int:
+    claims, skipped = _select(args, all_for_report=True)
+    for c in claims:
+        print(f"{c.paper:<10} {c.id:<28} {c.method:<16} {'slow' if c.slow else 'fast'}  {c.source}")
+    return 0
+
+
+def run_check(args) -> int:
+    from shufflesim.validation.claims import run_claim
+
+    claims, skipped = _select(args)
+    records = []
+    for c in claims:
+        r = run_claim(c)
+        r.pop("_values", None)
+        records.append(r)
+        if not args.json:
+            _row(r)
+    if args.json:
+        print_json({"claims": records, "skipped_slow": [f"{c.paper}/{c.id}" for c in skipped]})
+    else:
+        counts = {}
+        for r in records:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        print("summary   " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) +
+              (f"; {len(skipped)} slow claims skipped (--slow runs them)" if skipped else ""))
+    return 0
+
+
+def _row(r: dict) -> None:
+    pv = r["paper_value"]
+    pv = " / ".join(map(str, pv)) if isinstance(pv, list) else str(pv)
+    print(f"[{r['verdict']}] {r['paper']}/{r['id']} ({r['source']})")
+    print(f"    claim       {r['claim']}")
+    print(f"    paper       {pv}")
+    print(f"    shufflesim  {r['shufflesim_value']}")
+    if r["caveat"]:
+        print(f"    caveat      {r['caveat']}")
+
+
+def run_report(args) -> int:
+    from pathlib import Path
+
+    from shufflesim.validation.claims import findings_markdown, records_with_findings, run_claim
+
+    claims, _ = _select(args, all_for_report=True)
+    claims = [c for c in claims if c.finding]
+    records = records_with_findings(claims, [run_claim(c) for c in claims])
+    text = findings_markdown(records)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({len(records)} items)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

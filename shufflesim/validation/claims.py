@@ -1,0 +1,272 @@
+"""The claims registry: the seed papers' claims as TOML files, the checks that recompute them, the report.
+
+One file per paper under ``scenarios/claims/`` (``koskela.toml``, ``flame.toml``, ``biswas.toml``,
+``balle2020.toml``).  Schema (every key is checked; an error names the file, the claim and the key)::
+
+    paper = "koskela"                 # one of PAPERS, equal to the file's stem
+    title = "..."                     # the paper, for the report
+    seed  = "001"                     # the seed file's number under /work/shared/papers/
+    [[claim]]
+    id          = "strong-1d-pair"    # unique within the file
+    source      = "seed 001 eq 5.1, Fig 1"
+    claim       = "the claim in words"
+    paper_value = "..."               # string, number or list: the paper's value(s), as printed
+    method      = "tight"             # tight | exact | published-bound | audit | mse-validation | simulation
+    check       = "koskela.strong_1d" # a function in shufflesim.validation.claim_checks (CHECKS)
+    slow        = false               # optional: run only with --slow (CI's slow job)
+    [claim.params]                    # optional: the check's inputs (settings, transcribed paper tables)
+    [claim.finding]                   # optional: an item of the generated FINDINGS.md
+    number  = 1
+    section = "Accounting (issue 3)"
+    text    = "... {value:.2e} ..."   # str.format template over the check's named values
+
+A check returns an :class:`Outcome`: the named values it computed, a one-line ``shufflesim_value``,
+the verdict (``reproduced`` | ``reproduced-with-caveat`` | ``refuted`` | ``not-checkable``), the caveat or
+the missing piece, and the evidence (numbers, method, trials, seed).  No result is ever typed into a TOML
+file or a template: templates hold placeholders, the numbers come from the check.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shufflesim.errors import ShufflesimError
+
+PAPERS = ("koskela", "flame", "biswas", "balle2020")
+METHODS = ("tight", "exact", "published-bound", "audit", "mse-validation", "simulation")
+VERDICTS = ("reproduced", "reproduced-with-caveat", "refuted", "not-checkable")
+_TOP = {"paper": str, "title": str, "seed": str, "claim": list}
+_CLAIM_REQUIRED = {"id": str, "source": str, "claim": str, "paper_value": (str, int, float, list), "method": str,
+                   "check": str}
+_CLAIM_OPTIONAL = {"slow": bool, "params": dict, "finding": dict}
+_FINDING = {"number": int, "section": str, "text": str}
+
+
+class ClaimsError(ShufflesimError):
+    """A malformed claims file (the message names the file, the claim and the key)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str
+    id: str
+    source: str
+    claim: str
+    paper_value: Any
+    method: str
+    check: str
+    slow: bool = False
+    params: dict = field(default_factory=dict)
+    finding: dict | None = None
+    file: str = ""
+
+
+@dataclass
+class Outcome:
+    """What a check found (see the module docstring)."""
+
+    verdict: str
+    shufflesim_value: str
+    values: dict = field(default_factory=dict)
+    caveat: str = ""
+    evidence: dict = field(default_factory=dict)
+
+
+def default_dir() -> Path:
+    """``scenarios/claims`` of the working directory, else of the source checkout this package lives in."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        d = base / "scenarios" / "claims"
+        if d.is_dir():
+            return d
+    raise ClaimsError("no scenarios/claims directory here or next to the package; give --dir")
+
+
+def _type_name(t) -> str:
+    if isinstance(t, tuple):
+        return " or ".join(x.__name__ for x in t)
+    return t.__name__
+
+
+def parse_file(path: Path) -> list[Claim]:
+    """Parse and validate one claims file; :class:`ClaimsError` names the file, claim and key."""
+    from shufflesim.validation.claim_checks import CHECKS
+
+    name = Path(path).name
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ClaimsError(f"{name}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ClaimsError(f"{name}: cannot read: {exc.strerror}") from None
+    for key, t in _TOP.items():
+        if key not in data:
+            raise ClaimsError(f"{name}: missing key '{key}'")
+        if not isinstance(data[key], t):
+            raise ClaimsError(f"{name}: key '{key}' must be a {_type_name(t)}; got {type(data[key]).__name__}")
+    extra = set(data) - set(_TOP)
+    if extra:
+        raise ClaimsError(f"{name}: unknown key '{sorted(extra)[0]}' (allowed: {', '.join(_TOP)})")
+    paper = data["paper"]
+    if paper not in PAPERS:
+        raise ClaimsError(f"{name}: key 'paper': unknown paper {paper!r} (known: {', '.join(PAPERS)})")
+    if Path(path).stem != paper:
+        raise ClaimsError(f"{name}: key 'paper' is {paper!r} but the file is named {name}")
+    out: list[Claim] = []
+    seen: set[str] = set()
+    for i, c in enumerate(data["claim"]):
+        where = f"{name}: claim[{i}]"
+        if not isinstance(c, dict):
+            raise ClaimsError(f"{where}: must be a table ([[claim]])")
+        if isinstance(c.get("id"), str):
+            where += f" (id {c['id']!r})"
+        for key, t in _CLAIM_REQUIRED.items():
+            if key not in c:
+                raise ClaimsError(f"{where}: missing key '{key}'")
+            if not isinstance(c[key], t) or isinstance(c[key], bool):
+                raise ClaimsError(f"{where}: key '{key}' must be a {_type_name(t)}; got {type(c[key]).__name__}")
+        for key, t in _CLAIM_OPTIONAL.items():
+            if key in c and not isinstance(c[key], t):
+                raise ClaimsError(f"{where}: key '{key}' must be a {_type_name(t)}; got {type(c[key]).__name__}")
+        extra = set(c) - set(_CLAIM_REQUIRED) - set(_CLAIM_OPTIONAL)
+        if extra:
+            raise ClaimsError(f"{where}: unknown key '{sorted(extra)[0]}'")
+        if c["id"] in seen:
+            raise ClaimsError(f"{where}: key 'id': duplicate id {c['id']!r}")
+        seen.add(c["id"])
+        if c["method"] not in METHODS:
+            raise ClaimsError(f"{where}: key 'method': {c['method']!r} is not one of {', '.join(METHODS)}")
+        if c["check"] not in CHECKS:
+            raise ClaimsError(f"{where}: key 'check': unknown check {c['check']!r}")
+        f = c.get("finding")
+        if f is not None:
+            for key, t in _FINDING.items():
+                if key not in f:
+                    raise ClaimsError(f"{where}: missing key 'finding.{key}'")
+                if not isinstance(f[key], t):
+                    raise ClaimsError(f"{where}: key 'finding.{key}' must be a {t.__name__}")
+            extra = set(f) - set(_FINDING)
+            if extra:
+                raise ClaimsError(f"{where}: unknown key 'finding.{sorted(extra)[0]}'")
+            for _, field_name, _, _ in string.Formatter().parse(f["text"]):
+                if field_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field_name):
+                    raise ClaimsError(f"{where}: key 'finding.text': bad placeholder {{{field_name}}}")
+        out.append(Claim(paper, c["id"], c["source"], c["claim"], c["paper_value"], c["method"], c["check"],
+                         c.get("slow", False), c.get("params", {}), f, name))
+    return out
+
+
+def load(directory: Path | None = None, papers: list[str] | None = None) -> list[Claim]:
+    """Every claim of the files in ``directory`` (default :func:`default_dir`), optionally of some papers."""
+    d = Path(directory) if directory is not None else default_dir()
+    files = sorted(d.glob("*.toml"))
+    if not files:
+        raise ClaimsError(f"{d}: no claims files (*.toml)")
+    claims = [c for f in files for c in parse_file(f)]
+    if papers:
+        for p in papers:
+            if p not in PAPERS:
+                raise ClaimsError(f"unknown paper {p!r} (known: {', '.join(PAPERS)})")
+        claims = [c for c in claims if c.paper in papers]
+    numbers = [c.finding["number"] for c in claims if c.finding]
+    dup = {n for n in numbers if numbers.count(n) > 1}
+    if dup:
+        raise ClaimsError(f"finding number {min(dup)} is used by two claims")
+    return claims
+
+
+def run_claim(claim: Claim) -> dict[str, Any]:
+    """Run one claim's check; the JSON record of ``claims check``."""
+    from shufflesim.validation.claim_checks import CHECKS
+
+    t0 = time.perf_counter()
+    out = CHECKS[claim.check](claim.params, claim.paper_value)
+    if out.verdict not in VERDICTS:
+        raise ClaimsError(f"{claim.file}: claim {claim.id!r}: check returned verdict {out.verdict!r}")
+    return {"paper": claim.paper, "id": claim.id, "source": claim.source, "claim": claim.claim,
+            "paper_value": claim.paper_value, "shufflesim_value": out.shufflesim_value, "verdict": out.verdict,
+            "caveat": out.caveat, "method": claim.method, "check": claim.check, "params": claim.params,
+            "evidence": dict(out.evidence, values=out.values), "slow": claim.slow,
+            "seconds": time.perf_counter() - t0, "_values": out.values}
+
+
+# --------------------------------------------------------------------------------------------------
+# the generated FINDINGS.md
+# --------------------------------------------------------------------------------------------------
+
+HEADER = """# Where shufflesim and the seed papers disagree
+
+Generated by `shufflesim claims report --output FINDINGS.md` from the claims registry
+(`scenarios/claims/*.toml`): every number below is computed by the check named in brackets when the report
+is generated, never typed in; `tests/test_claims.py` checks that this file is what the registry generates
+and `tests/test_findings.py` recomputes the numbers through the library once more.  None of the code was
+bent to match a paper.  "Seed NNN" is the paper file in `../shared/papers/` whose name starts with NNN.
+`shufflesim claims check` prints every claim of the registry (not only these disagreements) with its verdict.
+"""
+
+
+class _Fmt(string.Formatter):
+    """str.format with exponents written as in the papers: 2.41e-5, not 2.41e-05."""
+
+    def format_field(self, value, format_spec):
+        s = super().format_field(value, format_spec)
+        return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), s)
+
+
+def render(template: str, values: dict) -> str:
+    return _Fmt().format(template, **values)
+
+
+def findings_markdown(records: list[dict]) -> str:
+    """FINDINGS.md from the records of the claims that carry a ``finding`` (ordered by number)."""
+    items = []
+    for r in records:
+        f = r.get("finding")
+        if f:
+            items.append((f["number"], f["section"], render(f["text"].strip(), r["_values"]), r))
+    items.sort(key=lambda t: t[0])
+    lines = [HEADER]
+    section = None
+    for number, sec, text, r in items:
+        if sec != section:
+            lines.append(f"## {sec}\n")
+            section = sec
+        body = f"{number}. {text}\n   [`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}]"
+        lines.append(_wrap_item(body))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _wrap_item(body: str, width: int = 110) -> str:
+    """Wrap an item: its first paragraph under "N. " (continuation indented 3 spaces), later paragraphs
+    that start with '- ' as sub-bullets ("   - ", continuation 5 spaces), other paragraphs indented 3."""
+    import textwrap
+
+    out = []
+    for k, para in enumerate(p.strip() for p in body.split("\n")):
+        if not para:
+            continue
+        if k == 0:
+            first, rest = "", "   "
+        elif para.startswith("- "):
+            first, rest, para = "   - ", "     ", para[2:]
+        else:
+            first, rest = "   ", "   "
+        out.append(textwrap.fill(para, width=width, initial_indent=first, subsequent_indent=rest,
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out) + "\n"
+
+
+def records_with_findings(claims: list[Claim], records: list[dict]) -> list[dict]:
+    for c, r in zip(claims, records):
+        r["finding"] = c.finding
+    return records
+
+
+def finite(x: float) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
