@@ -1,0 +1,306 @@
+"""Fuzz suite (issue 8): every valid question answered, every invalid one refused in one line.
+
+Argument vectors are generated from the CLI's own parsers (every subcommand, protocol and mechanism, so a
+new one is fuzzed without touching this file), with values drawn from valid, boundary (0, 1, tiny, huge,
+±inf, NaN, empty, 2^63) and wrong-typed pools.  Each call runs in-process (``shufflesim.cli.main.main``)
+under a per-call timeout and must either exit 0 with one JSON object whose numbers are finite, or exit 2
+with one ``error:`` line — never a traceback, never a hang.  The public Python API gets the same treatment:
+only :class:`~shufflesim.errors.ShufflesimError` subclasses for bad input.
+
+The fast profile (default suite) is derandomised with few examples and small sizes; ``--run-slow`` runs the
+long profile (more examples, any subcommand with valid values).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import traceback
+from contextlib import contextmanager
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from shufflesim.cli.main import build_parser, main  # noqa: E402
+from shufflesim.errors import ShufflesimError  # noqa: E402
+
+#: subcommands fuzzed with valid values in the fast profile; the others (studies, federated training,
+#: validation, audits, sweeps, any new one) take long when valid, so the fast profile gives them at least
+#: one invalid argument and they must refuse quickly (the long profile runs them valid too)
+LIGHT = ("simulate", "account")
+FAST_TIMEOUT = 30
+SLOW_TIMEOUT = 120
+
+INT_BOUNDARY = ["0", "1", "2", "3", "-1", "2.5", "1e308", "9223372036854775808", "inf", "nan", "", "abc"]
+FLOAT_BOUNDARY = ["0", "1", "0.5", "2", "-1", "1e-320", "5e-324", "1e308", "1000", "inf", "-inf", "nan", "", "abc"]
+#: small valid sizes for options that scale the work
+SIZES = {"n": ["2", "3", "10", "40"], "trials": ["1", "2", "3"], "compositions": ["1", "2", "3"],
+         "messages": ["2", "3"], "rounds": ["1"], "per-user": ["2", "5"], "local-steps": ["1"], "workers": ["1"],
+         "k": ["2", "3", "5"], "d": ["2", "3"], "b": ["2", "4"], "n-p": ["1", "2"], "l": ["1", "2"],
+         "p": ["2", "5"], "q": ["10007"], "n-x0": ["0", "1", "2"]}
+VALID_FLOATS = {"eps": ["0.5", "1", "2"], "eps0": ["0.5", "1", "2"], "delta": ["1e-3", "1e-6"],
+                "gamma": ["0.3", "0.9"], "level": ["0.9", "0.95"], "alpha": ["0.05"], "sigma": ["1", "20"],
+                "eps-l": ["1", "2"], "nu": ["0.5"], "lr": ["0.1"], "clip": ["1"], "rel-effect": ["0.5"],
+                "target-accuracy": ["0.01"], "leak": ["0.1"], "beta": ["0.5"], "l2-clip": ["1"]}
+DATA = ["uniform", "zipf:1.1", "constant:0", "counts:3,2,1", "normal:0.5,0.1", "beta:2,2", "adult-age", "bogus",
+        "", "counts:1e30,1,1", "/dev/null:c", "zipf:-1", "constant:2"]
+
+
+class Timeout(Exception):
+    pass
+
+
+@contextmanager
+def time_limit(seconds: int):
+    def handler(signum, frame):
+        raise Timeout(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _leaves(parser: argparse.ArgumentParser, path=()):
+    """(argv prefix, leaf parser) for every runnable command."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield list(path), parser
+        return
+    for name, sp in subs[0].choices.items():
+        yield from _leaves(sp, (*path, name))
+
+
+LEAVES = list(_leaves(build_parser("*")))
+LIGHT_LEAVES = [leaf for leaf in LEAVES if leaf[0][0] in LIGHT]
+
+
+def _name(action) -> str:
+    return action.option_strings[-1].lstrip("-") if action.option_strings else action.dest
+
+
+def _value(draw, action, name: str, valid: bool, tmp: str) -> list[str]:
+    tname = getattr(action.type, "__name__", "")
+    if action.choices:
+        pool = list(action.choices) if valid else list(action.choices) + ["bogus", ""]
+    elif name in ("output", "dir", "plot"):
+        pool = [f"{tmp}/out-{draw(st.integers(0, 10**9))}"] + ([] if valid else ["", "/dev/null"])
+    elif name == "data":
+        pool = DATA[:7] if valid else DATA
+    elif tname == "int_arg":
+        pool = SIZES.get(name, ["1", "2", "3"]) + ([] if valid else INT_BOUNDARY)
+    elif tname == "float_arg":
+        pool = VALID_FLOATS.get(name, ["0.5", "1"]) + ([] if valid else FLOAT_BOUNDARY)
+    elif tname in ("int_list", "float_list"):
+        pool = ["2,3", "0.5,0.5"] + ([] if valid else ["", "a,b", "-1,2", "inf,1"])
+    else:
+        pool = ["1", "x"] + ([] if valid else ["", "abc"])
+    if action.nargs == "+":
+        return draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+    if isinstance(action.nargs, int):
+        return [draw(st.sampled_from(pool)) for _ in range(action.nargs)]
+    return [draw(st.sampled_from(pool))]
+
+
+@st.composite
+def argv_strategy(draw, heavy_invalid: bool, tmp: str = "/tmp/shufflesim-fuzz"):
+    path, parser = draw(st.sampled_from(LIGHT_LEAVES) if draw(st.integers(0, 3)) else st.sampled_from(LEAVES))
+    heavy = path[0] not in LIGHT
+    valid = draw(st.booleans()) and not (heavy and heavy_invalid)
+    argv = list(path)
+    actions = [a for a in parser._actions if not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
+    # one member of each mutually exclusive group (always one of a required group); invalid mode may give more
+    chosen = set()
+    for g in parser._mutually_exclusive_groups:
+        members = list(g._group_actions)
+        if g.required or draw(st.booleans()):
+            chosen.add(id(draw(st.sampled_from(members))))
+        if not valid:
+            chosen |= {id(a) for a in members if draw(st.integers(0, 5)) == 0}
+    grouped = {id(a) for g in parser._mutually_exclusive_groups for a in g._group_actions}
+    for a in actions:
+        name = _name(a)
+        if not a.option_strings:  # positional
+            argv += _value(draw, a, name, valid, tmp)
+            continue
+        if name in ("overwrite", "json", "help") or (valid and name in ("lower", "upper", "output", "workers")):
+            continue
+        if id(a) in grouped:
+            if id(a) not in chosen:
+                continue
+        else:
+            force = a.required or (name in ("n", "trials") and path[0] in ("simulate", "validate", "audit"))
+            force = force or (valid and name in ("eps", "k", "eps-l") and draw(st.integers(0, 3)) > 0)
+            if not force and not draw(st.booleans()):
+                continue
+        if a.nargs == 0:
+            argv.append(a.option_strings[-1])
+            continue
+        argv += [a.option_strings[-1], *_value(draw, a, name, valid, tmp)]
+    if heavy and heavy_invalid:
+        argv += ["--bogus-option-for-a-quick-refusal"]
+    if any(a.option_strings == ["--json"] for a in actions):
+        argv.append("--json")
+    return argv
+
+
+def _finite(obj) -> bool:
+    if isinstance(obj, float):
+        return math.isfinite(obj)
+    if isinstance(obj, dict):
+        return all(_finite(v) for v in obj.values())
+    if isinstance(obj, list):
+        return all(_finite(v) for v in obj)
+    return True
+
+
+def _reject_constant(name):
+    raise ValueError(f"non-finite JSON number {name}")
+
+
+def check_cli(argv: list[str], capsys, seconds: int) -> None:
+    """The contract of every CLI call (module docstring)."""
+    capsys.readouterr()
+    try:
+        with time_limit(seconds):
+            code = main(argv)
+    except Timeout as exc:
+        pytest.fail(f"hang: {argv!r}: {exc}")
+    except BaseException:  # noqa: BLE001 - any escape is a failure, including SystemExit
+        pytest.fail(f"exception escaped for {argv!r}:\n{traceback.format_exc()}")
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err, (argv, out.err)
+    if code == 0:
+        if "--json" in argv:
+            try:
+                obj = json.loads(out.out, parse_constant=_reject_constant)
+            except ValueError as exc:
+                pytest.fail(f"{argv!r}: stdout is not one finite JSON object ({exc}): {out.out[:300]!r}")
+            assert isinstance(obj, dict) and _finite(obj), (argv, out.out[:300])
+        return
+    lines = [ln for ln in out.err.splitlines() if ln.strip()]
+    assert code == 2, (argv, code, out.err[-500:])
+    assert lines and lines[-1].startswith("error: "), (argv, out.err[-500:])
+    assert sum(ln.startswith("error: ") for ln in lines) == 1, (argv, out.err[-500:])
+
+
+@settings(derandomize=True, max_examples=300, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(argv=argv_strategy(heavy_invalid=True))
+def test_cli_fuzz_fast(argv, capsys, tmp_path_factory):
+    check_cli([a.replace("/tmp/shufflesim-fuzz", str(tmp_path_factory.getbasetemp())) for a in argv], capsys,
+              FAST_TIMEOUT)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(argv=argv_strategy(heavy_invalid=False))
+def test_cli_fuzz_long(argv, capsys, tmp_path_factory):
+    check_cli([a.replace("/tmp/shufflesim-fuzz", str(tmp_path_factory.getbasetemp())) for a in argv], capsys,
+              SLOW_TIMEOUT)
+
+
+# --- the Python API ---------------------------------------------------------------------------------------
+WRONG = [None, "1", "abc", [], [1.0], {}, object(), True, -1, 0, 0.0, 2.5, 10**30, 2**63, float("inf"),
+         float("-inf"), float("nan"), 1e-320, 1e308]
+VALID_KW = {"eps": [0.5, 1.0], "eps0": [0.5, 1.0], "delta": [1e-3], "k": [2, 3], "gamma": [0.5], "p": [2, 5],
+            "messages": [2, 3], "sigma": [20.0], "q": [10007]}
+
+
+def _api_call(fn, *args, **kwargs):
+    try:
+        with time_limit(FAST_TIMEOUT):
+            return fn(*args, **kwargs)
+    except ShufflesimError:
+        return None
+    except Timeout as exc:
+        pytest.fail(f"hang: {fn.__name__}{args!r} {kwargs!r}: {exc}")
+    except Exception:  # noqa: BLE001
+        pytest.fail(f"{fn.__name__}{args!r} {kwargs!r} raised a non-ShufflesimError:\n{traceback.format_exc()}")
+
+
+@st.composite
+def protocol_call(draw):
+    from shufflesim.pipeline import registry
+
+    name = draw(st.sampled_from(registry.names()))
+    cls = registry.get(name)
+    kw = {}
+    for opt in cls.options:
+        if draw(st.booleans()):
+            kw[opt.name] = draw(st.sampled_from(VALID_KW.get(opt.name, [1, 2]) + WRONG
+                                                + list(opt.choices or ())))
+    n = draw(st.sampled_from([2, 3, 10, 40, 0, -1, 2.5, "10", None, 2**63]))
+    return name, n, kw
+
+
+@settings(derandomize=True, max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(call=protocol_call(), trials=st.sampled_from([1, 2, 0, -1, 2.5, "2"]),
+       level=st.sampled_from([0.95, 0.5, 2, -1, float("nan"), "x"]))
+def test_api_protocols_fuzz(call, trials, level):
+    from shufflesim.experiments.data import load_data
+    from shufflesim.experiments.montecarlo import run_trials, summarise
+    from shufflesim.pipeline import registry
+
+    name, n, kw = call
+    proto = _api_call(registry.create, name, n, **kw)
+    if proto is None:
+        return
+    data = _api_call(load_data, "uniform", data_kind=proto.data_kind, n=proto.n, k=proto.domain_size, rng=0)
+    if data is None:
+        return
+    run = _api_call(run_trials, proto, data, trials=trials, rng=1)
+    if run is not None and len(run.records):
+        s = _api_call(summarise, run.records, proto, data, level=level)
+        if s is not None:
+            assert s["mse"] is None or s["mse"] >= 0
+
+
+@st.composite
+def mechanism_call(draw):
+    from shufflesim.mechanisms import kinds
+
+    kind, cls = draw(st.sampled_from(sorted(kinds().items())))
+    flags = {}
+    for f in cls.flags:
+        pool = {"int": [1, 2, 3, 10, 100], "float": [0.5, 1.0, 2.0, 1000.0]}.get(f.type, list(f.choices or ()))
+        if f.required or draw(st.booleans()):
+            flags[f.dest] = draw(st.sampled_from(pool + WRONG))
+    which = draw(st.sampled_from(["eps", "delta"]))
+    vals = draw(st.sampled_from([[0.5], [1e-6], [0.0, 1.0], [], 1e-320, float("nan"), "x", None, [2**63]]))
+    method = draw(st.sampled_from([None, "tight", "exact", "balle", "bogus", 3]))
+    comp = draw(st.sampled_from([1, 2, 0, -1, 2.5, 2**63]))
+    numerics = draw(st.sampled_from([None, {}, {"bogus": 1}, {"target_accuracy": "x"}, "x"]))
+    return cls, flags, which, vals, method, comp, numerics
+
+
+@settings(derandomize=True, max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(call=mechanism_call())
+def test_api_account_fuzz(call):
+    from shufflesim.accounting.account import account
+
+    cls, flags, which, vals, method, comp, numerics = call
+    mech = _api_call(cls.from_flags, **flags)
+    if mech is None:
+        return
+    rep = _api_call(account, mech, **{which: vals}, method=method, compositions=comp, numerics=numerics)
+    if rep is not None:
+        json.dumps(rep.to_dict(), allow_nan=True)  # serialisable
+
+
+@settings(derandomize=True, max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(spec=st.sampled_from(DATA + [None, 5, b"uniform"]), kind=st.sampled_from(["categorical", "real", "x", None]),
+       n=st.sampled_from([None, 1, 10, 0, -1, 2.5, "10", 2**63]), k=st.sampled_from([None, 2, 3, 2.5, "3", 1]),
+       lower=st.sampled_from([None, 0.0, -1.0, float("inf"), "a"]), upper=st.sampled_from([None, 1.0, 2.0]))
+def test_api_load_data_fuzz(spec, kind, n, k, lower, upper):
+    from shufflesim.experiments.data import load_data
+
+    _api_call(load_data, spec, data_kind=kind, n=n, k=k, rng=0, lower=lower, upper=upper)
