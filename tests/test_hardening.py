@@ -254,3 +254,20 @@ def test_ikos_underflowing_delta_explained(capsys):
 def test_ikos_huge_sigma_refused_with_estimate(capsys):
     code, _, err = _cli(capsys, "simulate", "ikos-sum", "--n", "100", "--eps", "1", "--sigma", "1e6", "--trials", "1")
     assert code == 2 and "messages per user" in err, err
+
+
+# --- found by the fuzz suite ----------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [
+    ["account", "rr2", "--n", "3", "--eps0", "2", "--eps", "2", "--method", "bennett"],
+    ["account", "krr", "--n", "40", "--k", "2", "--eps0", "2", "--eps", "2", "--method", "bennett"],
+])
+def test_bennett_at_eps0_is_zero_not_division_error(capsys, argv):
+    code, d, err = _cli(capsys, *argv)
+    assert code == 0, err
+    assert d["results"][0]["delta_upper"] == 0.0
+
+
+def test_huge_k_memory_estimate_does_not_overflow(capsys):
+    code, _, err = _cli(capsys, "simulate", "central-gaussian-hist", "--k", "1e308", "--eps", "0.5", "--delta",
+                        "1e-3", "--n", "3", "--trials", "1")
+    assert code == 2 and err.startswith("error: "), err

@@ -117,7 +117,7 @@ class Protocol(ABC):
         arrays of the domain size for categorical protocols)."""
         m = getattr(self.randomiser, "messages_per_user", 1) or 1
         k = self.domain_size or 0
-        return 8.0 * (4 * self.n * m + 3 * self.n + 8 * k)
+        return 8.0 * (4.0 * float(self.n) * float(m) + 3.0 * float(self.n) + 8.0 * float(k))  # floats: no overflow
 
     def check_resources(self) -> None:
         """Refuse (:class:`~shufflesim.errors.ResourceError`, with the estimate) a protocol whose trial

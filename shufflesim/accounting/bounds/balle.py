@@ -360,7 +360,7 @@ def _hoeffding_log_delta(eps: float, n: int, r: BlanketRandomiser) -> float:
 def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_delta_fn) -> DeltaBound:
     notes = [_REF_NUM, f"randomiser={r.name}, gamma={_fmt(r.gamma)}, eps0={_fmt(r.eps0)}"]
     eps0 = r.eps0
-    if eps >= eps0:
+    if eps >= eps0 or r.max_l(eps) <= 0.0:  # eps0 recomputed from gamma can round just above eps
         notes.append("eps >= eps0: the shuffled output is a post-processing of eps0-LDP reports, so delta = 0")
         return DeltaBound(eps=eps, delta_upper=0.0, delta_lower=None, method=method, notes=tuple(notes))
     if eps == 0.0:
