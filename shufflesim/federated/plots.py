@@ -15,17 +15,20 @@ def plot_accuracy(results: list[dict], path: str) -> None:
         raise ParameterError("plotting needs matplotlib (pip install 'shufflesim[plot]')") from exc
     fig, axes = plt.subplots(1, 2 if len(results) > 1 else 1, figsize=(10 if len(results) > 1 else 5, 3.5))
     ax = axes[0] if len(results) > 1 else axes
+    colours = []
     for r in results:
         eps = r.get("eps")
         label = f"{r['protocol']} (eps={'inf' if eps is None else f'{eps:.3g}'})"
-        ax.plot(range(len(r["accuracy"])), r["accuracy"], marker=".", label=label)
+        (line,) = ax.plot(range(len(r["accuracy"])), r["accuracy"], marker=".", label=label)
+        colours.append(line.get_color())
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
     ax.legend(fontsize=7)
     if len(results) > 1:
-        pts = [(r["eps"], r["accuracy"][-1], r["protocol"]) for r in results if r.get("eps") is not None]
-        for e, a, name in pts:
-            axes[1].scatter([e], [a])
+        pts = [(r["eps"], r["accuracy"][-1], r["protocol"], c) for r, c in zip(results, colours)
+               if r.get("eps") is not None]
+        for e, a, name, c in pts:
+            axes[1].scatter([e], [a], color=c)
             axes[1].annotate(name, (e, a), fontsize=7)
         axes[1].set_xscale("log")
         axes[1].set_xlabel("eps of the run")
