@@ -408,7 +408,7 @@ def test_account_uses_rows_and_agrees_with_the_atom_path():
     for r, e in zip(rep.results, (0.1, 0.4)):
         (x,) = tight_delta(pair, [e])
         assert r.delta_lower <= x.delta_upper and x.delta_lower <= r.delta_upper
-    rep2 = account(Clones(3000, 2.0), eps=[0.3], compositions=4)
+    rep2 = account(Clones(3000, 2.0), eps=[0.3], compositions=4, method="tight-koskela")  # eq 6.1 (issue 9)
     (x,) = tight_delta(clones_pair(3000, 2.0), [0.3], compositions=4)
     (r,) = rep2.results
     assert r.delta_lower <= x.delta_upper and x.delta_lower <= r.delta_upper

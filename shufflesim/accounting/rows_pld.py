@@ -26,12 +26,15 @@ import numpy as np
 from shufflesim.errors import DataError, ParameterError
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, CHUNK_CELLS, binom_rows, log_int_table, row_blocks
 from shufflesim.accounting.binomial_rows import BinomialRows, bucket_rows
+from shufflesim.accounting.threads import n_threads, run_blocks
 from shufflesim.accounting.logspace import NEG_INF, U, exp_down, exp_up, log_sum, sum_down, sum_up
 from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair
 from shufflesim.accounting.queries import check_eps
 from shufflesim.accounting.results import DeltaBound
 
+#: fewest kept rows per thread in :meth:`RowsDirection.log_delta_rows` (below: one pass, no threads)
+_ROW_CHUNK = 32768
 #: smallest positive subnormal double (absolute rounding error of an underflowing exp)
 _SUBNORMAL = 5e-324
 
@@ -70,17 +73,14 @@ class RowTables:
         m = np.full(N.size, NEG_INF)
         abs_slack = np.zeros(N.size)
         L = log_int_table(int(N.max()) + 2) if N.size else None
-        max_span = 0.0
-        max_abs_g = 0.0
-        for g in row_blocks(W, CHUNK_CELLS):
+
+        def block(g):
             G, mask = binom_rows(N[g], 0.5, LO[g], HI[g], log_int=L)
             G[~mask] = NEG_INF
             top = np.max(G, axis=1)
             top = np.where(top > NEG_INF, top, 0.0)
             G -= top[:, None]
             dmin = np.min(np.where(mask & (G > NEG_INF), G, 0.0), axis=1)
-            max_span = max(max_span, float(-dmin.min()))
-            max_abs_g = max(max_abs_g, float(np.max(-(top + dmin))))
             np.exp(G, out=G)
             # reverse cumulative sums along each row, computed on the block with both axes reversed;
             # selecting the kept cells then gives rows last..first with columns hi..lo, and one flat
@@ -95,6 +95,13 @@ class RowTables:
             m[g] = top
             w = W[g].astype(float)
             abs_slack[g] = np.where(dmin < -708.0, (w * w + w + 2.0) * _SUBNORMAL * 2.0, 0.0)
+            return float(-dmin.min()), float(np.max(-(top + dmin)))
+
+        # blocks write disjoint slices and do the same arithmetic in any order: threads (numpy releases
+        # the GIL in these loops) give bit-identical tables (issue 9)
+        spans = run_blocks(block, list(row_blocks(W, CHUNK_CELLS)))
+        max_span = max([0.0] + [sp for sp, _ in spans])
+        max_abs_g = max([0.0] + [ag for _, ag in spans])
         wmax = float(W.max()) if W.size else 0.0
         rel_exp = U * (min(max_span, 746.0) + 4.0)
         rel_acc = 2.0 * (wmax + 2.0) * U
@@ -186,11 +193,35 @@ class RowsDirection:
                 "pre": r.log_w[keep] + np.log(a) + tab.m[grp], "slack": tab.abs_slack[grp]}
 
     def log_delta_rows(self, eps: float) -> tuple[float, float]:
-        """(log lower, log upper) of the rows' part of delta_{P||Q}(eps) (no extra atoms, no tail)."""
-        tab = self.tables
+        """(log lower, log upper) of the rows' part of delta_{P||Q}(eps) (no extra atoms, no tail).
+
+        The per-row terms are computed in chunks of rows on the accountant's threads (issue 9); the
+        chunks are concatenated in row order before the log-space sums, so the result is bit-identical
+        to one pass over all rows."""
+        self.tables
         if not np.any(self._kept):
             return NEG_INF, NEG_INF
-        k = self._consts
+        n = int(np.count_nonzero(self._kept))
+        step = max(_ROW_CHUNK, -(-n // n_threads()))
+        parts = [p for p in run_blocks(lambda a: self._row_terms(eps, slice(a, a + step)), list(range(0, n, step)))
+                 if p is not None]
+        if not parts:
+            return NEG_INF, NEG_INF
+        t_lo = np.concatenate([p[0] for p in parts])
+        t_up = np.concatenate([p[1] for p in parts])
+        fin = t_up[np.isfinite(t_up)]
+        if fin.size == 0:
+            return NEG_INF, NEG_INF
+        # log-space sum: per-term rounding of the log and exp, pairwise summation (see module docstring)
+        err = 8.0 * U * (float(np.max(np.abs(fin))) + math.log(fin.size) + 2.0) + (math.log2(fin.size) + 4.0) * U
+        lo = log_sum(t_lo[np.isfinite(t_lo)])
+        up = log_sum(fin)
+        return (lo + math.log1p(-min(err * 1.01, 0.5)) if lo > NEG_INF else NEG_INF), up + 1.01 * err
+
+    def _row_terms(self, eps: float, sl: slice):
+        """(log lower, log upper) per active row of the kept rows ``sl`` (None when none is active)."""
+        tab = self.tables
+        k = {key: v[sl] for key, v in self._consts.items()}
         em = math.exp(-eps)
         den = 1.0 + em
         sig = 1.0 / den
@@ -206,7 +237,7 @@ class RowsDirection:
         # rows whose lowest possible threshold is above their last column contribute exactly 0
         act = np.flatnonzero(np.minimum(t - e_t, k["N"] - (s + e_s)) < k["HI"] + 1.0)
         if act.size == 0:
-            return NEG_INF, NEG_INF
+            return None
         t, s, e_t, e_s = t[act], s[act], e_t[act], e_s[act]
         N, HI, LO, half = k["N"][act], k["HI"][act], k["LO"][act], k["half"][act]
         base = k["base"][act]
@@ -244,14 +275,7 @@ class RowsDirection:
             pre = k["pre"][act] + (eps + math.log1p(em))
             t_lo = pre + np.log(v_lo)
             t_up = pre + np.log(v_up)
-        fin = t_up[np.isfinite(t_up)]
-        if fin.size == 0:
-            return NEG_INF, NEG_INF
-        # log-space sum: per-term rounding of the log and exp, pairwise summation (see module docstring)
-        err = 8.0 * U * (float(np.max(np.abs(fin))) + math.log(fin.size) + 2.0) + (math.log2(fin.size) + 4.0) * U
-        lo = log_sum(t_lo[np.isfinite(t_lo)])
-        up = log_sum(fin)
-        return (lo + math.log1p(-min(err * 1.01, 0.5)) if lo > NEG_INF else NEG_INF), up + 1.01 * err
+        return t_lo, t_up
 
     def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) bounds on delta_{P||Q}(eps) for an array of eps >= 0 (single use)."""

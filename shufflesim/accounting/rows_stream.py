@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.errors import ParameterError
+from shufflesim.accounting.threads import map_ordered
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
 from shufflesim.accounting.binomial_rows import bucket_rows
 from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_up, log_sum, sum_up
@@ -249,8 +250,14 @@ class _RowStreamer:
             self.f_rev = self.f_tab[::-1].copy()
 
     def run(self, totals: _CellTotals) -> None:
-        for blk in row_blocks(self.width, self.cells):
-            self._block(blk, totals)
+        # blocks are computed on the accountant's threads (numpy releases the GIL) and added to the
+        # totals here, in block order: the same additions in the same order as a serial run (issue 9)
+        for gmin, bands, idx, a, b in map_ordered(self._block, row_blocks(self.width, self.cells)):
+            totals.arg_max = max(totals.arg_max, -gmin)
+            if bands == 1:
+                totals.add_one_band(idx, a, b)
+            else:
+                totals.add_two_bands(idx, a, b)
 
     def _log_binom(self, g, N_g, lo_g, W):
         if self.by_n is None:
@@ -258,8 +265,9 @@ class _RowStreamer:
             return G
         return np.lib.stride_tricks.sliding_window_view(self.g_tab, W)[self.by_n[0][g] + lo_g]
 
-    def _block(self, blk: np.ndarray, totals: _CellTotals) -> None:
-        """One block of rows: log masses and cell indices of its atoms, then their totals per cell.
+    def _block(self, blk: np.ndarray):
+        """One block of rows: log masses and cell indices of its atoms, returned as (gmin, bands, idx, P, Q)
+        for :meth:`run` to add to the totals per cell (bands 1: linear masses; 2: log masses).
         (Kept as one function of ~70 lines: it is the hot loop, and its in-place operations share
         buffers that splitting would have to copy.)"""
         rows, fac = self.rows, self.factors
@@ -321,7 +329,6 @@ class _RowStreamer:
                                       + [G[ar, np.maximum(last - j, 0)] + np.log(v1[ar, np.maximum(last - j, 0)])
                                          for j in (0, 1)])
         gmin = float(np.min(ends, where=np.isfinite(ends), initial=0.0))
-        totals.arg_max = max(totals.arg_max, -gmin)
         if gmin >= -_BAND:  # every P-mass is within e^-700 of e^top: one band
             if lp is not None:
                 p = np.exp(lp, out=lp)
@@ -335,12 +342,11 @@ class _RowStreamer:
             if one_sided:
                 np.copyto(p, 0.0, where=~(q > 0))  # infinite-loss atoms (summed above), columns beyond N
                 np.copyto(q, 0.0, where=~(p > 0))  # atoms with P = 0 play no part in P||Q
-            totals.add_one_band(idx, p, q)
-            return
+            return gmin, 1, idx, p, q
         if lp is None:
             lp = G + np.log(v1)
             lq = G + np.log(v2)
-        totals.add_two_bands(idx, lp, lq)
+        return gmin, 2, idx, lp, lq
 
 
 def _split_cells(totals: _CellTotals, k_first: int, h_b: float, mu: float, top: float) -> np.ndarray:
