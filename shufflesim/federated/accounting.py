@@ -107,7 +107,20 @@ class FlamePrivacy:
     values: dict
 
     def as_dict(self) -> dict:
-        return {"eps": self.eps, "delta": self.delta, "method": self.method, "values": self.values}
+        fin = lambda v: v if v is not None and math.isfinite(v) else None  # noqa: E731  (JSON: null, not inf)
+        return {"eps": fin(self.eps), "delta": self.delta, "method": self.method,
+                "values": {k: fin(v) for k, v in self.values.items()}}
+
+
+def _safe(fn) -> float:
+    """A method's value, or inf where it does not apply or overflows (e.g. a local eps beyond e^700)."""
+    from shufflesim.errors import ShufflesimError
+
+    try:
+        v = float(fn())
+    except (OverflowError, ShufflesimError, AttributeError):
+        return math.inf
+    return v if v == v else math.inf
 
 
 def _bennett_composed(blanket, n_msgs: int, steps: int, delta: float, variant: str) -> float:
@@ -150,22 +163,29 @@ def flame_privacy(cfg, rounds: int, delta: float, *, tight: bool = True) -> Flam
     ``paper-*`` and are not used for ``eps`` (docs/theory.md#flame explains why).
     """
     T = {"ss-simple": cfg.d, "ss-double": cfg.k, "ss-topk": 2 * cfg.k}[cfg.protocol] * rounds
-    blanket = blanket_of(cfg.randomiser, cfg.eps_coord, cfg.b)
+    try:
+        blanket = blanket_of(cfg.randomiser, cfg.eps_coord, cfg.b)
+    except Exception:  # noqa: BLE001 - a description that cannot even be built: the Bennett methods do not apply
+        blanket = None
     vals: dict[str, float] = {}
-    vals["bennett-fixed"] = _bennett_composed(blanket, cfg.n_p, T, delta, "fixed")
-    vals["ldp"] = _pure_composed(cfg.eps_coord, T, delta)
+    vals["bennett-fixed"] = _safe(lambda: _bennett_composed(blanket, cfg.n_p, T, delta, "fixed"))
+    vals["ldp"] = _safe(lambda: _pure_composed(cfg.eps_coord, T, delta))
     if tight:
-        vals["clones"] = _clones_composed(cfg.n_p, cfg.eps_coord, T, delta)
+        vals["clones"] = _safe(lambda: _clones_composed(cfg.n_p, cfg.eps_coord, T, delta))
     if cfg.protocol != "ss-simple":
         # the paper's pipeline: shuffling at δ_cd/β, subsampling at β, 2k steps per round
         steps = 2 * cfg.k * rounds
         d_step = delta / (steps + 1)
-        for variant in ("original-2019", "fixed"):
+
+        def paper(variant: str) -> float:
             r = bennett_eps(min(1.0, d_step / cfg.beta), n=cfg.n_p, randomiser=blanket, variant=variant)
             e_cd, d_cd = subsample(r.eps_upper, min(1.0, d_step / cfg.beta), rate=cfg.beta)
-            vals[f"paper-{variant}"] = best_composition(e_cd, d_cd, steps, d_step)[0]
+            return best_composition(e_cd, d_cd, steps, d_step)[0]
+
+        for variant in ("original-2019", "fixed"):
+            vals[f"paper-{variant}"] = _safe(lambda: paper(variant))
     else:
-        vals["paper-original-2019"] = _bennett_composed(blanket, cfg.n_p, T, delta, "original-2019")
+        vals["paper-original-2019"] = _safe(lambda: _bennett_composed(blanket, cfg.n_p, T, delta, "original-2019"))
     valid = {k: v for k, v in vals.items() if not k.startswith("paper")}
     best = min(valid, key=valid.get)
     return FlamePrivacy(valid[best], delta, best, vals)

@@ -80,13 +80,41 @@ def _eps_total_gaussian(sigma: float, sens: float, delta: float) -> float:
     return hi
 
 
+def _validate(s: FLSettings) -> None:
+    """Every setting checked before any work (bad input fails fast with a ParameterError)."""
+    from shufflesim.core.checks import check_int, check_positive, check_real
+
+    for name in ("rounds", "n", "per_user", "local_steps"):
+        check_int(name, getattr(s, name), minimum=1)
+    check_int("seed", s.seed, minimum=0)
+    check_real("lr", s.lr, low=0.0, high=1e3, low_open=True)
+    for name in ("C", "eps", "l2_clip"):
+        check_positive(name, getattr(s, name))
+    if s.eps_l is not None:
+        check_positive("eps_l", s.eps_l)
+    check_real("beta", s.beta, low=0.0, high=1.0, low_open=True)
+    if s.delta is not None:
+        check_real("delta", s.delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    for name in ("k", "n_p", "l"):
+        if getattr(s, name) is not None:
+            check_int(name, getattr(s, name), minimum=1)
+    if s.nu is not None:
+        check_real("nu", s.nu, low=1.0)
+    check_int("b", s.b, minimum=1)
+    if s.randomiser not in ("laplace", "rr"):
+        raise ParameterError("randomiser must be laplace or rr")
+    if s.calibration not in ("analytic", "classical"):
+        raise ParameterError("calibration must be analytic or classical")
+    if s.ldp_mechanism not in ("laplace", "gaussian"):
+        raise ParameterError("ldp mechanism must be laplace or gaussian")
+
+
 def train(s: FLSettings, progress=None) -> dict:
     """Run the study; returns the JSON-able result (``accuracy`` has the initial model's test accuracy
     first, then one value per round)."""
     if s.protocol not in ALL_PROTOCOLS:
         raise ParameterError(f"unknown protocol {s.protocol!r}; choose from {', '.join(ALL_PROTOCOLS)}")
-    if s.rounds < 1:
-        raise ParameterError("rounds must be >= 1")
+    _validate(s)
     t0 = time.perf_counter()
     data = load(s.dataset, per_user=s.per_user, seed=s.seed)
     if not 1 <= s.n <= data.users:
@@ -103,6 +131,8 @@ def train(s: FLSettings, progress=None) -> dict:
     keys = dec = None
     if s.protocol in SS_PROTOCOLS:
         k = s.k if s.k is not None else max(1, round(s.beta * d))
+        if k > d:
+            raise ParameterError(f"k = {k} exceeds d = {d}")
         eps_l = s.eps_l if s.eps_l is not None else d / 25.0
         l = s.l
         if s.protocol == "ss-topk" and l is None and s.nu is None:
@@ -195,6 +225,8 @@ def train(s: FLSettings, progress=None) -> dict:
         if s.ldp_mechanism == "laplace":
             delta = 0.0
         privacy = {"eps": eps, "delta": delta, "method": f"ldp-{s.ldp_mechanism}, basic composition over rounds"}
+    if not math.isfinite(eps):
+        eps = math.inf
     return {"protocol": s.protocol, "dataset": s.dataset, "params": params, "accuracy": acc,
             "eps": eps if math.isfinite(eps) else None, "delta": delta, "rejected_messages": rejected,
             "privacy": privacy, "messages": reports if cfg is not None else None,
