@@ -271,3 +271,20 @@ def test_huge_k_memory_estimate_does_not_overflow(capsys):
     code, _, err = _cli(capsys, "simulate", "central-gaussian-hist", "--k", "1e308", "--eps", "0.5", "--delta",
                         "1e-3", "--n", "3", "--trials", "1")
     assert code == 2 and err.startswith("error: "), err
+
+
+def test_bennett_tiny_eps_is_trivial_with_note():
+    from shufflesim.accounting.bounds.balle import KRRBlanket, bennett_delta
+
+    r = bennett_delta(1e-320, n=100, randomiser=KRRBlanket(2, 0.5))
+    assert r.delta_upper == 1.0 and any("underflow" in nt for nt in r.notes)
+
+
+def test_long_composition_warns_before_running(capsys, monkeypatch):
+    import importlib
+
+    acc = importlib.import_module("shufflesim.accounting.account")
+    monkeypatch.setattr(acc, "MAX_COMPOSITIONS", 10)  # refused right after the warning: nothing long runs
+    code = main(["account", "rr2", "--n", "100", "--eps0", "1", "--delta", "1e-6", "--compositions", "1000"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("warning: 1000 compositions") and err.splitlines()[-1].startswith("error:")

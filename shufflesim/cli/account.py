@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     cls = args.mechanism_class
     mech = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
     numerics = {"target_accuracy": args.target_accuracy} if args.target_accuracy is not None else None
+    _warn_slow(args, mech)
     if args.compare:
         from shufflesim.accounting.compare import compare, format_table
 
@@ -86,3 +87,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: {nt}")
     print(f"  seconds: {rep.seconds:.2f}")
     return 0
+
+
+#: compositions from which the FFT accountant is warned about (measured: 10^3 takes ~25 s, 10^4-10^6 about a
+#: minute or more on 2 cores for rr2 with n = 1000)
+SLOW_COMPOSITIONS = 1000
+
+
+def _warn_slow(args: argparse.Namespace, mech) -> None:
+    """One ``warning:`` line before a pair-based composition that is known to take long (issue 8)."""
+    import sys
+
+    from shufflesim.accounting.mechanism import PAIR_METHODS
+
+    method = args.method or mech.default_method
+    if method in PAIR_METHODS and args.compositions >= SLOW_COMPOSITIONS:
+        print(f"warning: {args.compositions} compositions with the pair-based method {method!r} may take a minute "
+              "or more (each FFT composition step works on a grid that grows with the composed range); fewer "
+              "compositions or a published bound (--method erlingsson|feldman) answer at once", file=sys.stderr)

@@ -366,6 +366,10 @@ def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_de
     if eps == 0.0:
         notes.append("eps = 0: the bound is vacuous (a = e^eps - 1 = 0); reported as the trivial delta = 1")
         return DeltaBound(eps=eps, delta_upper=1.0, delta_lower=None, method=method, notes=tuple(notes))
+    if eps < 1e-150:
+        notes.append(f"eps = {_fmt(eps)} < 1e-150: the bound's terms underflow double precision; reported as the "
+                     "trivial delta = 1")
+        return DeltaBound(eps=eps, delta_upper=1.0, delta_lower=None, method=method, notes=tuple(notes))
     ld = log_delta_fn(eps)
     if not ld < 0.0:
         if math.isnan(ld):
