@@ -288,3 +288,11 @@ def test_long_composition_warns_before_running(capsys, monkeypatch):
     code = main(["account", "rr2", "--n", "100", "--eps0", "1", "--delta", "1e-6", "--compositions", "1000"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("warning: 1000 compositions") and err.splitlines()[-1].startswith("error:")
+
+
+def test_demo_one_trial_says_not_computable(tmp_path, capsys):
+    code = main(["demo", "--trials", "1", "--eps0", "1", "--output", str(tmp_path / "d"), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    row = json.loads(out.out)["summary"][0]
+    assert row["mse_lo"] is None and row["covers"] == "not computable with 1 trial"

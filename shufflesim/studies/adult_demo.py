@@ -49,8 +49,22 @@ def run_demo(k: int, eps0s: Sequence[float], *, trials: int, seed: int, workers:
     summary = pd.concat([f for f in (shuf.summary, cent.summary) if len(f)], ignore_index=True) \
         if len(shuf.summary) or len(cent.summary) else pd.DataFrame()
     if len(summary):
-        summary["covers"] = (summary.mse_lo <= summary.mse_expected) & (summary.mse_expected <= summary.mse_hi)
+        summary["covers"] = _covers(summary)
     return DemoResult(records, summary, _table(shuf.summary, cent.summary), complete, meta)
+
+
+#: what ``covers`` says when the interval cannot be computed
+NOT_COMPUTABLE = "not computable with 1 trial"
+
+
+def _covers(s: pd.DataFrame) -> list:
+    """Whether the MSE interval covers the exact expectation: True/False, or :data:`NOT_COMPUTABLE` where the
+    interval is missing (fewer than two trials) — never a silent False."""
+    lo = pd.to_numeric(s.mse_lo, errors="coerce")
+    hi = pd.to_numeric(s.mse_hi, errors="coerce")
+    ex = pd.to_numeric(s.mse_expected, errors="coerce")
+    return [NOT_COMPUTABLE if not (np.isfinite(a) and np.isfinite(b)) else bool(a <= e <= b)
+            for a, b, e in zip(lo, hi, ex)]
 
 
 def _table(shuf: pd.DataFrame, cent: pd.DataFrame) -> pd.DataFrame:
@@ -63,6 +77,6 @@ def _table(shuf: pd.DataFrame, cent: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "eps0": s.param_eps0, "gamma": s.param_gamma, "eps": s.privacy_eps, "delta": s.privacy_delta,
         "mse": s.mse, "mse_lo": s.mse_lo, "mse_hi": s.mse_hi, "mse_expected": s.mse_expected,
-        "covers": (s.mse_lo <= s.mse_expected) & (s.mse_expected <= s.mse_hi),
+        "covers": _covers(s),
         "tv_shuffle": s.tv, "tv_gaussian": [float(tv_gauss.get(p, np.nan)) for p in s.point],
     })
