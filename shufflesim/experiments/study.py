@@ -19,11 +19,12 @@ from shufflesim.core.rng import RngLike, as_seed_sequence, data_seed
 
 
 def _run_point(cls, protocol: str, g: int, params: Mapping[str, Any], root, *, data, n, trials, workers, level,
-               lower, upper, on_progress):
+               lower, upper, on_progress, engine="faithful"):
     x = load_data(data, data_kind=cls.data_kind, n=n, k=params.get("k"), rng=data_seed(root),
                   lower=lower, upper=upper)
     proto = cls.create(len(x), **params)
-    run = run_trials(proto, x, trials=trials, rng=root, point=g, workers=workers, on_progress=on_progress)
+    run = run_trials(proto, x, trials=trials, rng=root, point=g, workers=workers, on_progress=on_progress,
+                     engine=engine)
     labels = {f"param_{k}": v for k, v in proto.params.items() if isinstance(v, (int, float, str))}
     frame = run.records.assign(point=g, protocol=protocol, **labels)
     if not len(run.records):
@@ -71,6 +72,7 @@ def run_grid(
     lower: float | None = None,
     upper: float | None = None,
     on_progress: Callable[[int], None] | None = None,
+    engine: str = "faithful",
 ) -> StudyResult:
     """Run ``trials`` trials at every parameter point.
 
@@ -86,7 +88,7 @@ def run_grid(
         try:
             run, frame, row = _run_point(cls, protocol, g, params, root, data=data, n=n, trials=trials,
                                          workers=workers, level=level, lower=lower, upper=upper,
-                                         on_progress=on_progress)
+                                         on_progress=on_progress, engine=engine)
         except KeyboardInterrupt:  # between or inside trial batches: keep every finished point
             complete = False
             break
