@@ -97,3 +97,12 @@ def test_cli_compare_and_best(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["method"] == "best" and math.isfinite(d["results"][0]["eps_upper"])
     assert any(nt.startswith("best at") for nt in d["notes"])
+
+
+def test_rr2_all_zeros_pair_is_listed_not_compared():
+    """rr2's tight/exact pair is one data set's (FINDINGS.md item 3): best is a bound over all data sets."""
+    cmp = compare(RR2(1000, 1.0), delta=[1e-6])
+    rows = {r.method: r for r in cmp.rows}
+    assert not rows["tight"].valid and "all-zeros" in rows["tight"].validity
+    assert cmp.best[0][0] in ("stronger-clones", "variation-ratio")
+    assert cmp.best[0][1].eps_upper >= rows["tight"].results[0].eps_upper

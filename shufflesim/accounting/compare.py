@@ -33,6 +33,10 @@ from shufflesim.errors import NotApplicableError, ShufflesimError
 NOT_CERTIFIED = {"biswas": "Biswas et al.'s eq 6 as published: not a certified bound (docs/theory.md#bounds-biswas)",
                  "bennett[original-2019]": "the original-2019 Bennett form: not a valid bound (FINDINGS.md)"}
 
+#: (mechanism kind, method) -> why the method's pair answers one data set only (listed, never the best)
+ONE_DATA_SET = {("rr2", m): "the all-zeros data set only (seed 001 eq 4.1; docs/theory.md#pairs-rr2, FINDINGS.md "
+                "item 3): other data sets have a larger delta" for m in ("tight", "exact")}
+
 #: adversaries ordered by what they see (a pair for a later one bounds every earlier one)
 _SEES = {Relation.WEAK: 0, Relation.STRONG: 1}
 
@@ -111,6 +115,8 @@ def _candidates(mech: Mechanism):
             continue  # the adversary variants below include it
         if m in NOT_CERTIFIED:
             out.append((m, mech, m, "fixed", NOT_CERTIFIED[m], False, None))
+        elif (mech.kind, m) in ONE_DATA_SET:
+            out.append((m, mech, m, "fixed", ONE_DATA_SET[(mech.kind, m)], False, None))
         else:
             out.append((m, mech, m, "fixed", "certified", True, None))
         if m == "bennett":
