@@ -64,6 +64,19 @@ class _CentralHistogram(HistogramProtocol):
             noisy = hist + rng.normal(0.0, an.scale, size=an.k)
         return HistogramEstimate(hist, noisy, project_to_simplex(noisy / an.n))
 
+    def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+        """The fast engine vectorised over ``size`` trials: the records' columns (``sq_error``, ``tv``)."""
+        an = self.analyser
+        hist = np.asarray(summary.counts, dtype=float)
+        if an.noise == "laplace":
+            noisy = hist + rng.laplace(0.0, an.scale, size=(size, an.k))
+        else:
+            noisy = hist + rng.normal(0.0, an.scale, size=(size, an.k))
+        err = noisy - truth
+        dist = project_to_simplex(noisy / an.n)
+        tv = np.minimum(1.0, 0.5 * np.abs(dist - truth / an.n).sum(axis=1))
+        return {"sq_error": np.sum(err * err, axis=1), "tv": tv}
+
 
 def _common(n, k, neighbouring):
     n = check_int("n", n, minimum=1)

@@ -69,7 +69,7 @@ def test_parts_carry_the_run_metadata(reference):
     res, _ = reference
     frame, meta = read_part(part_path(res.path, 0, 0))
     assert meta["sweep_hash"] == SWEEP.hash and meta["point"] == 0 and (meta["start"], meta["stop"]) == (0, 60)
-    assert meta["seed_sequence"]["entropy"] == str(SWEEP.seed) and meta["spawn_keys"].startswith("(1, 0, t)")
+    assert meta["seed_sequence"]["entropy"] == str(SWEEP.seed) and meta["spawn_keys"].startswith("(2, 0, b)")
     assert meta["backend"] == "serial" and meta["workers"] == 1 and meta["engine"] == "fast"
     assert {"shufflesim", "numpy", "pandas", "python"} <= set(meta["environment"])
     spec = json.loads((res.path / "sweep.json").read_text())

@@ -30,7 +30,7 @@ from shufflesim.pipeline.protocol import Protocol
 from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
 from shufflesim.experiments import parallel
 from shufflesim.experiments.stats import support_ci
-from shufflesim.pipeline.fast import resolve_engine, run_fast, summarise_data
+from shufflesim.pipeline.fast import FAST_BLOCK, fast_records, resolve_engine, summarise_data
 
 # --- worker side ---------------------------------------------------------------------------------------
 _WORKER_STATE: dict[str, Any] = {}
@@ -43,15 +43,10 @@ def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any, summary: Any 
 
 
 def run_trial(protocol: Protocol, data: np.ndarray, root: np.random.SeedSequence, point: int, trial: int,
-              truth: Any = None, summary: Any = None) -> dict[str, Any]:
-    """Run trial ``trial`` of grid point ``point`` and return its tidy record (a pure function).
-
-    With ``summary`` (a :class:`~shufflesim.pipeline.fast.DataSummary`) the fast engine runs the trial."""
+              truth: Any = None) -> dict[str, Any]:
+    """Run trial ``trial`` of grid point ``point`` and return its tidy record (a pure function)."""
     t0 = time.perf_counter()
-    if summary is not None:
-        res = run_fast(protocol, summary, trial_seed(root, point, trial), truth)
-    else:
-        res = protocol.run(data, trial_seed(root, point, trial), validate=False, truth=truth)
+    res = protocol.run(data, trial_seed(root, point, trial), validate=False, truth=truth)
     rec: dict[str, Any] = {"trial": trial, "sq_error": res.sq_error}
     if np.ndim(res.estimate) == 0:
         rec["error"] = float(res.estimate - res.truth)
@@ -60,10 +55,24 @@ def run_trial(protocol: Protocol, data: np.ndarray, root: np.random.SeedSequence
     return rec
 
 
+def fast_trials(protocol: Protocol, summary: Any, truth: Any, root: np.random.SeedSequence, point: int, start: int,
+                stop: int) -> list[dict[str, Any]]:
+    """Records of trials ``[start, stop)`` under the fast engine (drawn in blocks,
+    :func:`shufflesim.pipeline.fast.fast_records`); ``seconds`` is the chunk's time per trial."""
+    t0 = time.perf_counter()
+    cols = fast_records(protocol, summary, truth, root, point, start, stop)
+    per = (time.perf_counter() - t0) / (stop - start)
+    names = list(cols)
+    return [{"trial": t, **{k: float(cols[k][i]) for k in names}, "seconds": per}
+            for i, t in enumerate(range(start, stop))]
+
+
 def _run_chunk(root_state: tuple, point: int, trials: list[int]) -> list[dict[str, Any]]:
     root = np.random.SeedSequence(root_state[0], spawn_key=root_state[1])
     st = _WORKER_STATE
-    return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"], st.get("summary")) for t in trials]
+    if st.get("summary") is not None:  # chunks are runs of consecutive trials
+        return fast_trials(st["protocol"], st["summary"], st["truth"], root, point, trials[0], trials[-1] + 1)
+    return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"]) for t in trials]
 
 
 # --- driver --------------------------------------------------------------------------------------------
@@ -125,10 +134,15 @@ def run_trials(
             parallel.warn_serial(reason, workers)
     try:
         if ctx is None:
-            for t in range(trials):
-                records.append(run_trial(protocol, data, root, point, t, truth, summary))
+            step = FAST_BLOCK if summary is not None else 1
+            for s in range(0, trials, step):
+                if summary is not None:
+                    recs = fast_trials(protocol, summary, truth, root, point, s, min(trials, s + step))
+                else:
+                    recs = [run_trial(protocol, data, root, point, s, truth)]
+                records.extend(recs)
                 if on_progress:
-                    on_progress(1)
+                    on_progress(len(recs))
         else:
             size = chunk_size or max(1, math.ceil(trials / (workers * 16)))
             chunks = [list(range(s, min(trials, s + size))) for s in range(0, trials, size)]

@@ -4,12 +4,14 @@ A :class:`Sweep` is a list of :class:`SweepPoint` s, the trials per point, the r
 (:mod:`shufflesim.pipeline.fast`).  :func:`run_sweep` splits point g's trials into chunks of
 ``chunk_size`` consecutive trials and runs them on a backend (:mod:`shufflesim.experiments.backends`).
 
-Randomness.  Trial t of point g draws from ``SeedSequence(root, spawn_key=(1, g, t))`` (the same stream
-as :func:`~shufflesim.experiments.montecarlo.run_trials` at point g) and the data of every point from
-``(0, 0)`` (as :func:`~shufflesim.experiments.study.run_grid`); a chunk (g, c) is the trials
-``[c·size, (c+1)·size)`` and derives its streams from (g, trial), so the records are bit-identical for any
-chunk size, worker count and backend (tested) — and point g equals ``simulate`` / ``run_trials`` with the
-same seed at point g.
+Randomness.  Under the faithful engine trial t of point g draws from ``SeedSequence(root,
+spawn_key=(1, g, t))``; under the fast engine from block t // 256 of the point's fast streams
+``(2, g, block)`` (:mod:`shufflesim.pipeline.fast`) — in both cases the same streams as
+:func:`~shufflesim.experiments.montecarlo.run_trials` at point g.  The data of every point come from
+``(0, 0)`` (as :func:`~shufflesim.experiments.study.run_grid`).  A chunk (g, c) is the trials
+``[c·size, (c+1)·size)`` and derives its streams from (g, trial) alone, so the records are bit-identical
+for any chunk size, worker count and backend (tested) — and point g equals ``simulate`` / ``run_trials``
+with the same seed and engine at point g.
 
 On disk (``DIR``)::
 
@@ -161,20 +163,23 @@ def _point_state(spec_json: str, g: int):
 def compute_chunk(task: ChunkTask) -> dict[str, Any]:
     """Run the chunk's trials; returns ``{"columns": {name: array}, "seconds": float, "engine": str}``."""
     from shufflesim.experiments.montecarlo import run_trial
+    from shufflesim.pipeline.fast import fast_records
 
     proto, x, truth, summary, engine = _point_state(task.spec_json, task.point)
     root = np.random.SeedSequence(int(json.loads(task.spec_json)["seed"]))
     t0 = time.perf_counter()
-    recs = [run_trial(proto, x, root, task.point, t, truth, summary) for t in range(task.start, task.stop)]
-    seconds = time.perf_counter() - t0
-    names = [k for k in recs[0] if k not in ("trial", "seconds")]
     cols: dict[str, np.ndarray] = {
-        "point": np.full(len(recs), task.point, dtype=np.int64),
+        "point": np.full(task.stop - task.start, task.point, dtype=np.int64),
         "trial": np.arange(task.start, task.stop, dtype=np.int64),
     }
-    for k in names:
-        cols[k] = np.array([r[k] for r in recs], dtype=float)
-    return {"columns": cols, "seconds": seconds, "engine": engine}
+    if summary is not None:
+        cols.update(fast_records(proto, summary, truth, root, task.point, task.start, task.stop))
+    else:
+        recs = [run_trial(proto, x, root, task.point, t, truth) for t in range(task.start, task.stop)]
+        for k in recs[0]:
+            if k not in ("trial", "seconds"):
+                cols[k] = np.array([r[k] for r in recs], dtype=float)
+    return {"columns": cols, "seconds": time.perf_counter() - t0, "engine": engine}
 
 
 # --- parts on disk ---------------------------------------------------------------------------------------------
@@ -411,7 +416,7 @@ def run_sweep(
                     meta = {"sweep_hash": sweep.hash, "point": task.point, "chunk": task.chunk, "start": task.start,
                             "stop": task.stop, "rows": len(frame), "checksum": columns_checksum(frame),
                             "engine": res["engine"], "seconds": res["seconds"], "seed_sequence": seed_meta,
-                            "spawn_keys": f"(1, {task.point}, t) for t in [{task.start}, {task.stop})",
+                            "spawn_keys": _spawn_keys(res["engine"], task),
                             "data_spawn_key": [0, 0], **info, "environment": env}
                     write_part(part_path(root, task.point, task.chunk), frame, meta)
                     tick(len(frame))
@@ -426,6 +431,17 @@ def run_sweep(
             write_table(summary, root / "summary", {"sweep": sweep.to_dict(), "sweep_hash": sweep.hash,
                                                      "chunk_size": chunk_size, **info})
     return SweepResult(summary, root, complete, len(_chunks(sweep, chunk_size)), reused, recomputed, info)
+
+
+def _spawn_keys(engine: str, task: ChunkTask) -> str:
+    """The spawn keys (relative to the root seed) that the chunk's trials drew from."""
+    if engine == "fast":
+        from shufflesim.pipeline.fast import FAST_BLOCK, FAST_STREAM
+
+        b0, b1 = task.start // FAST_BLOCK, (task.stop - 1) // FAST_BLOCK
+        return (f"({FAST_STREAM}, {task.point}, b) for b in [{b0}, {b1}] (fast-engine blocks of {FAST_BLOCK} "
+                f"trials; trials [{task.start}, {task.stop}))")
+    return f"(1, {task.point}, t) for t in [{task.start}, {task.stop})"
 
 
 # --- reading back ------------------------------------------------------------------------------------------------

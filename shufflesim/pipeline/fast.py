@@ -15,11 +15,19 @@ faithful pipeline's analyser returns (same type, same distribution).  Everything
 two engines differ only in how the analyser's output is drawn.
 
 Engines: ``"faithful"`` (every message drawn, shuffled lazily, analysed), ``"fast"`` (the sampler above;
-an error for protocols without one), ``"auto"`` (fast where it exists, else faithful).  The fast engine
-draws from the trial's seed sequence itself (the faithful stages draw from its children 0, 1, 2; one
-SeedSequence fewer per trial matters at ~100 µs a trial), so its results are a pure function of
-(protocol, data, seed) as well; they are *not* the faithful engine's numbers (different draws from the
-same distribution).  Equivalence in distribution is tested per protocol (tests/test_fast_engines.py).
+an error for protocols without one), ``"auto"`` (fast where it exists, else faithful).
+
+Streams of the fast engine: blocks.  At O(k) draws a trial, deriving a seed sequence per trial would cost
+more than the trial.  The fast engine therefore draws trials in blocks of :data:`FAST_BLOCK` consecutive
+trials: block b of grid point g draws from ``SeedSequence(root, spawn_key=(2, g, b))`` (prefix 2: the
+data use 0, the faithful trials 1), trial t is row t mod FAST_BLOCK of block t // FAST_BLOCK.  A block's
+content never depends on how trials are grouped into chunks or workers (a chunk computes the blocks that
+cover it and keeps its rows), so results stay bit-identical for any chunking, worker count and backend.
+A protocol may also implement ``sample_fast_batch(summary, truth, rng, size)`` returning the records'
+columns for ``size`` trials at once, vectorised over trials (k-RR and the central histograms do);
+otherwise :func:`fast_block` calls :meth:`~Protocol.sample_fast` once per trial with the block's
+generator.  Fast-engine numbers are *not* the faithful engine's numbers (other draws from the same
+distribution).  Equivalence in distribution is tested per protocol (tests/test_fast_engines.py).
 
 The shared exact samplers used by the protocols live here: :func:`rr_histogram` (k-ary blanket randomised
 response of a multiset), :func:`rounded_total` (the sum of randomised roundings), :func:`flip_count`
@@ -33,11 +41,15 @@ from typing import Any
 
 import numpy as np
 
-from shufflesim.core.rng import RngLike, as_seed_sequence
+from shufflesim.core.rng import RngLike, as_seed_sequence, child
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline.protocol import Protocol, RunResult
 
 ENGINES = ("faithful", "fast", "auto")
+#: spawn-key prefix of the fast engine's blocks, ``(FAST_STREAM, point, block)``
+FAST_STREAM = 2
+#: trials per block of the fast engine (part of the engine's definition: changing it changes the numbers)
+FAST_BLOCK = 256
 
 
 @dataclass(frozen=True)
@@ -86,22 +98,60 @@ def resolve_engine(protocol: Protocol, engine: str) -> str:
 
 
 def run_fast(protocol: Protocol, summary: DataSummary, rng: RngLike, truth: Any) -> RunResult:
-    """One execution under the fast engine: the analyser's output sampled from its exact distribution."""
-    seed = as_seed_sequence(rng)
-    gen = np.random.Generator(np.random.PCG64(seed))
-    raw = protocol.sample_fast(summary, gen)
+    """One execution under the fast engine with its own seed (a single run; Monte-Carlo trials and sweeps
+    draw in blocks, :func:`fast_records`)."""
+    gen = np.random.Generator(np.random.PCG64(as_seed_sequence(rng)))
+    return _result(protocol, protocol.sample_fast(summary, gen), truth)
+
+
+def block_seed(root: np.random.SeedSequence, point: int, block: int) -> np.random.SeedSequence:
+    """Seed sequence of the fast engine's block ``block`` at grid point ``point``."""
+    return child(root, FAST_STREAM, point, block)
+
+
+def record_columns(results: list[RunResult]) -> dict[str, np.ndarray]:
+    """The per-trial record columns (``sq_error``, ``error`` for scalar estimands, the metrics)."""
+    cols: dict[str, np.ndarray] = {"sq_error": np.array([r.sq_error for r in results], dtype=float)}
+    if results and np.ndim(results[0].estimate) == 0:
+        cols["error"] = np.array([float(r.estimate - r.truth) for r in results], dtype=float)
+    for name in (results[0].metrics if results else {}):
+        cols[name] = np.array([float(r.metrics[name]) for r in results], dtype=float)
+    return cols
+
+
+def fast_block(protocol: Protocol, summary: DataSummary, truth: Any, root: np.random.SeedSequence, point: int,
+               block: int, rows: int = FAST_BLOCK) -> dict[str, np.ndarray]:
+    """Record columns of the first ``rows`` trials of block ``block`` (the same values whatever ``rows``)."""
+    gen = np.random.Generator(np.random.PCG64(block_seed(root, point, block)))
+    batch = getattr(protocol, "sample_fast_batch", None)
+    if batch is not None:  # vectorised: always the whole block, so that its draws never depend on rows
+        return {k: v[:rows] for k, v in batch(summary, truth, gen, FAST_BLOCK).items()}
+    results = []
+    for _ in range(rows):  # sequential: the first rows trials are a prefix of the whole block
+        raw = protocol.sample_fast(summary, gen)
+        results.append(_result(protocol, raw, truth))
+    return record_columns(results)
+
+
+def fast_records(protocol: Protocol, summary: DataSummary, truth: Any, root: RngLike, point: int, start: int,
+                 stop: int) -> dict[str, np.ndarray]:
+    """Record columns of trials ``[start, stop)`` of grid point ``point`` under the fast engine."""
+    root = as_seed_sequence(root)
+    parts = []
+    for b in range(start // FAST_BLOCK, (stop - 1) // FAST_BLOCK + 1):
+        lo = b * FAST_BLOCK
+        cols = fast_block(protocol, summary, truth, root, point, b, rows=min(FAST_BLOCK, stop - lo))
+        a = max(start - lo, 0)
+        parts.append({k: v[a:] for k, v in cols.items()})
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _result(protocol: Protocol, raw: Any, truth: Any) -> RunResult:
     estimate = protocol.point_estimate(raw)
     err = np.subtract(estimate, truth, dtype=float)
-    return RunResult(
-        estimate=estimate,
-        truth=truth,
-        sq_error=float(np.sum(np.square(err))),
-        metrics=protocol.metrics(raw, truth),
-        messages_per_user=_cached(protocol, "messages_per_user"),
-        bits_per_message=_cached(protocol, "bits_per_message"),
-        view=None,
-        details=raw,
-    )
+    return RunResult(estimate=estimate, truth=truth, sq_error=float(np.sum(np.square(err))),
+                     metrics=protocol.metrics(raw, truth), messages_per_user=_cached(protocol, "messages_per_user"),
+                     bits_per_message=_cached(protocol, "bits_per_message"), view=None, details=raw)
 
 
 def _cached(protocol: Protocol, name: str) -> Any:
@@ -136,6 +186,17 @@ def _uniform(k: int) -> np.ndarray:
     if k not in _UNIFORM:
         _UNIFORM[k] = np.full(k, 1.0 / k)
     return _UNIFORM[k]
+
+
+def rr_histogram_batch(counts: np.ndarray, gamma: float, k: int, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` independent draws of :func:`rr_histogram`, one per row (vectorised over trials)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    kept = rng.binomial(counts, 1.0 - gamma, size=(size, counts.shape[0])) if gamma < 1.0 \
+        else np.zeros((size, counts.shape[0]), dtype=np.int64)
+    blanket = counts.sum() - kept.sum(axis=1)
+    out = rng.multinomial(blanket, _uniform(k))
+    out[:, : counts.shape[0]] += kept
+    return out
 
 
 def rounded_parts(values: np.ndarray, scale: int) -> tuple[np.ndarray, np.ndarray]:
