@@ -75,7 +75,7 @@ def test_huge_eps0_is_answered_from_the_local_guarantee(capsys, argv):
 
 # --- unhandled exceptions: one error line or an answer ---------------------------------------------------
 ANSWERED = [
-    ["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--trials", "2"],
+    ["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--messages", "20", "--trials", "2"],
     ["simulate", "local-rr-sum", "--n", "100", "--eps", "1000", "--trials", "2"],
     ["simulate", "local-laplace-sum", "--n", "100", "--eps", "1e308", "--trials", "2"],
     ["simulate", "blanket-sum", "--n", "100", "--eps", "1", "--delta", "1e-320", "--trials", "2"],
@@ -89,6 +89,7 @@ REFUSED = [
     (["simulate", "recursive-sum", "--n", "100", "--eps", "1", "--messages", "1000000", "--trials", "2"],
      "at most 64 messages"),
     (["simulate", "central-dlap-sum", "--n", "100", "--eps", "1", "--p", "1e18", "--trials", "2"], "noise scale"),
+    (["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--trials", "2"], "give --messages"),
     (["simulate", "krr", "--k", "3", "--eps0", "1", "--data", "counts:1e30,1,1", "--trials", "2"], "memory"),
 ]
 
