@@ -151,3 +151,12 @@ def test_cli_audit_rejects_unsupported_protocol_in_one_line():
     out = subprocess.run([sys.executable, "-m", "shufflesim", "audit", "krr", "--k", "4", "--eps0", "2", "--eps", "1",
                           "--pair", "counts:1,1,0,0", "counts:2,2,0,0", "--trials", "100"], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.startswith("error:") and out.stderr.count("\n") == 1
+
+
+def test_explicit_pair_is_consistent_and_sees_leakage():
+    n, k, g = 10, 3, 0.5
+    x = np.array([0] + [2] * (n - 1))
+    y = np.array([1] + [2] * (n - 1))
+    res = run_audit(krr_explicit(x, y, k, g, mechanism=KRR(n, k, g, "weak")), eps=0.2, trials=100_000, rng=2)
+    assert res["verdict"] == "consistent" and res["delta_lower"] > 0.5 * res["accountant"]["delta_upper"]
+    assert res["distinguisher"] == "threshold on the statistic"

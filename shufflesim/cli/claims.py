@@ -96,7 +96,11 @@ def run_report(args) -> int:
 
     claims, _ = _select(args, all_for_report=True)
     claims = [c for c in claims if c.finding]
-    records = records_with_findings(claims, [run_claim(c) for c in claims])
+    done = []
+    for c in claims:
+        done.append(run_claim(c))
+        print(f"  {c.paper}/{c.id}: {done[-1]['verdict']} ({done[-1]['seconds']:.1f} s)", file=sys.stderr)
+    records = records_with_findings(claims, done)
     text = findings_markdown(records)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
