@@ -297,3 +297,14 @@ def test_demo_one_trial_says_not_computable(tmp_path, capsys):
     assert code == 0, out.err
     row = json.loads(out.out)["summary"][0]
     assert row["mse_lo"] is None and row["covers"] == "not computable with 1 trial"
+
+
+@pytest.mark.parametrize("argv", [
+    ["account", "rr2", "--n", "5", "--eps0", "5e-324", "--eps", "0", "--method", "feldman-numerical"],
+    ["account", "rr2", "--n", "1", "--eps0", "5e-324", "--eps", "0", "--compare"],
+    ["account", "clones", "--n", "5", "--eps0", "1e-200", "--delta", "1e-6"],
+])
+def test_subnormal_eps0_answered_from_local_guarantee(capsys, argv):
+    code, d, err = _cli(capsys, *argv)
+    assert code == 0, err
+

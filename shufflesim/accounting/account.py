@@ -31,6 +31,8 @@ from shufflesim.errors import AccuracyError, ParameterError
 #: above this eps0 (any part) e^eps0 overflows double precision and shuffling amplifies by a relative factor
 #: below 1e-300: every method answers from the local guarantee (eps <= eps0 per use)
 LDP_ONLY_EPS0 = 700.0
+#: below this eps0 the pairs' and bounds' terms underflow: every method answers from the local guarantee
+TINY_EPS0 = 1e-100
 #: largest number of compositions the pair-based methods accept (beyond: hours)
 MAX_COMPOSITIONS = 10**6
 
@@ -130,7 +132,12 @@ def account(
     notes: list[str] = []
     comp_used = None
     ldp_cap = _ldp_cap(mechanism, compositions)
-    if ldp_cap is not None and any(getattr(m, "eps0", 0.0) > LDP_ONLY_EPS0 for m, _ in mechanism.uses()):
+    if ldp_cap is not None and any(getattr(m, "eps0", 1.0) < TINY_EPS0 for m, _ in mechanism.uses()):
+        results = _ldp_only(method, ldp_cap, eps_l, delta_l)
+        notes.append(f"eps0 < {TINY_EPS0:g}: the methods' terms underflow double precision, so the answer is the "
+                     f"local guarantee eps <= {ldp_cap:.6g} (sound, without amplification; delta(eps) <= 1 below "
+                     "it, 0 above; no lower bound)")
+    elif ldp_cap is not None and any(getattr(m, "eps0", 0.0) > LDP_ONLY_EPS0 for m, _ in mechanism.uses()):
         results = _ldp_only(method, ldp_cap, eps_l, delta_l)
         notes.append(f"eps0 > {LDP_ONLY_EPS0:g}: e^eps0 overflows double precision and the shuffle's amplification "
                      f"is below 1e-300 relative, so the answer is the local guarantee eps <= {ldp_cap:.6g} "

@@ -275,7 +275,9 @@ def feldman_numerical_log_delta(
     N = n - 1
     p = math.exp(-eps0)
     alpha = 1.0 / (1.0 + math.exp(-eps0))
-    log_delta0 = math.log(alpha - math.exp(eps) * (1.0 - alpha))  # delta_c at c = 0: the LDP delta
+    d0 = alpha - math.exp(eps) * (1.0 - alpha)  # delta_c at c = 0: the LDP delta
+    # = alpha (1 - e^{eps - eps0}); in that form where the difference cancels (eps0 subnormal / eps ~ eps0)
+    log_delta0 = math.log(d0) if d0 > 0.0 else math.log(-math.expm1(eps - eps0)) + math.log(alpha)
     lp = _log_binom_pmf_all(N, p)
     mode = int(np.argmax(lp))
     lp_max = lp[mode]
