@@ -81,6 +81,28 @@ def _sweep(trials: int, n: int, engine: str):
     return Sweep(tuple(grid("krr", n=n, k=10, eps0=1.0)), trials=trials, seed=0, engine=engine)
 
 
+def _burn(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def _control() -> float:
+    """Speed-up of 2 processes over 1 on pure-Python work: what the machine offers right now."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    t = time.perf_counter()
+    for _ in range(4):
+        _burn(3_000_000)
+    one = time.perf_counter() - t
+    with ProcessPoolExecutor(2) as ex:
+        t = time.perf_counter()
+        list(ex.map(_burn, [3_000_000] * 4))
+        two = time.perf_counter() - t
+    return one / two
+
+
 def workers(a) -> None:
     from shufflesim.experiments.sweep import run_sweep
 
@@ -96,6 +118,8 @@ def workers(a) -> None:
             shutil.rmtree(d, ignore_errors=True)
     print(f"faithful k-RR sweep, n={int(a.n):,}, k=10, {a.trials} trials: 1 worker {out[1]:.2f} s, "
           f"2 workers {out[2]:.2f} s, speed-up {out[1] / out[2]:.2f}x")
+    print(f"  control: 2 processes vs 1 on pure-Python work right now: {_control():.2f}x "
+          f"(os.getloadavg() = {', '.join(f'{v:.1f}' for v in __import__('os').getloadavg())})")
 
 
 def memory(a) -> None:

@@ -171,3 +171,17 @@ def test_run_trials_engine_is_reproducible_and_worker_independent():
     assert one.records[cols].equals(two.records[cols])
     faithful = run_trials(proto, x, trials=5, rng=5)
     assert faithful.engine == "faithful"
+
+
+@pytest.mark.parametrize("case", ["krr-n400-zipf:1.5", "cheu-sum-n20-constant:0.3"])
+def test_fast_blocks_do_not_depend_on_how_trials_are_split(protocols, case):
+    """Batch (k-RR) and per-trial (cheu-sum) block paths: any split of [0, 700) gives the same records."""
+    proto, x = protocols[case]
+    s, truth, root = summarise_data(proto, x), proto.truth(x), np.random.SeedSequence(3)
+    whole = fast_records(proto, s, truth, root, 1, 0, 700)
+    for cuts in ([0, 1, 255, 256, 257, 600, 700], [0, 300, 512, 513, 700]):
+        pieces = [fast_records(proto, s, truth, root, 1, a, b) for a, b in zip(cuts, cuts[1:])]
+        for k in whole:
+            assert np.array_equal(np.concatenate([p[k] for p in pieces]), whole[k])
+    other = fast_records(proto, s, truth, root, 2, 0, 700)  # another grid point: other streams
+    assert not np.array_equal(other["sq_error"], whole["sq_error"])
