@@ -41,7 +41,7 @@ TIGHT_NUMERICS = {"target_accuracy": None, "max_grid_size": 2**20}
 
 @dataclass(frozen=True)
 class BlanketLevel:
-    """Blanket randomised response over {0, …, top} with probability ``gamma`` (FORMULAS §1, §5)."""
+    """Blanket randomised response over {0, …, top} with probability ``gamma`` (docs/theory.md#randomised-response, docs/theory.md#summation-blanket)."""
 
     top: int
     gamma: float
@@ -239,7 +239,7 @@ def _check_common(n, eps, delta, mode, adversary, variant):
 
 EPS_OPTION = Option("eps", float, "central epsilon > 0 to certify (required unless --gamma is given)")
 DELTA_OPTION = Option("delta", float, "central delta in (0, 1) (default: 1/n^2, as in seed 004)")
-ADVERSARY_OPTION = Option("adversary", str, "adversary of the tight accountant (FORMULAS §2)", default="strong",
+ADVERSARY_OPTION = Option("adversary", str, "adversary of the tight accountant (docs/theory.md#adversaries)", default="strong",
                           choices=ADVERSARIES)
 VARIANT_OPTION = Option("bennett_variant", str,
                         "Bennett bound variant: fixed (corrected) or original-2019 (the paper's code)",

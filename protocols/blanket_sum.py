@@ -1,5 +1,5 @@
 """Single-message real summation with the privacy blanket (Balle, Bell, Gascón, Nissim 2019; seed 004 §4,
-Algorithms 1–2; FORMULAS §5).
+Algorithms 1–2; docs/theory.md#summation-blanket).
 
 Randomiser: x ∈ [0, 1] is rounded at random to x̄ ∈ {0, …, k} (E[x̄] = kx), then blanket randomised response
 over the k + 1 values {0, …, k}: report x̄ with probability 1 − γ, else a value uniform on {0, …, k}.
@@ -13,7 +13,7 @@ E(Ŝ − S)² = Σ_i Var(y_i) / (k²(1−γ)²) (:meth:`BlanketLevel.variance`).
 n times the largest per-user term (:meth:`BlanketLevel.worst_rounded_variance`, derived there).
 
 Privacy.  The report is (k+1)-ary randomised response with blanket probability γ, so every accountant for
-shuffled k-RR applies with k + 1 values (FORMULAS §2–3).  Three parameter modes:
+shuffled k-RR applies with k + 1 values (docs/theory.md#pairs-krr, docs/theory.md#bounds).  Three parameter modes:
 
 * ``paper``   — k = ⌊n^{1/3}⌋ unless given; γ from Balle et al.'s closed form (seed 001 Thm C.1,
   eq C.1, with k + 1 values); certifies (ε, δ) only for ε ≤ 1;
@@ -21,7 +21,7 @@ shuffled k-RR applies with k + 1 values (FORMULAS §2–3).  Three parameter mod
   bound certifies (ε, δ) (as the authors' experiments did; ``bennett_variant`` "fixed" — the corrected
   bound, default — or "original-2019", the release the summation paper's code pinned);
 * ``tight``   — γ(k) the smallest γ certified by the tight accountant of shuffled (k+1)-RR for the chosen
-  adversary (FORMULAS §2: ``strong`` full view by default, ``strong-1d``, ``weak``), and k chosen to
+  adversary (docs/theory.md#adversaries: ``strong`` full view by default, ``strong-1d``, ``weak``), and k chosen to
   minimise the exact worst-case MSE n·max_x Var/(k²(1−γ(k))²) by golden-section search over integers
   k ∈ [1, max(16, 8⌊n^{1/3}⌋)] (assumes the MSE is unimodal in k; every evaluated k is certified either
   way, so a failure of that assumption costs optimality only).
@@ -284,7 +284,7 @@ class BlanketSumProtocol(Protocol):
 
     def mse_bound(self) -> float:
         """The worst-case MSE expression the summation paper's code evaluates (seed 004 Lemma A.1 with one
-        level; FORMULAS §5): n/(4k²) + n[γ(k²−1)/12 + (k−1)²γ(1−γ)/4]/(k²(1−γ)²)."""
+        level; docs/theory.md#summation-recursive): n/(4k²) + n[γ(k²−1)/12 + (k−1)²γ(1−γ)/4]/(k²(1−γ)²)."""
         k, g = self.k, self.gamma
         return self.n / (4.0 * k * k) + self.n * (g * (k * k - 1) / 12.0 + (k - 1) ** 2 * g * (1 - g) / 4.0) / (
             k * k * (1.0 - g) ** 2)

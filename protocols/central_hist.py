@@ -1,4 +1,4 @@
-"""Central-model baselines for the histogram (seed 003's comparison; FORMULAS §4).
+"""Central-model baselines for the histogram (seed 003's comparison; docs/theory.md#central-hist).
 
 A trusted curator computes the exact counts and adds independent noise to every bin:
 

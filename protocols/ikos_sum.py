@@ -1,7 +1,7 @@
 """``ikos-sum``: real summation from IKOS additive shares with distributed Pólya noise (seed 004 §5–6).
 
-Protocol (seed 004 Lemma 5.2 / Appendix B, Theorem 6.2; FORMULAS §5)
---------------------------------------------------------------------
+Protocol (seed 004 Lemma 5.2 / Appendix B, Theorem 6.2; docs/theory.md#summation-ikos)
+--------------------------------------------------------------------------------------
 Each user i holding x_i ∈ [0, 1]
 
 1. encodes x_i with precision p by randomised rounding: x̄_i = ⌊p x_i⌋ + Bern(p x_i − ⌊p x_i⌋) ∈ {0..p};
@@ -25,8 +25,8 @@ of any two inputs with the same sum), Lemma F.2 gives (ε, (1 + e^ε) η)-DP.
 
 Statistical security and messages — **reconstruction**
 -------------------------------------------------------
-Seed 004's copy lost the formulas of Theorem 6.1, Corollary 6.1 and eq. (4).  FORMULAS §5 reconstructs
-eq. (4) as m = ⌈(2σ + log2 q)/(log2 n − log2 e) + 1⌉, consistent with the paper's worked example (n = 10⁴,
+Seed 004's copy lost the formulas of Theorem 6.1, Corollary 6.1 and eq. (4).  shufflesim reconstructs
+eq. (4) (docs/theory.md#summation-ikos-messages) as m = ⌈(2σ + log2 q)/(log2 n − log2 e) + 1⌉, consistent with the paper's worked example (n = 10⁴,
 q ≈ n·2³², σ = 40 → 12).  We read it, as the surviving text says, as the number of shares of the m-parallel
 protocol with *average-case* security σ (Theorem 6.1, "a simple rearrangement of the expression for σ"),
 i.e. σ(m) = ((m − 1)(log2 n − log2 e) − log2 q)/2; Lemma 6.1 then gives *worst-case* security σ to the
@@ -98,7 +98,7 @@ def _check_n_for_analysis(n) -> int:
 def ikos_sigma_improved(n: int, q: int, m: int) -> float:
     """Statistical security σ of the m-share parallel IKOS protocol, average case (seed 004 Theorem 6.1).
 
-    σ = ((m − 1)(log2 n − log2 e) − log2 q)/2: the rearrangement of the reconstructed eq. (4) (FORMULAS §5;
+    σ = ((m − 1)(log2 n − log2 e) − log2 q)/2: the rearrangement of the reconstructed eq. (4) (docs/theory.md#summation-ikos-messages;
     a reconstruction, see the module docstring).  By Lemma 6.1 the same σ holds in the worst case for the
     protocols with m + 1 messages.
     """
@@ -109,7 +109,7 @@ def ikos_sigma_improved(n: int, q: int, m: int) -> float:
 
 
 def ikos_shuffled_messages_improved(n: int, q: int, sigma: float) -> int:
-    """Reconstructed seed 004 eq. (4): m = ⌈(2σ + log2 q)/(log2 n − log2 e) + 1⌉ (FORMULAS §5).
+    """Reconstructed seed 004 eq. (4): m = ⌈(2σ + log2 q)/(log2 n − log2 e) + 1⌉ (docs/theory.md#summation-ikos-messages).
 
     The number of shares of Theorem 6.1 (average-case security σ), which Corollary 6.1 calls the number
     of shuffled messages of the worst-case protocol; the total per user is this plus one.
@@ -228,7 +228,7 @@ def ikos_overflow_bound(n: int, p: int, q: int, alpha: float) -> OverflowBound:
     l1p = math.log1p(alpha)
     log_prob = min(0.0, float(np.logaddexp(a * la, b * la)) - l1p)
 
-    def log_m2(t: int) -> float:  # log E[Z² 1{Z ≥ t}], FORMULAS §4 geometric sums
+    def log_m2(t: int) -> float:  # log E[Z² 1{Z ≥ t}], geometric sums (docs/theory.md#dlap)
         u = -math.expm1(la)
         series = t * t / u + 2.0 * t * alpha / u**2 + alpha * (1.0 + alpha) / u**3
         return math.log(u) - l1p + t * la + math.log(series)
@@ -549,7 +549,7 @@ class IKOSSumProtocol(Protocol):
             notes=(
                 "seed 004 Lemma 5.2 + Lemma F.2: delta = (1+e^eps)*2^-sigma; the comparison mechanism adds "
                 "DLap(exp(-eps/p)) to the rounded sum (sensitivity p, pure eps-DP)",
-                f"sigma={prm.sigma:.6g} from the reconstructed Theorem 6.1 / eq. (4) (FORMULAS §5) with "
+                f"sigma={prm.sigma:.6g} from the reconstructed Theorem 6.1 / eq. (4) (docs/theory.md#summation-ikos-messages) with "
                 f"m-1={prm.m - 1} shares, made worst-case by Lemma 6.1 ({prm.variant})",
             ) + ((f"delta = (1+e^eps)*2^-sigma = 2^{(math.log1p(math.exp(-prm.eps)) + prm.eps) / LN2 - prm.sigma:.6g}"
                   " underflows double precision and is reported as 0 (it is positive, below 1e-308)",)

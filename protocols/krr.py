@@ -1,4 +1,5 @@
-"""k-ary randomised response in the shuffle model (seeds 000/001 §5, seed 003; FORMULAS §1).
+"""k-ary randomised response in the shuffle model (Koskela, Heikkilä, Honkela 2021, arXiv:2106.00477, §5; Biswas et al. 2023, arXiv:2205.08858;
+docs/theory.md#randomised-response).
 
 Randomiser, blanket form (Balle et al. 2019): with probability 1−γ report the true value, with probability
 γ a value drawn uniformly from all k values.  ε0 form: P(true) = e^{ε0}/(e^{ε0}+k−1); the two coincide when
@@ -75,12 +76,12 @@ class KRRAnalyser(Analyser):
 
 
 def debias_counts(hist: np.ndarray, n: int, k: int, gamma: float) -> np.ndarray:
-    """ĉ_j = (N_j − nγ/k)/(1−γ) (FORMULAS §1)."""
+    """ĉ_j = (N_j − nγ/k)/(1−γ) (docs/theory.md#rr-estimators)."""
     return (np.asarray(hist, dtype=float) - n * gamma / k) / (1.0 - gamma)
 
 
 def krr_mse_expected(n: int, k: int, gamma: float) -> float:
-    """E Σ_j (ĉ_j − c_j)² = Σ_i Σ_j p_ij(1 − p_ij)/(1−γ)² (FORMULAS §1).
+    """E Σ_j (ĉ_j − c_j)² = Σ_i Σ_j p_ij(1 − p_ij)/(1−γ)² (docs/theory.md#rr-estimators).
 
     Every user contributes the same a(1−a) + (k−1)b(1−b) with a = 1−γ+γ/k, b = γ/k, so the value does not
     depend on the data.

@@ -1,5 +1,5 @@
 """The recursive multi-message real-summation protocol (Balle, Bell, Gascón, Nissim; seed 004 §4,
-Algorithms 3–4, Theorem 4.2, Lemma A.1, Appendix G.2; FORMULAS §5).
+Algorithms 3–4, Theorem 4.2, Lemma A.1, Appendix G.2; docs/theory.md#summation-recursive).
 
 Encoding.  Precisions p_1, …, p_r (r ≥ 2 messages), Q_j = p_1⋯p_j.  x ∈ [0, 1] is written in mixed radix,
 x = Σ_{j<r} d_j/Q_j + t/Q_{r−1} with digits d_j ∈ {0..p_j−1} and t ∈ [0, 1]; the last message carries the
@@ -17,7 +17,7 @@ the whole product {0..p_1−1} × … × [0, 1) (and x = 1 is all digits maximal
 over inputs is n·[Σ_{j<r} worst_fixed_j/(Q_j²(1−γ_j)²) + worst_rounded_r/(Q_r²(1−γ_r)²)].
 
 ``mse_bound`` is the expression the paper's Table 3 evaluates (Lemma A.1 with Theorem 4.1; the formula as
-the authors' public code has it, FORMULAS §5): n/(4Q_r²) + Σ_j B_j/Q_j² with
+the authors' public code has it; docs/theory.md#summation-recursive): n/(4Q_r²) + Σ_j B_j/Q_j² with
 B_j = n[γ_j(p_j²−1)/12 + (p_j−1)²γ_j(1−γ_j)/4]/(1−γ_j)².  It uses p_j where the last level has p_r + 1
 values, so it can fall *below* the exact worst case (tests show it).
 
@@ -202,7 +202,7 @@ def recursive_worst_mse(n: int, precisions: Sequence[int], gammas: Sequence[floa
 
 
 def authors_mse_bound(n: int, precisions: Sequence[int], gammas: Sequence[float]) -> float:
-    """n/(4Q_r²) + Σ_j B_j/Q_j², B_j = n[γ_j(p_j²−1)/12 + (p_j−1)²γ_j(1−γ_j)/4]/(1−γ_j)² (FORMULAS §5)."""
+    """n/(4Q_r²) + Σ_j B_j/Q_j², B_j = n[γ_j(p_j²−1)/12 + (p_j−1)²γ_j(1−γ_j)/4]/(1−γ_j)² (docs/theory.md#summation-recursive)."""
     q = _cumulative(precisions)
     total = n / (4.0 * q[-1] ** 2)
     for p, g, qj in zip(precisions, gammas, q):

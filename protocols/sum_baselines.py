@@ -1,4 +1,4 @@
-"""Baselines for real summation (seed 004 §1, §7, Table 3; FORMULAS §4–5).  Inputs x ∈ [0, 1]; the target is
+"""Baselines for real summation (seed 004 §1, §7, Table 3; docs/theory.md#summation-local, docs/theory.md#central).  Inputs x ∈ [0, 1]; the target is
 S = Σ x and the error is the squared error of the sum.
 
 * ``cheu-sum``  — Cheu et al. (EUROCRYPT 2019) as seed 004 describes it: randomised rounding of x to
@@ -24,7 +24,7 @@ S = Σ x and the error is the squared error of the sum.
   "CuratorDP").
 * ``central-dlap-sum`` — the curator sums the users' randomised roundings at precision p (default ⌈√n⌉,
   as seed 004's experiments), adds DLap(α) with α = e^{−ε/p} (sensitivity p) and divides by p; exact
-  MSE Σ v_i/p² + 2α/((1−α)²p²) (FORMULAS §4), worst n/(4p²) + 2α/((1−α)²p²).
+  MSE Σ v_i/p² + 2α/((1−α)²p²) (docs/theory.md#central), worst n/(4p²) + 2α/((1−α)²p²).
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ class CheuSumProtocol(_RealSum):
 
 
 def local_rr_worst_mse(n: int, eps: float) -> float:
-    """n(e^ε/(e^ε−1)² + 1/4) (seed 004 Table 3 "LocalDP"; FORMULAS §5)."""
+    """n(e^ε/(e^ε−1)² + 1/4) (seed 004 Table 3 "LocalDP"; docs/theory.md#summation-local)."""
     t = math.exp(-eps)  # e^eps/(e^eps-1)^2 = e^-eps/(1-e^-eps)^2, finite for large eps
     return n * (t / (-math.expm1(-eps)) ** 2 + 0.25)
 

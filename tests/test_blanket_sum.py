@@ -1,4 +1,4 @@
-"""Single-message blanket real summation and the shared randomised rounding (FORMULAS §5, seed 004 §4).
+"""Single-message blanket real summation and the shared randomised rounding (seed 004 §4; docs/theory.md#summation-blanket, docs/theory.md#summation-rounding).
 
 Statistical tests use fixed seeds; within each test the family-wise significance level is ALPHA = 1e-3,
 split by Bonferroni over its individual comparisons.  Exact quantities (variances, worst cases) are checked

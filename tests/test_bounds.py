@@ -1,7 +1,7 @@
 """Tests of the published amplification bounds, composition theorems and transforms
 (shufflesim.accounting.bounds; issue 3, "Published bounds").
 
-Oracles: closed forms re-typed from FORMULAS §3 / the seeds and evaluated independently (mpmath at 50-60
+Oracles: closed forms re-typed from the papers (docs/theory.md#bounds) and evaluated independently (mpmath at 50-60
 digits, plain sums), brute-force enumeration of shuffled k-RR for n <= 6 (the true worst-case delta over
 all data sets), exact delta of realised neighbouring data sets for larger n, and numbers printed in the
 seeds (labelled PAPER CLAIM).  Tests named ``test_finding_*`` pin down disagreements between a published
@@ -68,7 +68,7 @@ mp.mp.dps = 60
 
 
 def hockey(P: np.ndarray, Q: np.ndarray, eps: float) -> float:
-    """max(delta_{P||Q}, delta_{Q||P}) for two PMFs on a common finite support (FORMULAS §2)."""
+    """max(delta_{P||Q}, delta_{Q||P}) for two PMFs on a common finite support (docs/theory.md#hockey-stick)."""
     e = math.exp(eps)
     return float(max(np.maximum(P - e * Q, 0.0).sum(), np.maximum(Q - e * P, 0.0).sum()))
 
@@ -147,7 +147,7 @@ def pair_strong_1d(n: int, k: int, gamma: float, eps: float) -> float:
 
 
 def pair_full_view(n: int, k: int, gamma: float, eps: float) -> float:
-    """delta of (I+1, J) vs (I, J+1), (I, J) ~ Multinomial(n-1; gamma/k, gamma/k, 1-2gamma/k) (FORMULAS §2.3)."""
+    """delta of (I+1, J) vs (I, J+1), (I, J) ~ Multinomial(n-1; gamma/k, gamma/k, 1-2gamma/k) (docs/theory.md#pairs-krr-strong)."""
     q, N = gamma / k, n - 1
     P = np.zeros((n + 1, n + 1))
     Q = np.zeros((n + 1, n + 1))
@@ -160,7 +160,7 @@ def pair_full_view(n: int, k: int, gamma: float, eps: float) -> float:
 
 
 def mp_bennett(n, gamma, eps, b_plus, c, variant):
-    """Bennett bound of FORMULAS §3 evaluated term by term with mpmath."""
+    """Bennett bound (docs/theory.md#bounds-bennett) evaluated term by term with mpmath."""
     a = mp.expm1(eps)
     alpha = c / b_plus**2
     beta = a * b_plus / c
@@ -173,7 +173,7 @@ def mp_bennett(n, gamma, eps, b_plus, c, variant):
 
 
 def mp_krr_stats(k, gamma, eps):
-    """(b+, b, c) of k-RR, FORMULAS §3, in mpmath."""
+    """(b+, b, c) of k-RR (docs/theory.md#bounds-krr-blanket), in mpmath."""
     k, gamma, e = mp.mpf(k), mp.mpf(gamma), mp.e ** mp.mpf(eps)
     b_plus = gamma * (1 - e) + (1 - gamma) * k
     rng = (1 - gamma) * k * (e + 1)
@@ -182,7 +182,7 @@ def mp_krr_stats(k, gamma, eps):
 
 
 def mp_laplace_stats(eps0, eps):
-    """(gamma, b+, b, c) of the Laplace blanket, FORMULAS §3 (range from Balle et al.'s package)."""
+    """(gamma, b+, b, c) of the Laplace blanket (docs/theory.md#bounds-laplace-blanket; range from Balle et al.'s package)."""
     e0, e = mp.mpf(eps0), mp.mpf(eps)
     gamma = mp.e ** (-e0 / 2)
     b_plus = mp.e ** (e0 / 2) * (1 - mp.e ** (e - e0))
@@ -405,7 +405,7 @@ def test_hoeffding_matches_mpmath():
 
 
 def test_bennett_original_and_fixed_differ_as_formulas_says():
-    """FORMULAS §3: the original form uses eta = a/b+ and an extra 1/M: delta_orig/delta_fixed equals
+    """docs/theory.md#bounds-bennett: the original form uses eta = a/b+ and an extra 1/M: delta_orig/delta_fixed equals
     E[1{M>=1} e^{-M k}/M] / (a E[1{M>=1} e^{-M k}])."""
     n, k, gamma, eps = 300, 5, 0.4, 0.3
     r = KRRBlanket(k, gamma)
@@ -505,7 +505,7 @@ def test_balle_gamma_never_overshoots(n, k, eps, log10_delta):
 
 
 def test_flame_published_numbers_reproduce_with_original_bennett():
-    """PAPER CLAIM (seed 002 §Experiments, FORMULAS §6): eps_c = 0.91 (SS-Simple), 0.24 (SS-Double/Topk),
+    """PAPER CLAIM (seed 002 §Evaluations; docs/theory.md#flame): eps_c = 0.91 (SS-Simple), 0.24 (SS-Double/Topk),
     20.53 (SS-Topk counting shuffling only), all at delta_c = 0.01/n^1.1 with n = 1000, d = 7850."""
     n, d = 1000, 7850
     delta_c = 0.01 / n**1.1
@@ -577,7 +577,7 @@ def test_published_krr_bounds_vs_true_delta_small_n():
 
 def test_finding_balle_numerical_bounds_below_strong_adversary_pairs():
     """FINDING: Balle et al.'s numerical bounds bound the mechanism (target's own randomisation included),
-    not the strong-adversary pairs P_s/Q_s (seed 001 eq 5.1) or the full view (FORMULAS §2.3): at n = 6,
+    not the strong-adversary pairs P_s/Q_s (seed 001 eq 5.1) or the full view (docs/theory.md#pairs-krr-strong): at n = 6,
     k = 2, gamma = 0.9, eps = 0.0804 all three are below both pairs' exact delta."""
     n, k, gamma = 6, 2, 0.9
     r = KRRBlanket(k, gamma)
@@ -766,7 +766,7 @@ def test_feldman_bounds_above_exact_delta_of_shuffled_rr():
 
 
 def _koskela_clones_pair(n, eps0):
-    """FORMULAS §2.5 / seed 001 eq 6.1 by brute force: P = (A + D, C - A), Q = (A, C - A + D)."""
+    """docs/theory.md#pairs-clones / seed 001 eq 6.1 by brute force: P = (A + D, C - A), Q = (A, C - A + D)."""
     p, q = math.exp(-eps0), math.exp(eps0) / (math.exp(eps0) + 1)
     P = np.zeros((n + 1, n + 1))
     Q = np.zeros((n + 1, n + 1))
@@ -781,8 +781,8 @@ def _koskela_clones_pair(n, eps0):
 
 
 def test_finding_koskela_clones_pair_is_looser_than_feldman_pair():
-    """FINDING: the 'clones' pair of seed 001 eq 6.1 (FORMULAS §2.5) has a LARGER delta than Feldman et al.'s
-    pair (the one their numerical method evaluates, FORMULAS §3), by many orders of magnitude at small eps0:
+    """FINDING: the 'clones' pair of seed 001 eq 6.1 (docs/theory.md#pairs-clones) has a LARGER delta than Feldman et al.'s
+    pair (the one their numerical method evaluates, docs/theory.md#pairs-clones-feldman), by many orders of magnitude at small eps0:
     a comparison of feldman-numerical against the tight accountant on eq 6.1 will show feldman-numerical
     below it without any error in either."""
     cases = {(20, 1.0, 0.3): (0.11506, 0.042007), (200, 0.5, 0.3): (1.6989e-4, 3.957e-14)}
@@ -984,7 +984,7 @@ def test_composition_closed_forms():
 
 
 def _rr2_pair(n, p):
-    """Shuffled binary RR pair of FORMULAS §2.1: P = Bin(n, p), Q = Bin(n-1, p) + Bern(1-p)."""
+    """Shuffled binary RR pair (docs/theory.md#pairs-rr2): P = Bin(n, p), Q = Bin(n-1, p) + Bern(1-p)."""
     x = np.arange(n + 1)
     P = binom.pmf(x, n, p)
     Q = (1 - p) * binom.pmf(x - 1, n - 1, p) + p * binom.pmf(x, n - 1, p)

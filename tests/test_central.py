@@ -1,4 +1,4 @@
-"""Central baselines: calibrations (FORMULAS §4) and the histogram protocols' exact MSE."""
+"""Central baselines: calibrations (docs/theory.md#central) and the histogram protocols' exact MSE."""
 
 from __future__ import annotations
 

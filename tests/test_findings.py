@@ -91,9 +91,9 @@ def hs(pair, eps: float) -> float:
 def test_item1_strong_1d_versus_full_view():
     text = item(1)
     # n = 1000, gamma = 0.25, k = 4: strong-1d vs the full view (target's coin included, the default of
-    # krr_pair(..., "strong")), and the FORMULAS §2 item 3 pair (coin left out) = full view / (1 - gamma)
+    # krr_pair(..., "strong")), and the truthful-target pair (coin left out) = full view / (1 - gamma)
     printed = grab(text, r"n = 1000, γ = 0\.25, k = 4 \(seed 001 Fig 1 setting\), ε = 0\.5: NUM vs NUM; "
-                         r"ε = 1: NUM vs NUM \(the FORMULAS §2 item 3 pair itself: NUM and NUM\)")
+                         r"ε = 1: NUM vs NUM \(the truthful-target pair itself: NUM and NUM\)")
     s1 = krr_pair(1000, 4, 0.25, "strong-1d")
     full = krr_pair(1000, 4, 0.25, "strong", as_rows=True)
     item3 = krr_strong_pair(1000, 4, 0.25, target_coin_visible=False, as_rows=True)
@@ -109,7 +109,7 @@ def test_item1_strong_1d_versus_full_view():
     assert vals[0] < vals[1] < vals[2]
     # tiny n: strong-1d vs the brute-forced full view (coin included) and vs the item 3 pair
     printed = grab(text, r"n = 5, k = 3, γ = 0\.9, ε = 0\.5: NUM vs NUM\), though not larger than the "
-                         r"FORMULAS §2 item 3 pair \(NUM\)")
+                         r"truthful-target pair \(NUM\)")
     s1 = hs(krr_pair(5, 3, 0.9, "strong-1d"), 0.5)
     brute = hs(bf.krr_bruteforce(5, 3, 0.9, "strong"), 0.5)
     coinless = hs(krr_strong_pair(5, 3, 0.9, target_coin_visible=False), 0.5)
@@ -195,7 +195,7 @@ def test_item4_original_bennett_below_exact():
 
 
 # --------------------------------------------------------------------------------------------------
-# item 5: FLAME's eps_c pipeline (seed 002, FORMULAS §6)
+# item 5: FLAME's eps_c pipeline (seed 002; docs/theory.md#flame)
 # --------------------------------------------------------------------------------------------------
 
 FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}  # PAPER CLAIM (seed 002)

@@ -150,7 +150,7 @@ def test_improved_count_is_the_smallest_with_the_security():
 
 
 def test_paper_claim_worked_example_12_messages():
-    """Paper claim (seed 004 §1, as reconstructed in FORMULAS §5): 32-bit inputs, n = 10⁴, σ = 40 → 12."""
+    """Paper claim (seed 004 §1, as reconstructed in docs/theory.md#summation-ikos-messages): 32-bit inputs, n = 10⁴, σ = 40 → 12."""
     assert ikos_shuffled_messages_improved(10**4, 10**4 * 2**32, 40) == 12
 
 

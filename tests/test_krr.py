@@ -1,4 +1,4 @@
-"""k-ary randomised response: randomiser distribution, unbiasedness, exact MSE (FORMULAS §1).
+"""k-ary randomised response: randomiser distribution, unbiasedness, exact MSE (docs/theory.md#randomised-response, docs/theory.md#rr-estimators).
 
 Statistical tests use fixed seeds.  Within each test the family-wise significance level is 1e-3,
 split over its individual tests by Bonferroni; so a correct implementation fails a given test with
@@ -33,7 +33,7 @@ def test_parametrisations_coincide():
 
 
 def test_binary_rr_flip_probability():
-    # k = 2: the flip probability is 1/(e^eps0 + 1) (FORMULAS §1)
+    # k = 2: the flip probability is 1/(e^eps0 + 1) (docs/theory.md#randomised-response)
     g = gamma_from_eps0(1.3, 2)
     assert g / 2 == pytest.approx(1 / (math.exp(1.3) + 1), rel=1e-12)
 

@@ -132,7 +132,7 @@ def test_krr_weak_pair_equals_bruteforce(n, k, gamma):
 
 @pytest.mark.parametrize("n,k,gamma", [(3, 3, 0.3), (5, 3, 0.6), (4, 4, 0.8)])
 def test_strong_pair_as_in_formulas_is_the_truthful_conditional(n, k, gamma):
-    # FORMULAS §2 item 3 omits the target's visible coin: its delta is the full view's / (1 - gamma)
+    # the truthful-target pair (docs/theory.md#pairs-krr-strong) omits the target's visible coin: its delta is the full view's / (1 - gamma)
     cond = krr_strong_pair(n, k, gamma, target_coin_visible=False)
     full = bf.krr_bruteforce(n, k, gamma, "strong")
     for eps in EPS_GRID:

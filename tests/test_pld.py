@@ -1,6 +1,6 @@
 """Single-use privacy loss distributions: exact delta(eps) and eps(delta) against brute force.
 
-Oracles: the hockey-stick divergence sum_o max(0, P(o) - e^eps Q(o)) (FORMULAS.md §2; seed 001 eq 2.3)
+Oracles: the hockey-stick divergence sum_o max(0, P(o) - e^eps Q(o)) (docs/theory.md#hockey-stick; seed 001 eq 2.3)
 evaluated in 60-digit arithmetic (mpmath) on the very same float log-probabilities, so that the
 reference is exact for the pair as given and the certified interval must contain it.
 """

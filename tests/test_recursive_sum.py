@@ -1,4 +1,4 @@
-"""The recursive multi-message protocol (seed 004 §4, FORMULAS §5): randomiser distribution per level,
+"""The recursive multi-message protocol (seed 004 §4; docs/theory.md#summation-recursive): randomiser distribution per level,
 unbiasedness, exact MSE, parameter modes and the parallel-shuffler model.
 
 Statistical tests: fixed seeds, family-wise level ALPHA = 1e-3 per test, Bonferroni within a test.

@@ -5,7 +5,7 @@ view -- the shuffled multiset of messages (equivalently the histogram of message
 side information the adversary model grants (e.g. which users randomised) -- by enumerating the joint
 outcomes of all n local randomisers, and returns it as a :class:`PMFPair` over the distinct views.
 The hockey-stick divergence :func:`hockey_stick` then gives the tight delta(eps) directly (seed 001
-eq 2.3, FORMULAS.md §2).  These oracles check the sufficient-statistic pairs of
+eq 2.3; docs/theory.md#hockey-stick).  These oracles check the sufficient-statistic pairs of
 :mod:`shufflesim.accounting.pairs`; :func:`biswas_histogram_exact` also serves ``--method exact``.
 
 Enumeration is vectorised over the R**n joint outcomes (R outcomes per user) and refused with
@@ -71,7 +71,7 @@ def log_hockey_stick(log_p, log_q, eps: float) -> float:
 
 
 def hockey_stick(log_p, log_q, eps: float) -> float:
-    """delta(eps) = max(delta_{P||Q}(eps), delta_{Q||P}(eps)) over the given atoms (FORMULAS §2)."""
+    """delta(eps) = max(delta_{P||Q}(eps), delta_{Q||P}(eps)) over the given atoms (docs/theory.md#hockey-stick)."""
     return math.exp(max(log_hockey_stick(log_p, log_q, eps), log_hockey_stick(log_q, log_p, eps)))
 
 

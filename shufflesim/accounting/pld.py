@@ -7,7 +7,7 @@ Outcomes with Q(o) = 0 < P(o) carry infinite loss; their total P-mass is delta_{
 
     delta_{P||Q}(eps) = sum_{L_i > eps} p_i (1 - e^{eps - L_i}) + P(L = inf)        (seed 001 eq 2.3, n_c = 1)
 
-and delta(eps) = max(delta_{P||Q}(eps), delta_{Q||P}(eps)) (seed 001 Theorem 5; FORMULAS.md §2).
+and delta(eps) = max(delta_{P||Q}(eps), delta_{Q||P}(eps)) (seed 001 Theorem 5; docs/theory.md#hockey-stick).
 
 Everything is computed in log space, so delta values down to ~1e-300 come out with full relative
 precision.  The answers are certified intervals: the input log-probabilities are taken as exact, and

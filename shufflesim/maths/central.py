@@ -1,4 +1,4 @@
-"""Central-model mechanisms and their calibration (FORMULAS §4).
+"""Central-model mechanisms and their calibration (docs/theory.md#central).
 
 These are the baselines a shuffle protocol is compared with: the trusted curator adds noise once to
 the exact statistic.

@@ -1,7 +1,7 @@
 """Pólya noise, the discrete Laplace distribution, exact uniform sampling in Z_q and additive sharing.
 
 The building blocks of the IKOS summation protocol with distributed noise (seed 004 §5.2–5.3 and §6;
-FORMULAS §5), kept free of any protocol logic so that each can be tested against its closed form.
+docs/theory.md#summation-ikos), kept free of any protocol logic so that each can be tested against its closed form.
 
 Distributions
 -------------
@@ -13,7 +13,7 @@ Distributions
   r(1−α)/α instead of rα/(1−α): almost no noise when α is close to 1.)
 * The sum of n independent Pólya(1/n, α) is Geometric: P(z) = α^z (1−α); the difference of two
   independent such geometrics is the **discrete Laplace** DLap(α): P(z) = (1−α)/(1+α) · α^{|z|}, with
-  variance 2α/(1−α)² (FORMULAS §4–5).  Hence users adding Z_i = Pólya(1/n, α) − Pólya(1/n, α) make
+  variance 2α/(1−α)² (docs/theory.md#dlap).  Hence users adding Z_i = Pólya(1/n, α) − Pólya(1/n, α) make
   Σ Z_i ~ DLap(α) exactly.
 
 Modular arithmetic
@@ -57,7 +57,7 @@ def check_modulus(q) -> int:
 def polya_logpmf(z, r: float, alpha: float) -> np.ndarray:
     """log P(Z = z) for Z ~ Pólya(r, α): log Γ(z+r) − log z! − log Γ(r) + z log α + r log(1−α).
 
-    Seed 004 §5.2 (FORMULAS §5).  −inf for z < 0 (and for z > 0 when α = 0).
+    Seed 004 §5.2 (docs/theory.md#summation-polya).  −inf for z < 0 (and for z > 0 when α = 0).
     """
     r = check_real("r", r, low=0.0, low_open=True)
     alpha = _check_alpha(alpha)
@@ -94,7 +94,7 @@ def sample_polya_difference(n_users: int, alpha: float, size, rng: RngLike = Non
 
 # --- discrete Laplace --------------------------------------------------------------------------------------
 def dlap_logpmf(z, alpha: float) -> np.ndarray:
-    """log P(Z = z) = log((1−α)/(1+α)) + |z| log α for Z ~ DLap(α) (FORMULAS §4)."""
+    """log P(Z = z) = log((1−α)/(1+α)) + |z| log α for Z ~ DLap(α) (docs/theory.md#dlap)."""
     alpha = _check_alpha(alpha)
     z = np.abs(np.asarray(z)).astype(float)
     base = math.log1p(-alpha) - math.log1p(alpha)
@@ -104,7 +104,7 @@ def dlap_logpmf(z, alpha: float) -> np.ndarray:
 
 
 def dlap_variance(alpha: float) -> float:
-    """Var DLap(α) = 2α/(1−α)² (FORMULAS §4)."""
+    """Var DLap(α) = 2α/(1−α)² (docs/theory.md#dlap)."""
     alpha = _check_alpha(alpha)
     return 2.0 * alpha / (1.0 - alpha) ** 2
 

@@ -1,10 +1,10 @@
-"""Fixed-point encodings with randomised rounding, shared by the real-summation protocols (FORMULAS §5).
+"""Fixed-point encodings with randomised rounding, shared by the real-summation protocols (docs/theory.md#summation-rounding).
 
 * :func:`randomised_round` — x̄ = ⌊kx⌋ + Bern(kx − ⌊kx⌋) ∈ {0, …, k} (seed 004 Appendix F, "randomized
   rounding", Lemma F.1): E[x̄] = kx and Var(x̄) = r(1 − r) with r = kx − ⌊kx⌋ (≤ 1/4);
 * :func:`rounding_variance` — that variance r(1 − r), in units of the integer grid;
 * :func:`mixed_radix_digits` — the deterministic digits of the recursive protocol's encoding (seed 004 §4,
-  Algorithm 3; FORMULAS §5): with precisions p_1, …, p_r, rem = x and for j < r: d_j = ⌊p_j·rem⌋,
+  Algorithm 3; docs/theory.md#summation-recursive): with precisions p_1, …, p_r, rem = x and for j < r: d_j = ⌊p_j·rem⌋,
   rem ← p_j·rem − d_j.  The last digit is then randomised rounding of p_r·rem.  Digits are capped at
   p_j − 1 so that x = 1 is encoded as all digits maximal and a last remainder of exactly 1 (then
   d_r = p_r); every x ∈ [0, 1] satisfies x = Σ_{j<r} d_j/Q_j + rem/Q_{r−1} with Q_j = p_1⋯p_j.
@@ -30,7 +30,7 @@ def grid_dtype(top: int) -> np.dtype:
 
 
 def randomised_round(x: np.ndarray, k: int, rng: np.random.Generator, dtype=None) -> np.ndarray:
-    """Randomised rounding of ``k·x`` to an integer in {0, …, k} (seed 004 Appendix F; FORMULAS §5).
+    """Randomised rounding of ``k·x`` to an integer in {0, …, k} (seed 004 Appendix F; docs/theory.md#summation-rounding).
 
     ``x`` must lie in [0, 1].  Returns ⌊kx⌋ + Bern(kx − ⌊kx⌋) with ``dtype`` (default: the smallest
     unsigned type holding k).  Unbiased: E[result] = kx.

@@ -6,10 +6,10 @@ Columns of a row (one :class:`Cell` per row and setting):
 
 * ``paper_messages``, ``paper_mse`` — **paper claims**, transcribed from the seed's text
   (:data:`PAPER_TABLE3`).  The columns' (n, ε) are deduced from the LocalDP and CuratorDP rows, which depend
-  on n and ε only (FORMULAS §5).
+  on n and ε only (docs/theory.md#summation-table3).
 * ``messages`` — shufflesim's count for the row's protocol and parameter rule.
 * ``mse_reproduced`` — the paper's own computation redone: the row's parameter rule, the MSE expression
-  the authors' code evaluates (Lemma A.1 with Theorem 4.1, FORMULAS §5) and Balle et al.'s Bennett bound
+  the authors' code evaluates (Lemma A.1 with Theorem 4.1; docs/theory.md#summation-recursive) and Balle et al.'s Bennett bound
   in the release the authors' code pinned (``original-2019``).  ``None`` where the seed does not say how the
   row was computed.
 * ``mse_exact`` — the *exact* worst-case MSE of the protocol at those same parameters (shufflesim's
@@ -56,8 +56,8 @@ class PaperRow:
     note: str = ""
 
 
-#: Seed 004, Appendix G.1, Table 3 — PAPER CLAIMS, transcribed from
-#: /work/shared/papers/004-balle-bell-gascon-nissim-private-summation-multi-message.txt (lines 379–389).
+#: Balle, Bell, Gascón, Nissim 2020 (arXiv:2002.00817), Appendix G.1, Table 3 — PAPER CLAIMS, transcribed
+#: from the paper (docs/theory.md#summation-table3).
 PAPER_TABLE3: tuple[PaperRow, ...] = (
     PaperRow("localdp", "LocalDP", (1, 1, 1, 1), (41677.0, 11706.7, 416769.8, 117067.4)),
     PaperRow("curatordp", "CuratorDP", (None, None, None, None), (8.0, 2.0, 8.0, 2.0), "messages printed as '–'"),

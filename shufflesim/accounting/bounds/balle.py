@@ -1,9 +1,9 @@
 """Balle, Bell, Gascón, Nissim (2019), "The privacy blanket of the shuffle model": published bounds.
 
 * ``balle`` — the closed form for shuffled k-RR, as quoted in seed 001 Theorem C.1 and inverted in eq C.1
-  (FORMULAS §3): (eps, delta)-DP for eps <= 1 and delta in (0, 1] when
+  (docs/theory.md#bounds-balle): (eps, delta)-DP for eps <= 1 and delta in (0, 1] when
   gamma = max{14 k log(2/delta) / ((n-1) eps^2), 27 k / ((n-1) eps)}.
-* ``bennett`` and ``hoeffding`` — the numerical bounds of the authors' public package (FORMULAS §3), for a
+* ``bennett`` and ``hoeffding`` — the numerical bounds of the authors' public package (docs/theory.md#bounds-blanket-numerical), for a
   randomiser with blanket probability gamma, described by three properties of its privacy amplification
   random variable L_eps: its maximum ``b+`` ("max_l"), its range ``b`` ("range_l") and its variance ``c``
   ("var_l").  Two randomisers are provided: k-ary randomised response (:class:`KRRBlanket`) and the
@@ -63,7 +63,7 @@ BennettVariant = Literal["original-2019", "fixed"]
 _VARIANTS = ("original-2019", "fixed")
 
 _REF_C1 = "seed 001 Thm C.1 / eq C.1 (Balle et al. 2019)"
-_REF_NUM = "Balle et al. 2019 numerical bounds (FORMULAS §3)"
+_REF_NUM = "Balle et al. 2019 numerical bounds (arXiv:1903.02837; docs/theory.md#bounds-blanket-numerical)"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -73,10 +73,10 @@ _REF_NUM = "Balle et al. 2019 numerical bounds (FORMULAS §3)"
 
 @dataclass(frozen=True)
 class KRRBlanket:
-    """k-ary randomised response in blanket form (FORMULAS §1): report the truth w.p. 1 - gamma, else a
+    """k-ary randomised response in blanket form (docs/theory.md#randomised-response): report the truth w.p. 1 - gamma, else a
     uniform value of the k (truth included).  eps0 = log(1 + k(1 - gamma)/gamma).
 
-    ``max_l``, ``range_l``, ``var_l``: Balle et al.'s package (FORMULAS §3, "for k-RR").
+    ``max_l``, ``range_l``, ``var_l``: Balle et al.'s package (docs/theory.md#bounds-krr-blanket).
     """
 
     k: int
@@ -90,7 +90,7 @@ class KRRBlanket:
 
     @classmethod
     def from_eps0(cls, k: int, eps0: float) -> "KRRBlanket":
-        """The k-RR with local privacy eps0: gamma = k/(e^eps0 + k - 1) (FORMULAS §1)."""
+        """The k-RR with local privacy eps0: gamma = k/(e^eps0 + k - 1) (docs/theory.md#randomised-response)."""
         k = check_int("k", k, minimum=2)
         eps0 = check_real("eps0", eps0, low=0.0)
         return cls(k=k, gamma=gamma_from_eps0(eps0, k))
@@ -122,10 +122,10 @@ class KRRBlanket:
 @dataclass(frozen=True)
 class LaplaceBlanket:
     """The Laplace mechanism Lap(1/eps0) on inputs in [0, 1] in Balle et al.'s blanket analysis
-    (FORMULAS §3): gamma = e^{-eps0/2}.
+    (docs/theory.md#bounds-laplace-blanket): gamma = e^{-eps0/2}.
 
-    ``max_l``, ``range_l``, ``var_l``: Balle et al.'s package ("LaplaceMechanism").  The range is not in
-    FORMULAS; it is (e^eps + 1)(e^{eps0/2} - e^{-eps0/2}) as in the authors' package.
+    ``max_l``, ``range_l``, ``var_l``: Balle et al.'s package ("LaplaceMechanism").  The range is
+    (e^eps + 1)(e^{eps0/2} - e^{-eps0/2}), as in the authors' package.
     """
 
     eps0: float
@@ -385,7 +385,7 @@ def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_de
 def bennett_delta(
     eps: float, *, n: int, randomiser: BlanketRandomiser, variant: BennettVariant = "fixed"
 ) -> DeltaBound:
-    """delta(eps) from Balle et al.'s Bennett bound (FORMULAS §3), ``variant`` "fixed" or "original-2019".
+    """delta(eps) from Balle et al.'s Bennett bound (docs/theory.md#bounds-bennett), ``variant`` "fixed" or "original-2019".
 
     The delta may underflow to 0.0 as a float; its logarithm is always finite for 0 < eps < eps0.
     """
@@ -401,7 +401,7 @@ def bennett_delta(
 
 
 def hoeffding_delta(eps: float, *, n: int, randomiser: BlanketRandomiser) -> DeltaBound:
-    """delta(eps) from Balle et al.'s Hoeffding bound (FORMULAS §3)."""
+    """delta(eps) from Balle et al.'s Hoeffding bound (docs/theory.md#bounds-hoeffding)."""
     eps = _eps(eps)
     n = _n(n)
     r = _randomiser(randomiser)

@@ -1,6 +1,6 @@
 """Biswas, Jung, Palamidessi: seed 003 §IV, Definition IV.2 (eq 6) and Theorem IV.1, EXACTLY as published.
 
-Setting (seed 003 §IV-B/C; FORMULAS §2 item 6): n users run k-RR with local privacy eps0; the released
+Setting (seed 003 §IV-B/C; docs/theory.md#pairs-biswas): n users run k-RR with local privacy eps0; the released
 quantity analysed is the shuffled count of the value x0.  User u holds x0 (data set D(x0)) or x1 != x0
 (D(x1)); n_{x0} of the other n - 1 users hold x0 and the remaining n - 1 - n_{x0} hold values other than x0.
 

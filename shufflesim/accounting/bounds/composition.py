@@ -1,4 +1,4 @@
-"""Composition theorems for (eps, delta) guarantees of the analytic methods (seed 001 §C.3, FORMULAS §3).
+"""Composition theorems for (eps, delta) guarantees of the analytic methods (seed 001 §C.3; docs/theory.md#composition).
 
 * Basic: the n_c-fold composition of an (eps, delta)-DP mechanism is (n_c eps, n_c delta)-DP.
 * Advanced (Dwork & Roth 2014, Thm 3.20; seed 001 §C.3; seed 002 Lemma 3): for any delta' > 0 it is

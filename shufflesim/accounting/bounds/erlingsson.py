@@ -1,6 +1,6 @@
 """Erlingsson, Feldman, Mironov, Raghunathan, Talwar, Thakurta (SODA 2019): amplification by shuffling.
 
-Closed form (FORMULAS §3): eps = 12 eps0 sqrt(log(1/delta)/n), valid only for eps0 <= 1/2, n >= 1000 and
+Closed form (arXiv:1811.12469; docs/theory.md#bounds-erlingsson): eps = 12 eps0 sqrt(log(1/delta)/n), valid only for eps0 <= 1/2, n >= 1000 and
 delta <= 0.01 (the constants of the theorem hold in that regime only; the ranges are those enforced by
 Balle et al.'s public package).  Inverted for delta: delta = exp(-n (eps/(12 eps0))^2), applicable when
 the resulting delta <= 0.01.  The bound holds for any eps0-LDP randomiser.
@@ -19,7 +19,7 @@ ERLINGSSON_MAX_EPS0 = 0.5
 ERLINGSSON_MIN_N = 1000
 ERLINGSSON_MAX_DELTA = 0.01
 
-_REF = "Erlingsson et al. 2019 closed form (FORMULAS §3)"
+_REF = "Erlingsson et al. 2019 closed form (arXiv:1811.12469; docs/theory.md#bounds-erlingsson)"
 
 
 def _fmt(x: float) -> str:

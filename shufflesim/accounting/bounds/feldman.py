@@ -1,7 +1,7 @@
 """Feldman, McMillan, Talwar (2020), "Hiding among the clones": amplification by shuffling for any
 eps0-LDP randomiser.
 
-``feldman`` — the closed form of their Theorem 3.1 as quoted in seed 001 §C.3 (eq C.2; FORMULAS §3): with
+``feldman`` — the closed form of their Theorem 3.1 as quoted in seed 001 §C.3 (eq C.2; docs/theory.md#bounds-feldman): with
 p = e^{-eps0},
 
     eps <= log(1 + 8 sqrt(log(4/delta))/sqrt(p n) + 8/(p n)),
@@ -13,7 +13,7 @@ restrictive of the two and is what is enforced here.  The delta direction return
 max(C.2, 4 exp(-p n/16)): below the validity floor the theorem is applied at the floor (an (eps', delta)
 guarantee with eps' <= eps implies (eps, delta)).
 
-``feldman-numerical`` — the numerical method of the authors' public code (FORMULAS §3), implemented here
+``feldman-numerical`` — the numerical method of the authors' public code (docs/theory.md#bounds-feldman-numerical), implemented here
 from its description.  It evaluates the hockey-stick divergence of Feldman et al.'s pair: with
 C ~ Bin(n-1, p), A ~ Bin(C, 1/2) and alpha = e^eps0/(e^eps0 + 1), given C = c the first coordinate X of the
 pair (the second is c + 1 - X) has
@@ -26,8 +26,7 @@ difference of two binomial tail probabilities.  delta(eps) = sum_c P(C = c) delt
 symmetric under X -> c + 1 - X, so delta_{P||Q} = delta_{Q||P}.)  Adding one clone is a post-processing
 (X_{c+1} = X_c + Bern(1/2) under both hypotheses), so delta_c is non-increasing in c.  The values of c
 are visited in blocks of ``step`` consecutive values; within a block, delta at the block's first c is an
-upper bound and delta at its last c is a lower bound (FORMULAS §3: "max (upper) or min (lower) of the
-endpoints").  ``step=1`` is exact.  The c outside a window around E[C] are not visited: their probability
+upper bound and delta at its last c is a lower bound (docs/theory.md#bounds-feldman-numerical).  ``step=1`` is exact.  The c outside a window around E[C] are not visited: their probability
 mass (computed exactly, or by a Chernoff bound in log space if it underflows) times delta_0 = alpha -
 e^eps (1 - alpha) is added to the upper bound, and the window is widened until that slack is below
 ``tail_rtol`` times the lower bound (or covers all c).  Everything is in log space.
@@ -58,7 +57,7 @@ __all__ = [
 ]
 
 _REF_C2 = "Feldman et al. 2020 Thm 3.1 as seed 001 eq C.2"
-_REF_NUM = "Feldman et al. 2020 numerical method (FORMULAS §3), Feldman et al.'s pair"
+_REF_NUM = "Feldman et al. 2020 numerical method (arXiv:2012.12803; docs/theory.md#bounds-feldman-numerical), Feldman et al.'s pair"
 
 
 def _fmt(x: float) -> str:

@@ -1,10 +1,10 @@
 """Transforms of (eps, delta) guarantees: amplification by subsampling, DP from total variation, and the
 safe-side inversion of a delta(eps) bound into an eps(delta) bound.
 
-* Amplification by subsampling (Balle, Barthe, Gaboardi 2018; quoted as seed 002 Lemma 4; FORMULAS §3):
+* Amplification by subsampling (Balle, Barthe, Gaboardi 2018; quoted as seed 002 Lemma 4; docs/theory.md#subsampling):
   if M on data sets of size m is (eps, delta)-DP for the replacement relation, then running M on m
   records sampled without replacement from n records is (log(1 + (m/n)(e^eps - 1)), (m/n) delta)-DP.
-* DP from total variation (seed 004 Lemma F.2; FORMULAS §3): if TV(M1(X), M2(X)) <= eta for every X
+* DP from total variation (seed 004 Lemma F.2; docs/theory.md#dp-from-tv): if TV(M1(X), M2(X)) <= eta for every X
   and M2 is (eps, delta)-DP, then M1 is (eps, delta + (1 + e^eps) eta)-DP.
 * :func:`invert_delta_curve`: the eps(delta) of a bound known only as delta(eps), by bisection that only
   ever reports an eps at which the bound itself certifies delta(eps) <= target ("safe side").

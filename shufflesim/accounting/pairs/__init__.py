@@ -1,12 +1,12 @@
 """Neighbouring pairs (P, Q) of shuffled mechanisms, as :class:`~shufflesim.accounting.pmf_pair.PMFPair`.
 
 Each constructor returns the log-PMFs of a sufficient statistic of the adversary's view under the two
-neighbouring data sets (FORMULAS.md §2):
+neighbouring data sets (docs/theory.md#pairs):
 
 ==============================  =====================================================================
 :func:`rr2_pair`                shuffled binary randomised response (Koskela et al., seed 001 §4, eq 4.1)
 :func:`krr_pair`                shuffled k-RR: ``adversary="strong-1d"`` (seed 000 eq 3.1 / seed 001
-                                eq 5.1), ``"strong"`` (full view, FORMULAS §2 item 3), ``"weak"``
+                                eq 5.1), ``"strong"`` (full view, docs/theory.md#pairs-krr-strong), ``"weak"``
                                 (seed 001 Definition 9, Theorem 10, Appendix A)
 :func:`clones_pair`             general eps0-LDP randomisers via Feldman et al.'s clones (seed 001 §6,
                                 eqs 6.1-6.8, Lemmas B.1-B.3)

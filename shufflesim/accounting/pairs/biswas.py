@@ -14,7 +14,7 @@ from shufflesim.accounting.pairs.common import finish
 
 REFERENCE_BISWAS = (
     "Biswas, Jung, Palamidessi (seed 003) Definition IV.2, Theorem IV.1, Appendix A eqs 11-13; "
-    "FORMULAS.md §2 item 6"
+    "docs/theory.md#pairs-biswas"
 )
 
 #: Default and smallest allowed ``tail_bound`` of :func:`biswas_count_pair`.  The count's pmf is a

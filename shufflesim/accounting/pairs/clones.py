@@ -23,7 +23,7 @@ from shufflesim.accounting.pairs.common import (
 
 REFERENCE_CLONES = (
     "Feldman, McMillan, Talwar 2020 (Remark 3.5) via Koskela, Heikkila, Honkela (seed 001) §6, "
-    "eqs 6.1-6.8, Lemmas B.1-B.3, §6.2; FORMULAS.md §2 item 5"
+    "eqs 6.1-6.8, Lemmas B.1-B.3, §6.2; docs/theory.md#pairs-clones"
 )
 
 TRUNCATIONS = ("chernoff", "hoeffding")
@@ -62,7 +62,7 @@ def clones_pair(
     exact probability.  ``return_outcomes=True`` also returns the (a, b) arrays.  ``as_rows=True``
     returns the :class:`BinomialRows` form (rows t = a + b, which has the same law under P and Q):
     exact single-use delta in O(rows) (the exact counterpart of Feldman et al.'s numerical method,
-    FORMULAS §3) and atoms block by block.
+    docs/theory.md#bounds-feldman-numerical) and atoms block by block.
     """
     n = check_int("n", n, minimum=1)
     eps0 = check_positive("eps0", eps0)

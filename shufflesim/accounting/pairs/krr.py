@@ -1,6 +1,6 @@
 """Shuffled k-ary randomised response (blanket form): the strong and weak adversaries' pairs.
 
-The randomiser (FORMULAS.md §1): with probability 1 - gamma report the true value, with probability
+The randomiser (docs/theory.md#randomised-response): with probability 1 - gamma report the true value, with probability
 gamma a value uniform on all k values.  W.l.o.g. the target holds value 1 in X and value 2 in X'.
 """
 
@@ -34,21 +34,21 @@ ADVERSARIES = tuple(r.value for r in Relation)
 
 REFERENCE_STRONG_1D = (
     "Koskela, Heikkila, Honkela: seed 000 eq 3.1 / seed 001 eq 5.1 (after Balle et al. 2019, Thm 3.1); "
-    "FORMULAS.md §2 item 2"
+    "docs/theory.md#pairs-krr-strong-1d"
 )
-REFERENCE_STRONG = "Balle et al. 2019 blanket argument, full view of adversary A_s; FORMULAS.md §2 item 3"
-REFERENCE_WEAK = "Koskela, Heikkila, Honkela (seed 001) Definition 9, Theorem 10, Appendix A; FORMULAS.md §2 item 4"
+REFERENCE_STRONG = "Balle et al. 2019 blanket argument, full view of adversary A_s; docs/theory.md#pairs-krr-strong"
+REFERENCE_WEAK = "Koskela, Heikkila, Honkela (seed 001) Definition 9, Theorem 10, Appendix A; docs/theory.md#pairs-krr-weak"
 
 
 def krr_gamma_from_eps0(k, eps0) -> float:
-    """Blanket probability gamma = k/(e^eps0 + k - 1) of the eps0-LDP k-RR (FORMULAS.md §1)."""
+    """Blanket probability gamma = k/(e^eps0 + k - 1) of the eps0-LDP k-RR (docs/theory.md#randomised-response)."""
     k = check_int("k", k, minimum=2)
     eps0 = check_positive("eps0", eps0)
     return gamma_from_eps0(eps0, k)
 
 
 def krr_eps0_from_gamma(k, gamma) -> float:
-    """Local privacy eps0 = log(1 + k(1 - gamma)/gamma) of k-RR with blanket probability gamma (FORMULAS §1)."""
+    """Local privacy eps0 = log(1 + k(1 - gamma)/gamma) of k-RR with blanket probability gamma (docs/theory.md#randomised-response)."""
     k = check_int("k", k, minimum=2)
     gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True)
     return eps0_from_gamma(gamma, k)
@@ -129,7 +129,7 @@ def krr_strong_pair(
 ):
     """The strong adversary's full view: P = (I+1, J), Q = (I, J+1), (I, J) ~ Mult(n-1; g, g, 1-2g).
 
-    FORMULAS.md §2 item 3, g = gamma/k.  Adversary A_s (seed 001 Definition 8) knows x_1..x_{n-1} and
+    docs/theory.md#pairs-krr-strong, g = gamma/k.  Adversary A_s (seed 001 Definition 8) knows x_1..x_{n-1} and
     who randomised -- all n users, the target included; after removing the others' truthful reports,
     what it sees that depends on the target is the count of randomised messages with value 1 and with
     value 2 (the other counts have the same law under X and X').  With the target truthful the counts
@@ -141,8 +141,8 @@ def krr_strong_pair(
     ``target_coin_visible=True`` (default) the pair is the exact law of the full view: the outcomes
     above carry mass (1 - gamma) P(x, y) and (1 - gamma) Q(x, y), plus one zero-loss atom of mass gamma
     on both sides (all randomised-target views merged: they have equal loss 0).  This agrees with the
-    brute-force enumeration of the view.  ``target_coin_visible=False`` returns the pair exactly as
-    FORMULAS §2 item 3 states it (conditioned on a truthful target); its single-use delta is
+    brute-force enumeration of the view.  ``target_coin_visible=False`` returns the pair conditioned on a
+    truthful target, as the authors' later public code evaluates it (docs/theory.md#pairs-krr-strong); its single-use delta is
     1/(1 - gamma) times the full view's.
 
     Parametrisation: M = I + J ~ Bin(n-1, 2g) has the same law under X and X', and given M = m,
@@ -244,7 +244,7 @@ def krr_weak_pair(
     s = n1 + n2.  Theorem 10's P_w, Q_w are the likelihood-ratio statistic of this pair.
 
     B vs B+1: the derivation (and this function) uses t = b + 1 messages; the authors' public code
-    uses B in place of B + 1 in the likelihood ratio (FORMULAS.md §2 item 4), which changes epsilon in
+    uses B in place of B + 1 in the likelihood ratio (docs/theory.md#pairs-krr-weak), which changes epsilon in
     about the third decimal.
 
     Truncation: latent (B, S, U) -- B, the number S of noise messages in {1, 2} (Bin(b, 2/k)) and the

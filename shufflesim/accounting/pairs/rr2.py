@@ -16,7 +16,7 @@ from shufflesim.accounting.pairs.common import (
     log_budget,
 )
 
-REFERENCE_RR2 = "Koskela, Heikkila, Honkela (seed 001) §4, eq 4.1; FORMULAS.md §2 item 1"
+REFERENCE_RR2 = "Koskela, Heikkila, Honkela (seed 001) §4, eq 4.1; docs/theory.md#pairs-rr2"
 
 
 def rr2_pair(n, eps0, *, tail_bound: float = DEFAULT_TAIL_BOUND_1D) -> PMFPair:
