@@ -29,7 +29,7 @@ def _upper(r):
 @pytest.mark.parametrize("mech,q", CASES)
 def test_best_never_exceeds_a_certified_method(mech, q):
     rep = account(mech, method="best", **q)
-    cmp = compare(mech, **q)
+    cmp = compare(mech, run=account, **q)
     for i, r in enumerate(rep.results):
         for row in cmp.rows:
             if row.applicable and row.valid and getattr(row.results[i], "applicable", True):
@@ -48,7 +48,7 @@ def test_best_never_picks_an_uncertified_method(mech, q):
 
 
 def test_compare_lists_not_applicable_with_reasons():
-    cmp = compare(KRR(1000, 4, 0.25, "weak"), delta=[1e-6])
+    cmp = compare(KRR(1000, 4, 0.25, "weak"), run=account, delta=[1e-6])
     na = {r.method: r.reason for r in cmp.rows if not r.applicable}
     assert "variation-ratio" in na and "not certified" in na["variation-ratio"]
     assert "erlingsson" in na and "eps0 <= 0.5" in na["erlingsson"]
@@ -66,7 +66,7 @@ def test_compare_lists_not_applicable_with_reasons():
 
 
 def test_compare_clones_issue_row():
-    cmp = compare(Clones(10**4, 4.0), delta=[1e-6])
+    cmp = compare(Clones(10**4, 4.0), run=account, delta=[1e-6])
     rows = {r.method: r for r in cmp.rows}
     assert rows["tight"].results[0].eps_upper == pytest.approx(0.4108, rel=1e-3)
     assert rows["tight-koskela"].results[0].eps_upper == pytest.approx(0.6132, rel=1e-3)
@@ -101,7 +101,7 @@ def test_cli_compare_and_best(capsys):
 
 def test_rr2_all_zeros_pair_is_listed_not_compared():
     """rr2's tight/exact pair is one data set's (FINDINGS.md item 3): best is a bound over all data sets."""
-    cmp = compare(RR2(1000, 1.0), delta=[1e-6])
+    cmp = compare(RR2(1000, 1.0), run=account, delta=[1e-6])
     rows = {r.method: r for r in cmp.rows}
     assert not rows["tight"].valid and "all-zeros" in rows["tight"].validity
     assert cmp.best[0][0] in ("stronger-clones", "variation-ratio")

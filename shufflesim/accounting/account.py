@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from shufflesim.accounting.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.results import AccountReport, DeltaBound, EpsBound, question_values as _values
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError
 
@@ -35,49 +35,6 @@ LDP_ONLY_EPS0 = 700.0
 TINY_EPS0 = 1e-100
 #: largest number of compositions the pair-based methods accept (beyond: hours)
 MAX_COMPOSITIONS = 10**6
-
-
-@dataclass(frozen=True)
-class AccountReport:
-    """The answer to one ``account`` question."""
-
-    mechanism: str
-    params: dict
-    method: str
-    compositions: int
-    results: tuple
-    notes: tuple[str, ...]
-    seconds: float
-    composition: str | None = None
-
-    def to_dict(self) -> dict:
-        d = {
-            "mechanism": self.mechanism,
-            "params": self.params,
-            "method": self.method,
-            "compositions": self.compositions,
-            "results": [r.to_dict() for r in self.results],
-            "notes": list(self.notes),
-            "seconds": self.seconds,
-        }
-        if self.composition is not None:
-            d["composition"] = self.composition
-        return d
-
-
-def _values(name: str, values) -> list[float]:
-    if isinstance(values, (str, bytes, dict)) or values is None:
-        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got {values!r}")
-    if isinstance(values, np.ndarray):
-        values = values.ravel().tolist()
-    elif not hasattr(values, "__iter__"):
-        values = [values]
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
-    if not values:
-        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got an empty sequence")
-    if name == "delta":
-        return [check_real("delta", v, low=0.0, high=1.0, low_open=True, high_open=True) for v in values]
-    return [check_real("eps", v, low=0.0) for v in values]
 
 
 def account(
@@ -110,8 +67,8 @@ def account(
     if method == "best":  # issue 9: every applicable certified method, the smallest upper bound (.compare)
         from shufflesim.accounting.compare import best
 
-        return best(mechanism, eps=eps, delta=delta, compositions=compositions, composition=composition,
-                    numerics=numerics)
+        return best(mechanism, run=account, eps=eps, delta=delta, compositions=compositions,
+                    composition=composition, numerics=numerics)
     mechanism.check_method(method)
     compositions = check_int("compositions", compositions, minimum=1)
     pair_based = method in PAIR_METHODS

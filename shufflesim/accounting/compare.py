@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shufflesim.accounting.mechanism import Composition, Mechanism, Relation
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
-from shufflesim.errors import NotApplicableError, ShufflesimError
+from shufflesim.accounting.results import AccountReport, DeltaBound, EpsBound, NotApplicable, question_values
+from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 
 #: published methods that are not certified upper bounds (listed, never the best)
 NOT_CERTIFIED = {"biswas": "Biswas et al.'s eq 6 as published: not a certified bound (docs/theory.md#bounds-biswas)",
@@ -158,11 +158,16 @@ def _candidates(mech: Mechanism):
     return out
 
 
-def compare(mechanism: Mechanism, *, eps=None, delta=None, compositions: int = 1, composition: str = "basic",
+def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: int = 1, composition: str = "basic",
             numerics: dict | None = None) -> Comparison:
-    """Every applicable method on one question (module docstring)."""
-    from shufflesim.accounting.account import account
-
+    """Every applicable method on one question (module docstring); ``run`` is the accountant
+    (:func:`shufflesim.accounting.account.account`, passed in so that this module does not import it)."""
+    if (eps is None) == (delta is None):
+        raise ParameterError("give either eps values (to get delta) or delta values (to get eps), not both")
+    if eps is not None:
+        question_values("eps", eps)
+    else:
+        question_values("delta", delta)
     rows: list[Row] = []
     for label, mech, method, variant, validity, valid, reason in _candidates(mechanism):
         if method is None:
@@ -170,7 +175,7 @@ def compare(mechanism: Mechanism, *, eps=None, delta=None, compositions: int = 1
             continue
         t0 = time.perf_counter()
         try:
-            rep = account(mech, eps=eps, delta=delta, method=method, compositions=compositions,
+            rep = run(mech, eps=eps, delta=delta, method=method, compositions=compositions,
                           composition=composition, bennett_variant=variant, numerics=numerics)
         except (NotApplicableError, ShufflesimError, MemoryError) as exc:
             msg = str(exc)
@@ -204,13 +209,11 @@ def compare(mechanism: Mechanism, *, eps=None, delta=None, compositions: int = 1
     return Comparison(mechanism.kind, mechanism.params(), question, rows, best)
 
 
-def best(mechanism: Mechanism, *, eps=None, delta=None, compositions: int = 1, composition: str = "basic",
+def best(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: int = 1, composition: str = "basic",
          numerics: dict | None = None):
     """The ``best`` method: per value, the smallest certified upper bound of :func:`compare`, naming the winner."""
-    from shufflesim.accounting.account import AccountReport
-
     t0 = time.perf_counter()
-    cmp = compare(mechanism, eps=eps, delta=delta, compositions=compositions, composition=composition,
+    cmp = compare(mechanism, run=run, eps=eps, delta=delta, compositions=compositions, composition=composition,
                   numerics=numerics)
     results, notes = [], []
     for b, v in zip(cmp.best, (eps if eps is not None else delta) if isinstance(eps if eps is not None else delta,

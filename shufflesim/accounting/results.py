@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from shufflesim.core.checks import check_real
+from shufflesim.errors import ParameterError
+
 
 @dataclass(frozen=True)
 class DeltaBound:
@@ -85,3 +90,47 @@ class PrivacyGuarantee:
 
     def to_dict(self) -> dict:
         return {"eps": self.eps, "delta": self.delta, "method": self.method, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class AccountReport:
+    """The answer to one ``account`` question."""
+
+    mechanism: str
+    params: dict
+    method: str
+    compositions: int
+    results: tuple
+    notes: tuple[str, ...]
+    seconds: float
+    composition: str | None = None
+
+    def to_dict(self) -> dict:
+        d = {
+            "mechanism": self.mechanism,
+            "params": self.params,
+            "method": self.method,
+            "compositions": self.compositions,
+            "results": [r.to_dict() for r in self.results],
+            "notes": list(self.notes),
+            "seconds": self.seconds,
+        }
+        if self.composition is not None:
+            d["composition"] = self.composition
+        return d
+
+
+def question_values(name: str, values) -> list[float]:
+    """The eps (or delta) values of a question as floats; ParameterError for anything else."""
+    if isinstance(values, (str, bytes, dict)) or values is None:
+        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got {values!r}")
+    if isinstance(values, np.ndarray):
+        values = values.ravel().tolist()
+    elif not hasattr(values, "__iter__"):
+        values = [values]
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    if not values:
+        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got an empty sequence")
+    if name == "delta":
+        return [check_real("delta", v, low=0.0, high=1.0, low_open=True, high_open=True) for v in values]
+    return [check_real("eps", v, low=0.0) for v in values]

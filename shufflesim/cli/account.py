@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compare:
         from shufflesim.accounting.compare import compare, format_table
 
-        cmp = compare(mech, eps=args.eps, delta=args.delta, compositions=args.compositions,
+        cmp = compare(mech, run=account, eps=args.eps, delta=args.delta, compositions=args.compositions,
                       composition=args.composition, numerics=numerics)
         if args.json:
             print_json(cmp.to_dict())
