@@ -110,7 +110,10 @@ class FlameConfig:
             object.__setattr__(self, "n_p", n)
             object.__setattr__(self, "l", 1)
             return
-        k = check_int("k", self.k if self.k is not None else max(1, d // 50), minimum=1, maximum=d)
+        k = self.k if self.k is not None else max(1, d // 50)
+        if isinstance(k, int) and not isinstance(k, bool) and k > d:
+            raise ParameterError(f"k (coordinates per user) must be at most the dimension d={d}; got k={k}")
+        k = check_int("k", k, minimum=1, maximum=d)
         object.__setattr__(self, "k", k)
         n_p = check_int("n_p", self.n_p if self.n_p is not None else max(1, n // 3), minimum=1)
         object.__setattr__(self, "n_p", n_p)
