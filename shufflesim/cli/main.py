@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "fl": ("shufflesim.cli.fl", "federated learning in the shuffle model (FLAME) and baselines"),
     "validate": ("shufflesim.cli.validate", "test a protocol's Monte-Carlo MSE against its theory (verdicts)"),
     "audit": ("shufflesim.cli.audit", "empirical privacy audit: certified lower bound on delta(eps) vs the accountant"),
+    "run": ("shufflesim.cli.run", "run a scenario file (scenarios/*.toml): results, plots, report vs the paper"),
     "claims": ("shufflesim.cli.claims", "check the seed papers' claims (scenarios/claims/) and generate FINDINGS.md"),
 }
 
