@@ -80,11 +80,16 @@ def curve_combos(step: dict) -> list[tuple[dict, int]]:
             for c in _as_list(step["compositions"])]
 
 
+def active_sweeps(sc: dict, quick: bool) -> list[dict]:
+    """The [[sweep]] steps that run in this mode (``in_quick = false`` ones are left out of --quick)."""
+    return [s for s in sc["sweep"] if s["in_quick"] or not quick]
+
+
 def estimate_seconds(sc: dict, quick: bool) -> float:
     """A rough estimate of the run time (fast engine ~0.2 ms a trial, faithful ~0.1 µs a user and trial,
     half a second an accountant line, a minute for a table, five seconds a claim)."""
     total = 0.0
-    for s in sc["sweep"]:
+    for s in active_sweeps(sc, quick):
         t = sweep_trials(s, quick)
         for p in sweep_points(s, quick):
             per = 2e-4 if s["engine"] != "faithful" else 2e-4 + 1e-7 * p.n
@@ -119,6 +124,7 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
         labels.append(template.format(**fields, data=r["data"], protocol=r["protocol"]))
     df.insert(1, "label", labels)
     df["rmse"] = np.sqrt(df["mse"])
+    df["rmse_mean"] = df["rmse"] / df["n"]  # root MSE of the mean (the estimate of a sum divided by n)
     return df
 
 
@@ -221,10 +227,12 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         for label, g in df.groupby("label", sort=False):
             g = g.sort_values(xcol)
             y = g[s["y"]]
-            if s["y"] in ("mse", "rmse"):
+            if s["y"] in ("mse", "rmse", "rmse_mean"):
                 lo, hi = g["mse_lo"].clip(lower=0), g["mse_hi"]
-                if s["y"] == "rmse":
+                if s["y"] != "mse":
                     lo, hi = np.sqrt(lo), np.sqrt(hi)
+                if s["y"] == "rmse_mean":
+                    lo, hi = lo / g["n"], hi / g["n"]
                 ax.errorbar(g[xcol], y, yerr=[y - lo, hi - y], fmt="o-", ms=4, capsize=3, label=f"{label}")
                 if s["y"] == "mse" and g["mse_expected"].notna().any():
                     ax.plot(g[xcol], g["mse_expected"], ":", color="grey", lw=1)
@@ -235,7 +243,7 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
     if s0["logy"]:
         ax.set_yscale("log")
     ax.set_xlabel(s0["xlabel"] or ("number of users n" if s0["x"] == "n" else s0["x"]))
-    ax.set_ylabel(s0["ylabel"] or {"mse": "MSE (95% CI; dotted: exact)", "rmse": "root MSE",
+    ax.set_ylabel(s0["ylabel"] or {"mse": "MSE (95% CI; dotted: exact)", "rmse": "root MSE", "rmse_mean": "root MSE of the mean (95% CI)",
                                    "mse_expected": "exact MSE"}[s0["y"]])
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
@@ -313,7 +321,7 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
         L += ["**What the paper reports:** " + sc["paper_notes"].strip(), ""]
     L += ["## What was run", ""]
     for kind in ("sweep", "curve", "table"):
-        L += [_describe_step(kind, s, q) for s in sc[kind]]
+        L += [_describe_step(kind, s, q) for s in (active_sweeps(sc, q) if kind == "sweep" else sc[kind])]
     if sc["claims"]:
         L.append(f"- claims of the registry: {', '.join(f'`{c}`' for c in sc['claims'])}")
     for s in meta["skipped"]:
@@ -341,9 +349,9 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
         L += ["The paper gives no numbers for this scenario in its text; compare the plots with the paper's "
               "figure.", ""]
     L += ["## Results", ""]
-    for s in sc["sweep"]:
+    for s in active_sweeps(sc, q):
         L += [f"### sweep `{s['name']}`", "", markdown_table(frames[s["name"]], [
-            "label", "protocol", "data", "n", *[f"param_{k}" for k in s["params"]], "trials", "mse", "mse_lo", "mse_hi", "mse_expected", "rmse"]), ""]
+            "label", "protocol", "data", "n", *[f"param_{k}" for k in s["params"]], "trials", "mse", "mse_lo", "mse_hi", "mse_expected", "rmse", "rmse_mean"]), ""]
     for s in sc["curve"]:
         df = frames[s["name"]]
         L += [f"### accountant `{s['name']}`", "", markdown_table(df, ["label", "compositions", "eps",
@@ -375,8 +383,10 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     timing: dict[str, float] = {}
     skipped: list[str] = []
     base_meta = {"scenario": Path(sc["_path"]).name, "seed": sc["seed"], "quick": quick}
-    for kind, fn in (("sweep", None), ("curve", None), ("table", None)):
-        for s in sc[kind]:
+    skipped += [f"sweep {s['name']} (in_quick = false: its setup alone is too slow for --quick)"
+                for s in sc["sweep"] if s not in active_sweeps(sc, quick)]
+    for kind in ("sweep", "curve", "table"):
+        for s in (active_sweeps(sc, quick) if kind == "sweep" else sc[kind]):
             t = time.perf_counter()
             log(f"{kind} {s['name']} …")
             if kind == "sweep":
@@ -401,7 +411,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     plots_skipped = ""
     figures: dict[str, list[tuple[str, dict]]] = {}
     for kind in ("sweep", "curve"):
-        for s in sc[kind]:
+        for s in (active_sweeps(sc, quick) if kind == "sweep" else sc[kind]):
             figures.setdefault(s["figure"] or s["name"], []).append((kind, s))
     if figures:
         if have_matplotlib():

@@ -40,7 +40,7 @@ class Key:
 ENGINES = ("faithful", "fast", "auto")
 MECHANISMS = ("krr", "rr2", "clones", "biswas", "central-laplace", "central-gaussian")
 STUDIES = ("balle2020",)
-Y_SWEEP = ("mse", "rmse", "mse_expected")
+Y_SWEEP = ("mse", "rmse", "rmse_mean", "mse_expected")
 
 TOP: dict[str, Key] = {
     "title": Key((str,), True, doc="one line: what the scenario shows"),
@@ -67,6 +67,7 @@ SWEEP: dict[str, Key] = {
     "trials": Key((int,), True, minimum=1),
     "quick_trials": Key((int,), False, None, minimum=1),
     "engine": Key((str,), False, "auto", choices=ENGINES),
+    "in_quick": Key((bool,), False, True, doc="false: skipped by --quick (its setup alone is too slow)"),
     "chunk_size": Key((int,), False, 1000, minimum=1),
     "x": Key((str,), False, "n", doc="'n' or a parameter name"),
     "y": Key((str,), False, "mse", choices=Y_SWEEP),
