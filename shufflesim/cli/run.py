@@ -29,6 +29,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _bundled() -> Path | None:
+    """The installed copy of scenarios/ (package ``shufflesim.scenarios.files``), if any."""
+    try:
+        from importlib.resources import files
+
+        p = Path(str(files("shufflesim.scenarios.files")))
+    except (ImportError, ModuleNotFoundError, TypeError):
+        return None
+    return p if p.is_dir() else None
+
+
+def _resolve(path: Path) -> Path:
+    """``path`` if it exists, else the installed scenario of that name (``scenarios/NAME.toml``)."""
+    if path.exists() or path.parent.name != "scenarios":
+        return path
+    b = _bundled()
+    return b / path.name if b is not None and (b / path.name).exists() else path
+
+
+def _resolve_dir(path: Path) -> Path:
+    if path.is_dir() or path.name != "scenarios":
+        return path
+    return _bundled() or path
+
+
 def run(args: argparse.Namespace) -> int:
     from shufflesim.cli._common import UsageError
     from shufflesim.scenarios.runner import estimate_seconds, run_scenario
@@ -39,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise UsageError(f"shufflesim run: --workers must be >= 1 (got {args.workers})")
     if args.all:
-        files = sorted(Path(args.dir).glob("*.toml"))
+        files = sorted(_resolve_dir(Path(args.dir)).glob("*.toml"))
         if not files:
             raise UsageError(f"shufflesim run --all: no scenario files (*.toml) in {args.dir}")
     else:
-        files = [Path(args.scenario)]
+        files = [_resolve(Path(args.scenario))]
     scenarios = [load(f) for f in files]  # every file validated before anything runs
     if args.check:
         for sc in scenarios:
