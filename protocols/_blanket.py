@@ -7,7 +7,7 @@ docs/theory.md#summation-blanket).  Its privacy is that of shuffled k-RR with k 
 accounted through the mechanism description :class:`shufflesim.mechanisms.krr.KRR` and
 :func:`shufflesim.accounting.account.account` — there is no second accounting front end here: the
 helpers below only turn a method's answer into a number (raising where the method does not apply) and
-calibrate γ with :func:`shufflesim.accounting.account.calibrate_mechanism`.
+calibrate γ with the one safe-side calibrator :func:`shufflesim.accounting.calibrate.calibrate`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Callable
 
 import numpy as np
 
-from shufflesim.accounting.account import account, calibrate_mechanism
+from shufflesim.accounting.account import account
+from shufflesim.accounting.calibrate import calibrate
 from shufflesim.accounting.mechanism import Composition, Relation
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
@@ -128,8 +129,15 @@ def _answer(result, method: str) -> float:
 
 def level_delta(method: str, n: int, values: int, gamma: float, eps: float, *, variant: str = "fixed",
                 adversary: str = "strong") -> float:
-    """Certified δ(ε) of one blanket level by ``method`` (any method of :class:`KRR`)."""
+    """Certified δ(ε) of one blanket level by ``method`` (any method of :class:`KRR`).
+
+    The protocol releases only the shuffled reports, which are ε0-DP by post-processing (ε0 of the level's
+    randomiser): δ(ε) = 0 for ε ≥ ε0 whatever the adversary model used below ε0 (docs/theory.md#adversaries).
+    """
     if gamma >= 1.0:
+        return 0.0
+    level = level_mechanism(n, values, gamma, Relation.WEAK)
+    if eps >= level.local_guarantee():
         return 0.0
     (r,) = account(level_mechanism(n, values, gamma, adversary), eps=[eps], method=method, bennett_variant=variant,
                    numerics=TIGHT_NUMERICS).results
@@ -164,8 +172,8 @@ def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, v
     """Smallest blanket γ of one level certified (ε, δ)-DP by ``method``.
 
     ``balle``: the closed form (seed 001 Thm C.1); ``bennett``: Balle et al.'s Bennett bound inverted by
-    bisection; ``tight``: :func:`~shufflesim.accounting.account.calibrate_mechanism` on the tight
-    accountant's δ upper bound, bracketed above by the Bennett γ when that certifies.  Raises
+    bisection; ``tight``: :func:`~shufflesim.accounting.calibrate.calibrate` on :func:`level_delta` (the tight
+    accountant's δ upper bound), bracketed above by the Bennett γ when that certifies.  Raises
     :class:`InfeasibleError` when only a blanket γ ≥ 1 − 1e−9 would do (nothing left to debias).
     """
     from shufflesim.accounting.bounds.balle import balle_gamma, bennett_gamma
@@ -182,9 +190,10 @@ def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, v
                 hi = gb
         except InfeasibleError:
             pass
-        g = calibrate_mechanism(lambda x: level_mechanism(n, values, x, adversary), "gamma", eps, delta, hi * 1e-3,
-                                hi, increasing=False, method="tight", rtol=1e-4, numerics=TIGHT_NUMERICS,
-                                max_evals=60).value
+        # the one safe-side calibrator, on level_delta: the adversary's certified delta below eps0 and the
+        # post-processing guarantee (delta = 0) from eps0 on
+        g = calibrate(lambda x: level_delta("tight", n, values, x, eps, adversary=adversary), delta, hi * 1e-3, hi,
+                      increasing=False, xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60).x
     else:
         raise ParameterError(f"privacy method must be balle, bennett or tight; got {method!r}")
     if g >= GAMMA_MAX:

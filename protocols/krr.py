@@ -22,7 +22,7 @@ from shufflesim.maths.rounding import grid_dtype
 from shufflesim.maths.rr import eps0_from_gamma
 from shufflesim.mechanisms.krr import KRR
 from shufflesim.pipeline.analyser import Analyser
-from shufflesim.errors import ParameterError
+from shufflesim.errors import ParameterError, ShufflesimError
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.histogram import HistogramEstimate, HistogramProtocol
 from shufflesim.pipeline.randomiser import LocalRandomiser
@@ -168,12 +168,22 @@ class KRRProtocol(HistogramProtocol):
             from shufflesim.accounting.account import account
             from shufflesim.accounting.results import PrivacyGuarantee
 
-            adv, delta = self.params["adversary"], self.params["delta"]
-            rep = account(self.mechanism(), delta=[delta])
+            adv, delta, eps0 = self.params["adversary"], self.params["delta"], self.params["eps0"]
+            post = (f"the analyser sees only the shuffled reports, which are eps0-DP by post-processing, so "
+                    f"eps <= eps0 = {eps0:.6g}")
+            try:
+                rep = account(self.mechanism(), delta=[delta])
+            except ShufflesimError as exc:  # e.g. gamma underflows to 0: the adversary's pair cannot be built
+                self._privacy = PrivacyGuarantee(eps0, delta, "local", (f"k-RR {adv} adversary pair: {exc}", post))
+                return self._privacy
             (r,) = rep.results
-            eps = min(r.eps_upper, self.params["eps0"])
+            eps = min(r.eps_upper, eps0)
             lower = "n/a" if r.eps_lower is None else f"{r.eps_lower:.6g}"
-            notes = (f"k-RR {adv} adversary pair", f"eps in [{lower}, {r.eps_upper:.6g}]")
-            notes += tuple(nt for nt in rep.notes if nt.startswith(("capped", "eps_upper is infinite", "eps0 >")))
+            notes = (f"k-RR {adv} adversary pair", f"eps in [{lower}, {r.eps_upper:.6g}]"
+                     if math.isfinite(r.eps_upper) else
+                     f"the {adv} adversary's view certifies no finite eps at this delta")
+            if not r.eps_upper <= eps0:
+                notes += (post,)
+            notes += tuple(nt for nt in rep.notes if nt.startswith(("capped", "eps0 >")))
             self._privacy = PrivacyGuarantee(eps, delta, "tight", notes)
         return self._privacy

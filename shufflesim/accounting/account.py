@@ -137,8 +137,8 @@ def _ldp_cap(mechanism: Mechanism, compositions: int) -> float | None:
     randomiser is ε0-DP by post-processing; basic composition adds), or None when a part states no ε0."""
     total = 0.0
     for m, c in mechanism.uses():
-        eps0 = getattr(m, "eps0", None)
-        if eps0 is None or not math.isfinite(eps0) or eps0 <= 0:
+        eps0 = m.local_guarantee()
+        if eps0 is None:
             return None
         total += c * eps0
     return total * compositions

@@ -18,6 +18,7 @@ accountant.
 from __future__ import annotations
 
 import enum
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Iterator
@@ -149,6 +150,15 @@ class Mechanism(ABC):
     def uses(self) -> Iterator[tuple["Mechanism", int]]:
         """The (mechanism, count) parts of this mechanism; one use of itself for a single mechanism."""
         yield self, 1
+
+    def local_guarantee(self) -> float | None:
+        """ε such that the adversary's view is ε-DP whatever the other users hold, or None if there is none.
+
+        By default the description's ``eps0`` (a shuffled ε0-LDP randomiser is ε0-DP by post-processing);
+        descriptions whose relation lets the adversary see more than the shuffled reports override it.
+        """
+        eps0 = getattr(self, "eps0", None)
+        return eps0 if isinstance(eps0, float) and math.isfinite(eps0) and eps0 > 0 else None
 
 
 @dataclass(frozen=True)

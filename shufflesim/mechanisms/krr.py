@@ -91,6 +91,16 @@ class KRR(Mechanism):
     def from_flags(cls, *, n, k, gamma=None, eps0=None, adversary=None) -> "KRR":
         return cls.resolve(n, k, gamma, eps0, adversary)
 
+    def local_guarantee(self) -> float | None:
+        """ε0 of the randomiser that γ implies (rounded up two ulps, never below a given ``eps0``) — but None
+        for the strong adversary, who sees every user's blanket coin: the target's coin reveals whether its
+        report is its input, so that view is not ε0-DP (docs/theory.md#adversaries)."""
+        if self.relation in (Relation.STRONG, Relation.STRONG_1D):
+            return None
+        eps0 = self.eps0 if self.gamma == 0.0 else max(self.eps0, eps0_from_gamma(self.gamma, self.k))
+        eps0 = math.nextafter(math.nextafter(eps0, math.inf), math.inf)
+        return eps0 if math.isfinite(eps0) and eps0 > 0 else None
+
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"n": self.n, "k": self.k, "gamma": self.gamma, "eps0": self.eps0}
         if self.relation is not None:
