@@ -261,12 +261,14 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         df = frames[s["name"]]
         ls = next(styles)
         for label, g in df.groupby("label", sort=False):
-            g = g[g["applicable"] & (g["delta_upper"] > 0)]
+            g = g[g["applicable"] & (g["delta_upper"] > 0) & (g["delta_upper"] <= 1)]  # δ > 1 is vacuous
             if len(g):
                 ax.plot(g["eps"], g["delta_upper"], ls, marker=".", ms=3, label=label)
     s0 = steps[0]
     if s0["logy"]:
         ax.set_yscale("log")
+    if s0["ymin"]:
+        ax.set_ylim(bottom=s0["ymin"], top=1.5)
     ax.set_xlabel(s0["xlabel"] or "ε")
     ax.set_ylabel(s0["ylabel"] or "δ(ε) (upper bound)")
     ax.set_title(title, fontsize=9)

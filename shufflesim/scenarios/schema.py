@@ -90,6 +90,7 @@ CURVE: dict[str, Key] = {
     "eps_range": Key((list,), False, None, items=(int, float), doc="[start, stop, num] (linear grid of eps)"),
     "quick_num": Key((int,), False, 5, minimum=2),
     "logy": Key((bool,), False, True),
+    "ymin": Key((int, float), False, None, minimum=0, doc="lower end of the δ axis (values below are cut)"),
     "xlabel": Key((str,), False, None),
     "ylabel": Key((str,), False, None),
 }
