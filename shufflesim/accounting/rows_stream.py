@@ -212,9 +212,14 @@ class _CellTotals:
         self.arg_max = 0.0  #: largest |log mass - top| seen (for the exp rounding bound)
 
     def add_one_band(self, idx: np.ndarray, p: np.ndarray, q: np.ndarray) -> None:
-        """Every P-mass of the block is within e^-700 of e^top: sequential sums per cell."""
-        np.add.at(self.P0, idx, p.ravel())
-        np.add.at(self.Q0, idx, q.ravel())
+        """Every P-mass of the block is within e^-700 of e^top: sums per cell.
+
+        The block's masses are summed per cell by ``np.bincount`` (sequential, in atom order) over the
+        block's cell range and the block sums added to the totals: another summation order of the same
+        non-negative terms, so the bound of :func:`_margins` (at most c_max additions per term) is
+        unchanged; ~3x faster than ``np.add.at`` (issue 9)."""
+        _add_cells(self.P0, idx, p.ravel())
+        _add_cells(self.Q0, idx, q.ravel())
 
     def add_two_bands(self, idx: np.ndarray, lp: np.ndarray, lq: np.ndarray) -> None:
         """Rare: masses spanning more than 700 nats -- two bands by the log P-mass (an atom's Q-mass
@@ -225,8 +230,18 @@ class _CellTotals:
         self.n_dropped += int(np.count_nonzero(ok & (lp < -2 * _BAND)))
         for shift, Pd, Qd, sel in ((0.0, self.P0, self.Q0, ok & (lp >= -_BAND)),
                                    (_BAND, self.P1, self.Q1, ok & (lp < -_BAND) & (lp >= -2 * _BAND))):
-            np.add.at(Pd, idx, np.where(sel, np.exp(lp + shift), 0.0).ravel())
-            np.add.at(Qd, idx, np.where(sel, np.exp(lq + shift), 0.0).ravel())
+            _add_cells(Pd, idx, np.where(sel, np.exp(lp + shift), 0.0).ravel())
+            _add_cells(Qd, idx, np.where(sel, np.exp(lq + shift), 0.0).ravel())
+
+
+def _add_cells(total: np.ndarray, idx: np.ndarray, w: np.ndarray) -> None:
+    """``total[idx] += w`` with repeated indices accumulated: per-cell sums of the block (bincount over
+    the block's index range), then one addition per cell to the running totals."""
+    if idx.size == 0:
+        return
+    lo = int(idx.min())
+    hi = int(idx.max())
+    total[lo : hi + 1] += np.bincount(idx - lo, weights=w, minlength=hi - lo + 1)
 
 
 class _RowStreamer:
