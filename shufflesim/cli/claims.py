@@ -20,6 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r = s.add_parser("report", help="generate FINDINGS.md (the claims that carry a finding; runs slow checks too)")
     _common(r)
     r.add_argument("--output", metavar="FILE", help="write the report here (default: stdout)")
+    r.add_argument("--records-out", metavar="FILE", help="also write the checks' records (JSON) here")
+    r.add_argument("--records-in", metavar="FILE",
+                   help="render from records written by --records-out instead of running the checks")
     r.set_defaults(func=run_report)
     v = s.add_parser("list", help="parse the registry and list the claims without running them")
     _common(v)
@@ -90,16 +93,32 @@ def _row(r: dict) -> None:
 
 
 def run_report(args) -> int:
+    import json
     from pathlib import Path
 
-    from shufflesim.validation.claims import findings_markdown, records_with_findings, run_claim
+    from shufflesim.validation.claims import ClaimsError, findings_markdown, records_with_findings, run_claim
 
     claims, _ = _select(args, all_for_report=True)
     claims = [c for c in claims if c.finding]
-    done = []
-    for c in claims:
-        done.append(run_claim(c))
-        print(f"  {c.paper}/{c.id}: {done[-1]['verdict']} ({done[-1]['seconds']:.1f} s)", file=sys.stderr)
+    if args.records_in:
+        try:
+            saved = {(r["paper"], r["id"]): r for r in json.loads(Path(args.records_in).read_text())["claims"]}
+        except (OSError, ValueError, KeyError) as exc:
+            raise ClaimsError(f"{args.records_in}: not a records file of claims report ({exc})") from None
+        missing = [f"{c.paper}/{c.id}" for c in claims if (c.paper, c.id) not in saved]
+        if missing:
+            raise ClaimsError(f"{args.records_in}: no record for {missing[0]}")
+        done = [dict(saved[(c.paper, c.id)], _values=saved[(c.paper, c.id)]["evidence"]["values"]) for c in claims]
+    else:
+        done = []
+        for c in claims:
+            done.append(run_claim(c))
+            print(f"  {c.paper}/{c.id}: {done[-1]['verdict']} ({done[-1]['seconds']:.1f} s)", file=sys.stderr)
+    if args.records_out:
+        from shufflesim.core.serialise import jsonable
+
+        recs = [{k: v for k, v in r.items() if k != "_values"} for r in done]
+        Path(args.records_out).write_text(json.dumps(jsonable({"claims": recs}), indent=1), encoding="utf-8")
     records = records_with_findings(claims, done)
     text = findings_markdown(records)
     if args.output:

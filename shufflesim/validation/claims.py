@@ -28,7 +28,6 @@ file or a template: templates hold placeholders, the numbers come from the check
 
 from __future__ import annotations
 
-import math
 import re
 import string
 import time
@@ -228,20 +227,31 @@ def findings_markdown(records: list[dict]) -> str:
         if sec != section:
             lines.append(f"## {sec}\n")
             section = sec
-        body = f"{number}. {text}\n   [`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}]"
+        body = f"{number}. {text}\n\n[`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}]"
         lines.append(_wrap_item(body))
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _wrap_item(body: str, width: int = 110) -> str:
-    """Wrap an item: its first paragraph under "N. " (continuation indented 3 spaces), later paragraphs
-    that start with '- ' as sub-bullets ("   - ", continuation 5 spaces), other paragraphs indented 3."""
+    """Wrap an item.  Line breaks of the template are spaces, except before a line that starts with '- '
+    (a sub-bullet: "   - ", continuation 5 spaces) and at a blank line (a new paragraph, indented 3).  The
+    first paragraph follows "N. " (continuation indented 3 spaces)."""
     import textwrap
 
+    paras: list[str] = []
+    for line in body.split("\n"):
+        t = line.strip()
+        if not t:
+            paras.append("")
+        elif t.startswith("- ") or not paras or paras[-1] == "":
+            if paras and paras[-1] == "":
+                paras[-1] = t
+            else:
+                paras.append(t)
+        else:
+            paras[-1] += " " + t
     out = []
-    for k, para in enumerate(p.strip() for p in body.split("\n")):
-        if not para:
-            continue
+    for k, para in enumerate(p for p in paras if p):
         if k == 0:
             first, rest = "", "   "
         elif para.startswith("- "):
@@ -257,7 +267,3 @@ def records_with_findings(claims: list[Claim], records: list[dict]) -> list[dict
     for c, r in zip(claims, records):
         r["finding"] = c.finding
     return records
-
-
-def finite(x: float) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
