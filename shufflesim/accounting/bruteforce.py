@@ -92,7 +92,7 @@ def _check_size(R: int, n: int) -> None:
     if total > MAX_JOINT_OUTCOMES:
         max_n = int(math.floor(math.log(MAX_JOINT_OUTCOMES) / math.log(R) + 1e-9))
         raise NotApplicableError(
-            f"exact enumeration needs {R}**{n} = {total} joint outcomes; the limit is "
+            f"exact enumeration needs {R}^{n} ~ 10^{n * math.log10(R):.1f} joint outcomes; the limit is "
             f"{MAX_JOINT_OUTCOMES} (n <= {max_n} with {R} outcomes per user)"
         )
 

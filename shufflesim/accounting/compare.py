@@ -35,7 +35,7 @@ NOT_CERTIFIED = {"biswas": "Biswas et al.'s eq 6 as published: not a certified b
 
 #: (mechanism kind, method) -> why the method's pair answers one data set only (listed, never the best)
 ONE_DATA_SET = {("rr2", m): "the all-zeros data set only (seed 001 eq 4.1; docs/theory.md#pairs-rr2, FINDINGS.md "
-                "item 3): other data sets have a larger delta" for m in ("tight", "exact")}
+                "item 3): other data sets have a larger delta" for m in ("tight-koskela", "exact-koskela")}
 
 #: adversaries ordered by what they see (a pair for a later one bounds every earlier one)
 _SEES = {Relation.WEAK: 0, Relation.STRONG: 1}
