@@ -74,7 +74,15 @@ def default_dir() -> Path:
         d = base / "scenarios" / "claims"
         if d.is_dir():
             return d
-    raise ClaimsError("no scenarios/claims directory here or next to the package; give --dir")
+    try:  # an installed copy: scenarios/ ships as the data package shufflesim.scenarios.files
+        from importlib.resources import files
+
+        d = Path(str(files("shufflesim.scenarios.files") / "claims"))
+        if d.is_dir():
+            return d
+    except (ImportError, ModuleNotFoundError, TypeError):
+        pass
+    raise ClaimsError("no scenarios/claims directory here, next to the package or installed with it; give --dir")
 
 
 def _type_name(t) -> str:
