@@ -48,18 +48,35 @@ def _bd0(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     x, m = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(m, dtype=float))
     out = np.empty(x.shape)
     near = np.abs(x - m) < 0.1 * (x + m)
-    xn, mn = x[near], m[near]
-    v = (xn - mn) / (xn + mn)
-    s = (xn - mn) * v
-    ej = 2.0 * xn * v
-    v2 = v * v
-    for j in range(1, 14):  # |v| < 0.1: the 13th term is below 1e-26 of the first
-        ej = ej * v2
-        s = s + ej / (2 * j + 1)
-    out[near] = s
+    out[near] = _bd0_series(x[near], m[near])
     xf, mf = x[~near], m[~near]
     out[~near] = xf * np.log(xf / mf) + mf - xf
     return out
+
+
+def _bd0_series(xn: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    """bd0 for |v| < 0.1, v = (x - m)/(x + m): (x - m) v + sum_{j=1}^{13} 2 x v^{2j+1}/(2j+1), summed in that
+    order -- bit for bit, but stopping at the first term that can change no element's sum.
+
+    With s >= 0.9 v^2 (x + m) (|v| < 0.1), term j is at most |v|^{2j-1}/2 of s; once |v|^{2j-1} <= 2^-60
+    for every element, it and every later (smaller) term are below 2^-61 s, under half an ulp of s, so
+    adding them leaves s unchanged (round to nearest).  At most 10 terms are needed below |v| = 0.1 (one
+    kept as a margin for the rounding of the cut), fewer when the largest |v| is smaller (issue 9)."""
+    v = (xn - mn) / (xn + mn)
+    s = (xn - mn) * v
+    if v.size == 0:
+        return s
+    vmax = float(np.max(np.abs(v)))
+    if vmax == 0.0:
+        return s  # every term is 0
+    # smallest J with vmax^(2J-1) <= 2^-60; terms 1..J are added (term J as the margin)
+    terms = min(13, int(math.ceil((60.0 / -math.log2(vmax) + 1.0) / 2.0)))
+    ej = 2.0 * xn * v
+    v2 = v * v
+    for j in range(1, terms + 1):
+        ej = ej * v2
+        s = s + ej / (2 * j + 1)
+    return s
 
 
 def _logs(p: float, q: float | None) -> tuple[float, float, float, float]:
