@@ -792,9 +792,11 @@ def _illinois_log(ev, target: float, bad: float, v_bad: float, good: float, v_go
     """Safe-side root of a non-increasing ``ev`` (``ev(bad) > target >= ev(good)``, both evaluated):
     returns the final bracket (bad, good), both ends evaluated, with |good - bad| <= xtol + rtol max|.|.
 
-    Illinois regula falsi on log ev (delta(eps) is close to log-linear in eps, so the secant on log delta
-    converges in a few steps where the secant on delta does not), every step kept at least a quarter
-    tolerance inside the bracket, and a bisection whenever three steps have not halved it (issue 9).
+    Regula falsi on log ev (delta(eps) is close to log-linear in eps, so the secant on log delta converges
+    in a few steps where the secant on delta does not); when the same end has moved twice the step goes
+    past the secant estimate (by twice its last move) so the bracket closes from both sides; every step
+    is kept a quarter tolerance inside the bracket, and a bisection is taken whenever four steps have
+    not halved it (issue 9).
     Only *which* points are evaluated changes against :func:`~.calibrate.calibrate`: the returned ends
     are evaluated points on the two sides of the target, so the result is certified the same way."""
     lt = math.log(target)
@@ -806,22 +808,23 @@ def _illinois_log(ev, target: float, bad: float, v_bad: float, good: float, v_go
     side = 0  # +k: the bad end kept k times in a row, -k: the good end
     widths = [abs(good - bad)]
     evals = 0
+    last = None
     while evals < max_evals:
         w = abs(good - bad)
         tol = xtol + rtol * max(abs(good), abs(bad))
         if w <= tol:
             break
         x = None
-        if len(widths) < 4 or w <= 0.5 * widths[-4]:
-            wb, wg = g_bad, g_good
-            if side >= 2:
-                wb = g_bad / 2.0 ** (side - 1)
-            elif side <= -2:
-                wg = g_good / 2.0 ** (-side - 1)
-            if wb != wg:
-                t = wb / (wb - wg)
+        if len(widths) < 5 or w <= 0.5 * widths[-5]:
+            if g_bad != g_good:
+                t = g_bad / (g_bad - g_good)
                 if 0.0 < t < 1.0:
                     x = bad + t * (good - bad)
+            if x is not None and abs(side) >= 2 and last is not None:
+                # the same end moved twice: the secant creeps up on the root from that side; step past
+                # the estimate by twice its last move (and half a tolerance) to land on the other side
+                toward = (1.0 if good > bad else -1.0) * (1.0 if side > 0 else -1.0)
+                x = x + toward * (2.0 * abs(x - last) + 0.5 * tol)
         if x is None:
             x = 0.5 * (bad + good)
         a, b = min(bad, good), max(bad, good)
@@ -831,6 +834,7 @@ def _illinois_log(ev, target: float, bad: float, v_bad: float, good: float, v_go
             break
         v = ev(x)
         evals += 1
+        last = x
         if v <= target:
             good, g_good = x, g(v)
             side = side - 1 if side < 0 else -1
