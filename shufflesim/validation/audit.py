@@ -281,8 +281,10 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     Q = np.asarray(setup.sample(gens[1], trials, 1), dtype=float)
     h = trials // 2
     T_ev = trials - h
-    choice_d, choice_e = _best(P[:h], Q[:h], h, eps, delta, alpha)
-    kx, ky, plo, qhi = _evaluate(choice_d, P[h:], Q[h:], T_ev, alpha)
+    # the verdict may rest on two lower bounds (delta at eps, and eps at delta): Bonferroni, alpha/2 each
+    alpha_each = alpha / 2 if delta is not None else alpha
+    choice_d, choice_e = _best(P[:h], Q[:h], h, eps, delta, alpha_each)
+    kx, ky, plo, qhi = _evaluate(choice_d, P[h:], Q[h:], T_ev, alpha_each)
     delta_lower = max(0.0, plo - math.exp(eps) * qhi)
     out: dict[str, Any] = {
         "pair": setup.pair, "statistic": setup.statistic, "distinguisher": "optimal (likelihood-ratio threshold)"
@@ -291,15 +293,16 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
         "delta_lower": delta_lower,
         "delta_evidence": {"direction": "P vs Q" if choice_d[0] == 0 else "Q vs P", "threshold": choice_d[1],
                            "hits_first": kx, "hits_second": ky, "p_lower": plo, "q_upper": qhi},
-        "method": "Clopper-Pearson bounds at 1 - alpha/2 each on the evaluation half; rejection set chosen on "
-                  "the selection half",
+        "method": ("Clopper-Pearson bounds at 1 - a/2 each on the evaluation half, a = alpha" +
+                   (" / 2 per lower bound (Bonferroni over delta_lower and eps_lower)" if delta is not None else "") +
+                   "; rejection set chosen on the selection half"),
         "setup": setup.details,
     }
     if delta is not None:
         if choice_e is None:
             out["eps_lower"] = 0.0
         else:
-            kx2, ky2, plo2, qhi2 = _evaluate(choice_e, P[h:], Q[h:], T_ev, alpha)
+            kx2, ky2, plo2, qhi2 = _evaluate(choice_e, P[h:], Q[h:], T_ev, alpha_each)
             e = math.log((plo2 - delta) / qhi2) if plo2 > delta else 0.0
             out["eps_lower"] = max(0.0, e)
             out["eps_evidence"] = {"direction": "P vs Q" if choice_e[0] == 0 else "Q vs P", "threshold": choice_e[1],
