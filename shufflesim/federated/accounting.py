@@ -172,6 +172,9 @@ def flame_privacy(cfg, rounds: int, delta: float, *, tight: bool = True) -> Flam
     vals["ldp"] = _safe(lambda: _pure_composed(cfg.eps_coord, T, delta))
     if tight:
         vals["clones"] = _safe(lambda: _clones_composed(cfg.n_p, cfg.eps_coord, T, delta))
+    for key in ("bennett-fixed", "clones"):  # each is an upper bound, and so is the LDP composition: never
+        if key in vals and vals[key] > vals["ldp"]:  # report a bound above the local guarantee (issue 8)
+            vals[key] = vals["ldp"]
     if cfg.protocol != "ss-simple":
         # the paper's pipeline: shuffling at δ_cd/β, subsampling at β, 2k steps per round
         steps = 2 * cfg.k * rounds
