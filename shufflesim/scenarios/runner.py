@@ -169,7 +169,8 @@ def run_table_step(step: dict, quick: bool) -> pd.DataFrame:
         d = c.to_dict()
         d.pop("details", None)
         value = d["mse_reproduced"] if d["mse_reproduced"] is not None else d["mse_exact"]
-        verdict = {True: "reproduced", False: "refuted", None: "not-checkable"}[d["agree"]]
+        # a cell's own verdict (the study's agreement test); the registry's verdicts are in the claims table
+        verdict = {True: "reproduced", False: "not reproduced", None: "not-checkable"}[d["agree"]]
         out.append({"step": step["name"], **d, "shufflesim_mse": value, "verdict": verdict})
     return pd.DataFrame(out)
 
