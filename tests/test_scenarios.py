@@ -47,7 +47,8 @@ def _write(tmp_path: Path, text: str, name: str = "sc.toml") -> Path:
 def test_the_scenarios_exist():
     stems = {p.stem for p in SCENARIOS}
     assert {"quickstart", "koskela_fig1", "koskela_fig2", "koskela_figs3_5", "koskela_figs6_9", "koskela_fig10",
-            "balle2020_fig2", "balle2020_table2", "balle2020_table3"} <= stems
+            "balle2020_fig2", "balle2020_table2", "balle2020_table3", "biswas_fig2", "biswas_tables2_4",
+            "flame_eps_c"} <= stems
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -73,7 +74,7 @@ def test_every_scenario_parses_and_runs_quick(path, tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (("trials = 30", "trials = 30\ntrails = 3"),
      "sweep[0].trails: unknown key (valid keys: name, protocol, label, figure, n, quick_n, data, params, trials, "
-     "quick_trials, engine, in_quick, chunk_size, x, y, logx, logy, xlabel, ylabel)"),
+     "quick_trials, engine, matched_to, in_quick, chunk_size, x, y, logx, logy, xlabel, ylabel)"),
     (('title = "small"', 'title = "small"\ncolour = "red"'),
      "colour: unknown key (valid keys: title, paper, reproduces, description, seed, claims, paper_notes, sweep, "
      "curve, table)"),
@@ -172,3 +173,28 @@ def test_run_all_quick_and_check(tmp_path, capsys):
     assert main(["run", "--check", str(d / "one.toml")]) == 0
     assert ": ok, about" in capsys.readouterr().out
     assert main(["run"]) == 2
+
+
+def test_matched_to_runs_the_baseline_at_the_certified_guarantee(tmp_path):
+    text = SMALL + """
+[[sweep]]
+name = "g"
+protocol = "central-gaussian-hist"
+matched_to = "s"
+n = 200
+params = { k = 4 }
+trials = 10
+y = "tv"
+"""
+    sc = load(_write(tmp_path, text))
+    run_scenario(sc, tmp_path / "o")
+    g = pd.read_csv(tmp_path / "o" / "results" / "g.csv")
+    s = pd.read_csv(tmp_path / "o" / "results" / "s.csv")
+    assert list(g["n"]) == list(s["n"]) == [200, 400]
+    from shufflesim.pipeline import registry
+
+    want = registry.create("krr", 400, k=4, eps0=1.0).privacy()
+    assert g["param_eps"].iloc[1] == pytest.approx(want.eps) and g["param_delta"].iloc[1] == pytest.approx(want.delta)
+    bad = _write(tmp_path, text.replace('matched_to = "s"', 'matched_to = "later"'), "bad.toml")
+    with pytest.raises(ScenarioError, match=r"sweep\[1\]\.matched_to: 'later' is not an earlier sweep \(earlier: s\)"):
+        load(bad)

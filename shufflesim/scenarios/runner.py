@@ -39,9 +39,31 @@ def _as_list(v) -> list:
     return list(v) if isinstance(v, list) else [v]
 
 
-def sweep_points(step: dict, quick: bool) -> list:
+def matched_points(step: dict, reference: list) -> list:
+    """One point per point of ``reference`` (an earlier sweep's points): same n and data, this step's params
+    with ``eps`` and ``delta`` set to the reference protocol's certified central guarantee."""
+    from shufflesim.experiments.sweep import SweepPoint
+    from shufflesim.pipeline import registry
+
+    pts = []
+    for p in reference:
+        g = registry.create(p.protocol, p.n, **p.params).privacy()
+        if g is None:
+            raise ScenarioError(f"sweep {step['name']}: matched_to protocol {p.protocol!r} states no central "
+                                "guarantee")
+        params = {k: v for k, v in step["params"].items() if not isinstance(v, list)}
+        params.update(eps=float(g.eps), delta=float(g.delta))
+        pts.append(SweepPoint(step["protocol"], params, p.data, p.n))
+    return pts
+
+
+def sweep_points(step: dict, quick: bool, sc: dict | None = None) -> list:
     """The sweep engine's points of a [[sweep]] step (quick mode: ``quick_n`` if given)."""
     from shufflesim.experiments.sweep import SweepPoint
+
+    if step["matched_to"] is not None and sc is not None:
+        ref = next(s for s in sc["sweep"] if s["name"] == step["matched_to"])
+        return matched_points(step, sweep_points(ref, quick, sc))
 
     ns = _as_list(step["quick_n"] if quick and step["quick_n"] is not None else step["n"])
     names = sorted(step["params"])
@@ -105,7 +127,7 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
                    resume: bool) -> pd.DataFrame:
     from shufflesim.experiments.sweep import Sweep, run_sweep
 
-    sweep = Sweep(tuple(sweep_points(step, quick)), trials=sweep_trials(step, quick), seed=sc["seed"],
+    sweep = Sweep(tuple(sweep_points(step, quick, sc)), trials=sweep_trials(step, quick), seed=sc["seed"],
                   engine=step["engine"])
     backend = "dask" if scheduler else ("serial" if workers <= 1 else "processes")
     target = out / "sweeps" / step["name"]
@@ -228,7 +250,9 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         for label, g in df.groupby("label", sort=False):
             g = g.sort_values(xcol)
             y = g[s["y"]]
-            if s["y"] in ("mse", "rmse", "rmse_mean"):
+            if s["y"] == "tv" and "tv_lo" in g:
+                ax.errorbar(g[xcol], y, yerr=[y - g["tv_lo"], g["tv_hi"] - y], fmt="o-", ms=4, capsize=3, label=label)
+            elif s["y"] in ("mse", "rmse", "rmse_mean"):
                 lo, hi = g["mse_lo"].clip(lower=0), g["mse_hi"]
                 if s["y"] != "mse":
                     lo, hi = np.sqrt(lo), np.sqrt(hi)
@@ -245,7 +269,8 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         ax.set_yscale("log")
     ax.set_xlabel(s0["xlabel"] or ("number of users n" if s0["x"] == "n" else s0["x"]))
     ax.set_ylabel(s0["ylabel"] or {"mse": "MSE (95% CI; dotted: exact)", "rmse": "root MSE", "rmse_mean": "root MSE of the mean (95% CI)",
-                                   "mse_expected": "exact MSE"}[s0["y"]])
+                                   "mse_expected": "exact MSE",
+                                   "tv": "TV distance to the true distribution (95% CI)"}[s0["y"]])
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
@@ -302,6 +327,10 @@ def markdown_table(df: pd.DataFrame, columns: list[str] | None = None, max_rows:
 
 def _describe_step(kind: str, s: dict, quick: bool) -> str:
     if kind == "sweep":
+        if s["matched_to"]:
+            return (f"- sweep `{s['name']}`: protocol `{s['protocol']}` at the certified central (ε, δ) of every "
+                    f"point of `{s['matched_to']}`, params {s['params']}, {sweep_trials(s, quick)} trials a point, "
+                    f"engine `{s['engine']}`")
         pts = sweep_points(s, quick)
         return (f"- sweep `{s['name']}`: protocol `{s['protocol']}`, n ∈ {sorted({p.n for p in pts})}, data "
                 f"{_as_list(s['data'])}, params {s['params']}, {sweep_trials(s, quick)} trials a point, engine "
@@ -354,7 +383,8 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
     L += ["## Results", ""]
     for s in active_sweeps(sc, q):
         L += [f"### sweep `{s['name']}`", "", markdown_table(frames[s["name"]], [
-            "label", "protocol", "data", "n", *[f"param_{k}" for k in s["params"]], "trials", "mse", "mse_lo", "mse_hi", "mse_expected", "rmse", "rmse_mean"]), ""]
+            "label", "protocol", "data", "n", *[f"param_{k}" for k in s["params"]],
+            *(["param_eps", "param_delta"] if s["matched_to"] else []), "trials", "mse", "mse_lo", "mse_hi", "mse_expected", "rmse", "rmse_mean", "tv", "tv_lo", "tv_hi"]), ""]
     for s in sc["curve"]:
         df = frames[s["name"]]
         L += [f"### accountant `{s['name']}`", "", markdown_table(df, ["label", "compositions", "eps",

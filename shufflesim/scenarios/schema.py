@@ -40,7 +40,7 @@ class Key:
 ENGINES = ("faithful", "fast", "auto")
 MECHANISMS = ("krr", "rr2", "clones", "biswas", "central-laplace", "central-gaussian")
 STUDIES = ("balle2020",)
-Y_SWEEP = ("mse", "rmse", "rmse_mean", "mse_expected")
+Y_SWEEP = ("mse", "rmse", "rmse_mean", "mse_expected", "tv")
 
 TOP: dict[str, Key] = {
     "title": Key((str,), True, doc="one line: what the scenario shows"),
@@ -67,6 +67,8 @@ SWEEP: dict[str, Key] = {
     "trials": Key((int,), True, minimum=1),
     "quick_trials": Key((int,), False, None, minimum=1),
     "engine": Key((str,), False, "auto", choices=ENGINES),
+    "matched_to": Key((str,), False, None, doc="an earlier sweep: one point per point of it, with params eps "
+                      "and delta set to that point's certified central (eps, delta)"),
     "in_quick": Key((bool,), False, True, doc="false: skipped by --quick (its setup alone is too slow)"),
     "chunk_size": Key((int,), False, 1000, minimum=1),
     "x": Key((str,), False, "n", doc="'n' or a parameter name"),
@@ -173,6 +175,9 @@ def validate(doc: dict) -> dict:
             if s["name"] in names:
                 raise ScenarioError(f"{section}[{i}].name: {s['name']!r} is used twice")
             names.add(s["name"])
+            if section == "sweep" and s["matched_to"] is not None and s["matched_to"] not in names - {s["name"]}:
+                raise ScenarioError(f"sweep[{i}].matched_to: {s['matched_to']!r} is not an earlier sweep (earlier: "
+                                    f"{', '.join(st['name'] for st in steps) or 'none'})")
             if section == "curve":
                 if (s["eps"] is None) == (s["eps_range"] is None):
                     raise ScenarioError(f"curve[{i}]: give exactly one of eps and eps_range")
