@@ -1,7 +1,7 @@
 """Issue 9 (the accountant's slow corners): the speed-ups change no certified interval beyond its stated width.
 
 ``tests/golden/engine_issue9_reference.json`` holds the intervals the engine (the pairs of
-``shufflesim.accounting.pairs`` and :class:`TightAccountant`) gave before the speed-ups (commit 17303b9, run
+``shufflesim.accounting.pairs`` and :class:`TightAccountant`) gave before the speed-ups (commit 58aede8, run
 in a temporary worktree) on a grid of pairs (stronger clones, clones, k-RR weak and strong, rr2), sizes, compositions, eps and delta.
 Today's engine must give an interval that overlaps the recorded one (both contain the exact value) and
 is no wider than its stated width: for eps(delta), the recorded width plus each end's root tolerance

@@ -236,11 +236,15 @@ class _CellTotals:
 
 def _add_cells(total: np.ndarray, idx: np.ndarray, w: np.ndarray) -> None:
     """``total[idx] += w`` with repeated indices accumulated: per-cell sums of the block (bincount over
-    the block's index range), then one addition per cell to the running totals."""
+    the block's index range), then one addition per cell to the running totals; ``np.add.at`` when the
+    range is much wider than the block (either way at most c_max additions per term)."""
     if idx.size == 0:
         return
     lo = int(idx.min())
     hi = int(idx.max())
+    if hi - lo + 1 > 4 * idx.size:  # few atoms spread over many cells: the dense count would cost more
+        np.add.at(total, idx, w)
+        return
     total[lo : hi + 1] += np.bincount(idx - lo, weights=w, minlength=hi - lo + 1)
 
 
