@@ -48,7 +48,7 @@ def test_the_scenarios_exist():
     stems = {p.stem for p in SCENARIOS}
     assert {"quickstart", "koskela_fig1", "koskela_fig2", "koskela_figs3_5", "koskela_figs6_9", "koskela_fig10",
             "balle2020_fig2", "balle2020_table2", "balle2020_table3", "biswas_fig2", "biswas_tables2_4",
-            "flame_eps_c"} <= stems
+            "flame_eps_c", "biswas_gowalla_sf", "biswas_gowalla_paris"} <= stems
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -198,3 +198,23 @@ y = "tv"
     bad = _write(tmp_path, text.replace('matched_to = "s"', 'matched_to = "later"'), "bad.toml")
     with pytest.raises(ScenarioError, match=r"sweep\[1\]\.matched_to: 'later' is not an earlier sweep \(earlier: s\)"):
         load(bad)
+
+
+def test_gowalla_cells_are_the_derivation_of_the_shared_data(tmp_path):
+    """The shipped cell files are what shufflesim.scenarios.gowalla derives (when the source data are here)."""
+    from shufflesim.scenarios import gowalla
+
+    src = ROOT.parent / "shared" / "data" / "gowalla"
+    shipped = ROOT / "shufflesim" / "datasets"
+    for name, (_, _, _, cols, rows) in gowalla.GRIDS.items():
+        cells = pd.read_csv(shipped / f"gowalla_{name}_cells.csv.gz")["cell"]
+        assert cells.between(0, cols * rows - 1).all()
+    if not src.is_dir():
+        pytest.skip("the source check-ins are not on this machine")
+    out = gowalla.derive(src, tmp_path)
+    for name, path in out.items():
+        assert pd.read_csv(path).equals(pd.read_csv(shipped / path.name))
+    assert len(pd.read_csv(out["sf"])) == 123026 and len(pd.read_csv(out["paris"])) == 11190
+    # the grid: the box's corners fall in the first and the last cell
+    assert list(gowalla.cells([37.7228, 37.7946], [-122.5153, -122.3789], (37.7228, 37.7946),
+                              (-122.5153, -122.3789), 24, 17)) == [0, 24 * 17 - 1]

@@ -39,6 +39,15 @@ def _as_list(v) -> list:
     return list(v) if isinstance(v, list) else [v]
 
 
+def resolve_data(spec: str) -> str:
+    """``datasets/NAME:COLUMN`` names a file shipped in ``shufflesim/datasets/`` (e.g. the Gowalla cells)."""
+    if spec.startswith("datasets/") and ":" in spec:
+        from importlib.resources import files
+
+        return str(Path(str(files("shufflesim"))) / spec)
+    return spec
+
+
 def matched_points(step: dict, reference: list) -> list:
     """One point per point of ``reference`` (an earlier sweep's points): same n and data, this step's params
     with ``eps`` and ``delta`` set to the reference protocol's certified central guarantee."""
@@ -70,6 +79,7 @@ def sweep_points(step: dict, quick: bool, sc: dict | None = None) -> list:
     axes = [_as_list(step["params"][k]) for k in names]
     pts = []
     for data in _as_list(step["data"]):
+        data = resolve_data(data)
         for n in ns:
             for combo in itertools.product(*axes):
                 params = {}
@@ -140,9 +150,15 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
     df = res.summary.copy()
     df.insert(0, "step", step["name"])
     template = step["label"] or step["protocol"]
+    refs = None
+    if step["matched_to"]:  # label fields ref_NAME: the parameters of the matched point of the reference sweep
+        ref = next(s for s in sc["sweep"] if s["name"] == step["matched_to"])
+        refs = sweep_points(ref, quick, sc)
     labels = []
-    for _, r in df.iterrows():
+    for i, r in df.iterrows():
         fields = {c[6:]: r[c] for c in df.columns if c.startswith("param_")}
+        if refs is not None:
+            fields.update({f"ref_{k}": v for k, v in refs[int(r["point"])].params.items()})
         labels.append(template.format(**fields, data=r["data"], protocol=r["protocol"]))
     df.insert(1, "label", labels)
     df["rmse"] = np.sqrt(df["mse"])
