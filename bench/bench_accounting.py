@@ -16,6 +16,9 @@ rows are labelled "dp at n=...".  dp_accounting's deltas are not certified (its 
 discretisation is an upper estimate for the grid it uses, and it floors composed deltas near 1e-15);
 they are printed for reference next to shufflesim's interval.
 
+Times are wall clock with the process's CPU time (``time.process_time``, all threads) next to them; issue 9's
+slow corners in serial CPU time, against the engine before its speed-ups, are ``bench/bench_issue9.py --corners``.
+
 Targets (issue 3): single use <= 2 s at n = 10^6 (rr2, krr strong-1d/strong, clones); krr weak
 <= 1 s at n = 1000 and <= 10 s at n = 10^4; 16-fold composition adds <= 1 s; memory <= 2 GB.
 
@@ -90,14 +93,14 @@ def _expanded(pair):
 def _time_shufflesim(mech: str, params: dict, eps1: float, eps16: float) -> dict:
     from shufflesim.accounting.account import account
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     r1 = account(_mechanism(mech, params), eps=[eps1]).results[0]
-    t1 = time.perf_counter() - t
+    t1, c1 = time.perf_counter() - t, time.process_time() - c
     m1 = peak_mb()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     r16 = account(_mechanism(mech, params), eps=[eps16], compositions=NC).results[0]
-    t16 = time.perf_counter() - t
-    return {"t1": t1, "t16": t16, "mem1": m1, "mem16": peak_mb(),
+    t16, c16 = time.perf_counter() - t, time.process_time() - c
+    return {"t1": t1, "t16": t16, "cpu1": c1, "cpu16": c16, "mem1": m1, "mem16": peak_mb(),
             "lo1": r1.delta_lower, "up1": r1.delta_upper, "lo16": r16.delta_lower, "up16": r16.delta_upper}
 
 
@@ -161,9 +164,10 @@ def report(r: dict) -> None:
     name = r["name"]
     mech, params, eps1, eps16, note = ANCHORS[name]
     print(f"\n{name}  ({note}; {r['atoms']:,} kept atoms)")
-    print(f"  single use   delta({eps1:g}) in {_fmt_iv(r['lo1'], r['up1'])}   {r['t1']:7.2f} s   peak {r['mem1']:6.0f} MB")
-    print(f"  {NC}-fold      delta({eps16:g}) in {_fmt_iv(r['lo16'], r['up16'])}   {r['t16']:7.2f} s   peak {r['mem16']:6.0f} MB"
-          f"   (adds {r['t16'] - r['t1']:+.2f} s over single use)")
+    print(f"  single use   delta({eps1:g}) in {_fmt_iv(r['lo1'], r['up1'])}   {r['t1']:7.2f} s"
+          f" (cpu {r['cpu1']:.2f} s)   peak {r['mem1']:6.0f} MB")
+    print(f"  {NC}-fold      delta({eps16:g}) in {_fmt_iv(r['lo16'], r['up16'])}   {r['t16']:7.2f} s"
+          f" (cpu {r['cpu16']:.2f} s)   peak {r['mem16']:6.0f} MB   (adds {r['t16'] - r['t1']:+.2f} s over single use)")
     if "dp_error" in r:
         print(f"  dp_accounting: {r['dp_error']}")
         return

@@ -10,7 +10,17 @@ the user) with the general-randomiser parameters and T bisection steps, and prin
 
 Machines here are shared: times are indicative (``--repeat`` takes the best of several runs).
 
+``--corners`` instead times the accountant's slow corners of issue 9 in CPU time (``time.process_time``,
+serial: SHUFFLESIM_THREADS=1 unless ``--threads``; imports warmed up first, best of ``--repeat``):
+clones n = 1e6, eps0 = 1 and k-RR weak n = 1e4 (k = 4, gamma = 0.25), eps at delta = 1e-6, single use and
+16-fold, pair construction included; and the k-RR weak pair at n = 1e5 (what ``recursive-sum --mode tight
+--adversary weak`` builds per calibration step).  Next to each: the target, the time measured before the
+speed-ups on the development machine (commit 58aede8), and with ``--baseline DIR`` (a checkout of another
+commit, e.g. ``git worktree add /tmp/ref 58aede8``) the same corners run by that checkout in a subprocess
+and the ratio baseline/current.
+
     .venv/bin/python bench/bench_issue9.py [--rows 0 1 2 3] [--repeat 1] [--threads N] [--wang DIR] [--T 20]
+    .venv/bin/python bench/bench_issue9.py --corners [--repeat 2] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -62,6 +72,82 @@ def _wang(path: str, n: int, eps0: float, T: int):
     return e, time.process_time() - t0
 
 
+#: name -> (mechanism kind, flags, compositions or None for the pair alone, target CPU seconds)
+CORNERS = {
+    "clones n=1e6 eps0=1, single": ("clones", {"n": 10**6, "eps0": 1.0}, 1, 1.0),
+    "clones n=1e6 eps0=1, 16-fold": ("clones", {"n": 10**6, "eps0": 1.0}, 16, 2.0),
+    "krr weak n=1e4, single": ("krr", {"n": 10**4, "k": 4, "gamma": 0.25, "adversary": "weak"}, 1, 1.0),
+    "krr weak n=1e4, 16-fold": ("krr", {"n": 10**4, "k": 4, "gamma": 0.25, "adversary": "weak"}, 16, 2.0),
+    "krr weak pair n=1e5 (construction)": ("krr", {"n": 10**5, "k": 4, "gamma": 0.25, "adversary": "weak"}, None,
+                                           None),
+}
+#: CPU seconds (serial, process_time, best of 2) of commit 58aede8 (accounting as at 17303b9), 2 shared cores
+BEFORE = {
+    "clones n=1e6 eps0=1, single": 0.82,
+    "clones n=1e6 eps0=1, 16-fold": 1.39,
+    "krr weak n=1e4, single": 2.53,
+    "krr weak n=1e4, 16-fold": 2.03,
+    "krr weak pair n=1e5 (construction)": 6.3,
+}
+
+
+def corners_worker(repeat: int) -> dict:
+    """CPU seconds and eps of each corner in this process (shufflesim as found on sys.path)."""
+    from shufflesim.accounting import account
+    from shufflesim.mechanisms import kinds
+
+    account(kinds()["krr"].from_flags(n=300, k=4, gamma=0.25, adversary="weak"), delta=[DELTA], compositions=2)
+    account(kinds()["clones"].from_flags(n=300, eps0=1.0), delta=[DELTA])
+    out = {}
+    for name, (kind, flags, nc, _) in CORNERS.items():
+        best, eps = math.inf, None
+        for _ in range(repeat):
+            m = kinds()[kind].from_flags(**flags)
+            t0 = time.process_time()
+            if nc is None:
+                m.pair("tight")
+            else:
+                eps = account(m, delta=[DELTA], compositions=nc).results[0].eps_upper
+            best = min(best, time.process_time() - t0)
+        out[name] = (best, eps)
+    import shufflesim
+
+    out["_src"] = os.path.dirname(os.path.dirname(os.path.abspath(shufflesim.__file__)))
+    return out
+
+
+def corners(repeat: int, baseline: str | None) -> None:
+    import json
+    import subprocess
+
+    print(f"issue 9 slow corners: CPU seconds (time.process_time; SHUFFLESIM_THREADS="
+          f"{os.environ.get('SHUFFLESIM_THREADS', '1')}), eps at delta = {DELTA:g}, best of {repeat}")
+    now = corners_worker(repeat)
+    base = None
+    if baseline:
+        code = (f"import sys, json; sys.path.insert(0, {os.path.abspath(baseline)!r}); "
+                f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); import bench_issue9 as b; "
+                f"print(json.dumps(b.corners_worker({repeat})))")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=os.path.abspath(baseline)))
+        base = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else None
+        if base is None:
+            print(f"baseline {baseline} failed: {res.stderr.strip().splitlines()[-1:]}")
+    print(f"current: {now['_src']}" + (f"; baseline: {base['_src']}" if base is not None else ""))
+    head = f"{'corner':<38} {'cpu s':>7} {'target':>7} {'before':>7} {'x':>6}"
+    if base is not None:
+        head += f" {'baseline':>9} {'x':>6}  eps (baseline)"
+    print(head + "  eps")
+    for name, (_, _, _, target) in CORNERS.items():
+        t, eps = now[name]
+        b4 = BEFORE[name]
+        line = f"{name:<38} {t:7.2f} {target if target else '-':>7} {b4:7.2f} {b4 / t:6.2f}"
+        if base is not None:
+            tb, eb = base[name]
+            line += f" {tb:9.2f} {tb / t:6.2f}  {eb if eb is not None else '-'}"
+        print(line + f"  {eps if eps is not None else '-'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="+", default=list(range(len(ROWS))))
@@ -69,9 +155,15 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="SHUFFLESIM_THREADS for this run")
     ap.add_argument("--wang", default=None, help="directory holding Wang et al.'s unifiedamplification.py")
     ap.add_argument("--T", type=int, default=20, help="bisection steps for Wang et al.'s code (theirs: 20)")
+    ap.add_argument("--corners", action="store_true", help="time issue 9's slow corners in CPU time instead")
+    ap.add_argument("--baseline", default=None, help="with --corners: a checkout to time the same corners with")
     args = ap.parse_args()
     if args.threads is not None:
         os.environ["SHUFFLESIM_THREADS"] = str(args.threads)
+    if args.corners:
+        os.environ.setdefault("SHUFFLESIM_THREADS", "1")
+        corners(max(1, args.repeat), args.baseline)
+        return
     print(f"eps at delta = {DELTA:g} (upper end of the certified interval; seconds = wall time, pair included)")
     head = f"{'n':>8} {'eps0':>5} | " + " | ".join(f"{m:>24}" for m in METHODS)
     print(head)

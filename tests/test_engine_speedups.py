@@ -2,7 +2,8 @@
 
 ``tests/golden/engine_issue9_reference.json`` holds the intervals the engine (the pairs of
 ``shufflesim.accounting.pairs`` and :class:`TightAccountant`) gave before the speed-ups (commit 58aede8, run
-in a temporary worktree) on a grid of pairs (stronger clones, clones, k-RR weak and strong, rr2), sizes, compositions, eps and delta.
+in a temporary worktree) on a grid of pairs (stronger clones, clones, k-RR weak and strong, rr2), sizes,
+compositions, eps and delta.
 Today's engine must give an interval that overlaps the recorded one (both contain the exact value) and
 is no wider than its stated width: for eps(delta), the recorded width plus each end's root tolerance
 (``eps_tol + 1e-9 eps``: the root finder now evaluates other points, issue 9); for delta(eps), the
