@@ -48,7 +48,7 @@ def test_the_scenarios_exist():
     stems = {p.stem for p in SCENARIOS}
     assert {"quickstart", "koskela_fig1", "koskela_fig2", "koskela_figs3_5", "koskela_figs6_9", "koskela_fig10",
             "balle2020_fig2", "balle2020_table2", "balle2020_table3", "biswas_fig2", "biswas_tables2_4",
-            "flame_eps_c", "biswas_gowalla_sf", "biswas_gowalla_paris"} <= stems
+            "flame_eps_c", "biswas_gowalla_sf", "biswas_gowalla_paris", "flame_training"} <= stems
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
@@ -59,7 +59,7 @@ def test_every_scenario_parses_and_runs_quick(path, tmp_path):
     report = (out / "report.md").read_text()
     assert sc["title"] in report and "mode **quick**" in report
     assert (out / "run.json").exists() and (out / "scenario.toml").read_bytes() == path.read_bytes()
-    for s in sc["curve"] + sc["table"] + [s for s in sc["sweep"] if s["in_quick"]]:
+    for s in sc["curve"] + sc["table"] + sc["training"] + [s for s in sc["sweep"] if s["in_quick"]]:
         assert (out / "results" / f"{s['name']}.csv").exists()
         assert (out / "results" / f"{s['name']}.parquet").exists()
     for png in meta["plots"]:
@@ -77,7 +77,7 @@ def test_every_scenario_parses_and_runs_quick(path, tmp_path):
      "quick_trials, engine, matched_to, in_quick, chunk_size, x, y, logx, logy, xlabel, ylabel)"),
     (('title = "small"', 'title = "small"\ncolour = "red"'),
      "colour: unknown key (valid keys: title, paper, reproduces, description, seed, claims, paper_notes, sweep, "
-     "curve, table)"),
+     "curve, table, training)"),
     (("trials = 30", 'trials = "30"'), "sweep[0].trials: expected integer, got str '30'"),
     (("trials = 30", "trials = 0"), "sweep[0].trials: 0 is out of range (allowed: >= 1)"),
     (("n = [200, 400]", "n = [200, -4]"), "sweep[0].n[1]: -4 is out of range (allowed: >= 1)"),

@@ -129,6 +129,8 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
     for c in sc["curve"]:
         total += 0.5 * len(curve_combos(c))
     total += 60.0 * len(sc["table"]) + 5.0 * len(sc["claims"])
+    for s in sc["training"]:
+        total += 2.0 * len(_as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"])
     return total
 
 
@@ -211,6 +213,42 @@ def run_table_step(step: dict, quick: bool) -> pd.DataFrame:
         verdict = {True: "reproduced", False: "not reproduced", None: "not-checkable"}[d["agree"]]
         out.append({"step": step["name"], **d, "shufflesim_mse": value, "verdict": verdict})
     return pd.DataFrame(out)
+
+
+def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
+    """Federated training of every protocol of the step: one row per (protocol, round)."""
+    from shufflesim.federated.training import FLSettings, train
+
+    rounds = (step["quick_rounds"] or min(step["rounds"], 2)) if quick else step["rounds"]
+    rows = []
+    for proto in _as_list(step["protocol"]):
+        try:
+            settings = FLSettings(protocol=proto, dataset=step["dataset"], rounds=rounds, seed=sc["seed"],
+                                  **step["settings"])
+        except TypeError as exc:
+            raise ScenarioError(f"training {step['name']}: settings: {exc}") from None
+        res = train(settings)
+        label = (step["label"] or "{protocol}").format(protocol=proto, **step["settings"])
+        for r, acc in enumerate(res["accuracy"]):
+            rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
+                         "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta")})
+    return pd.DataFrame(rows)
+
+
+def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
+    plt, fig, ax = _fig()
+    for s in steps:
+        for label, g in frames[s["name"]].groupby("label", sort=False):
+            ax.plot(g["round"], g["accuracy"], "o-", ms=3, label=label)
+    ax.set_xlabel("round (0: the initial model)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def run_claims(ids: list[str], quick: bool) -> tuple[pd.DataFrame, list[str]]:
@@ -354,6 +392,9 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
     if kind == "curve":
         return (f"- accountant `{s['name']}`: `{s['mechanism']}` {s['args']}, method `{s['method']}`, "
                 f"compositions {s['compositions']} ({s['composition']}), {len(curve_eps(s, quick))} values of ε")
+    if kind == "training":
+        return (f"- training `{s['name']}`: protocols {_as_list(s['protocol'])} on `{s['dataset']}`, "
+                f"{(s['quick_rounds'] or min(s['rounds'], 2)) if quick else s['rounds']} rounds, settings {s['settings']}")
     return f"- table `{s['name']}`: study `{s['study']}`, rows {s['quick_rows'] if quick else s['rows'] or 'all'}"
 
 
@@ -368,7 +409,7 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
     if sc["paper_notes"]:
         L += ["**What the paper reports:** " + sc["paper_notes"].strip(), ""]
     L += ["## What was run", ""]
-    for kind in ("sweep", "curve", "table"):
+    for kind in ("sweep", "curve", "table", "training"):
         L += [_describe_step(kind, s, q) for s in (active_sweeps(sc, q) if kind == "sweep" else sc[kind])]
     if sc["claims"]:
         L.append(f"- claims of the registry: {', '.join(f'`{c}`' for c in sc['claims'])}")
@@ -406,6 +447,11 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
         L += [f"### accountant `{s['name']}`", "", markdown_table(df, ["label", "compositions", "eps",
                                                                          "delta_lower", "delta_upper", "reason"],
                                                                   max_rows=24), ""]
+    for s in sc["training"]:
+        df = frames[s["name"]]
+        last = df.sort_values("round").groupby("label", sort=False).tail(1)
+        L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", "round",
+                                                                                   "accuracy", "eps", "delta"]), ""]
     L += ["Result files: `results/*.csv` and `results/*.parquet` (tidy, with `*.meta.json`); run metadata in "
           "`run.json`.", ""]
     path = out / "report.md"
@@ -434,7 +480,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     base_meta = {"scenario": Path(sc["_path"]).name, "seed": sc["seed"], "quick": quick}
     skipped += [f"sweep {s['name']} (in_quick = false: its setup alone is too slow for --quick)"
                 for s in sc["sweep"] if s not in active_sweeps(sc, quick)]
-    for kind in ("sweep", "curve", "table"):
+    for kind in ("sweep", "curve", "table", "training"):
         for s in (active_sweeps(sc, quick) if kind == "sweep" else sc[kind]):
             t = time.perf_counter()
             log(f"{kind} {s['name']} …")
@@ -442,6 +488,8 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
                 df = run_sweep_step(s, sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume)
             elif kind == "curve":
                 df = run_curve_step(s, quick)
+            elif kind == "training":
+                df = run_training_step(s, sc, quick)
             else:
                 df = run_table_step(s, quick)
             frames[s["name"]] = df
@@ -459,7 +507,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     pngs: list[str] = []
     plots_skipped = ""
     figures: dict[str, list[tuple[str, dict]]] = {}
-    for kind in ("sweep", "curve"):
+    for kind in ("sweep", "curve", "training"):
         for s in (active_sweeps(sc, quick) if kind == "sweep" else sc[kind]):
             figures.setdefault(s["figure"] or s["name"], []).append((kind, s))
     if figures:
@@ -467,10 +515,10 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
             for fig, members in figures.items():
                 kinds_ = {k for k, _ in members}
                 if len(kinds_) > 1:
-                    raise ScenarioError(f"{sc['_path']}: figure {fig!r} mixes sweeps and accountant curves")
+                    raise ScenarioError(f"{sc['_path']}: figure {fig!r} mixes step kinds ({', '.join(sorted(kinds_))})")
                 steps = [s for _, s in members]
                 title = f"{sc['reproduces']}: {fig}" if sc["reproduces"].lower() != "none" else fig
-                plot = plot_sweeps if "sweep" in kinds_ else plot_curves
+                plot = plot_sweeps if "sweep" in kinds_ else plot_training if "training" in kinds_ else plot_curves
                 plot(steps, frames, out / f"{fig}.png", title)
                 pngs.append(f"{fig}.png")
         else:

@@ -4,7 +4,8 @@ A scenario file (TOML) has top-level keys :data:`TOP` and any number of steps of
 
 * ``[[sweep]]`` — a Monte-Carlo grid of one protocol (the sweep engine), summarised per point;
 * ``[[curve]]`` — accountant calls: δ(ε) (or ε(δ)) of a mechanism description over a grid of ε;
-* ``[[table]]`` — a published table recomputed by a study (``balle2020``: seed 004 Table 3).
+* ``[[table]]`` — a published table recomputed by a study (``balle2020``: seed 004 Table 3);
+* ``[[training]]`` — federated training (FLAME, :mod:`shufflesim.federated`): accuracy per round.
 
 ``claims = ["paper/id", ...]`` names claims of the registry (``scenarios/claims/``) whose paper value,
 shufflesim value and verdict the report tabulates.  Every error names the key path and what is allowed.
@@ -53,6 +54,7 @@ TOP: dict[str, Key] = {
     "sweep": Key((list,), False, [], items=(dict,)),
     "curve": Key((list,), False, [], items=(dict,)),
     "table": Key((list,), False, [], items=(dict,)),
+    "training": Key((list,), False, [], items=(dict,)),
 }
 
 SWEEP: dict[str, Key] = {
@@ -106,7 +108,18 @@ TABLE: dict[str, Key] = {
     "tight": Key((bool,), False, False),
 }
 
-SECTIONS = {"sweep": SWEEP, "curve": CURVE, "table": TABLE}
+TRAINING: dict[str, Key] = {
+    "name": Key((str,), True),
+    "protocol": Key((str,), True, listable=True, doc="FLAME protocols and baselines (shufflesim fl --help)"),
+    "dataset": Key((str,), False, "digits", choices=("digits", "mnist")),
+    "rounds": Key((int,), True, minimum=1),
+    "quick_rounds": Key((int,), False, None, minimum=1),
+    "settings": Key((dict,), False, {}, doc="further FLSettings fields (n, lr, eps_l, k, tight, ...)"),
+    "label": Key((str,), False, None),
+    "figure": Key((str,), False, None),
+}
+
+SECTIONS = {"sweep": SWEEP, "curve": CURVE, "table": TABLE, "training": TRAINING}
 
 
 def _tname(types: tuple) -> str:
@@ -192,9 +205,9 @@ def validate(doc: dict) -> dict:
     for i, c in enumerate(top["claims"]):
         if c.count("/") != 1:
             raise ScenarioError(f"claims[{i}]: {c!r} is not allowed (allowed: 'paper/id' of scenarios/claims/)")
-    if not (top["sweep"] or top["curve"] or top["table"] or top["claims"]):
-        raise ScenarioError("the scenario has nothing to run (give at least one [[sweep]], [[curve]], [[table]] "
-                            "or claims)")
+    if not (top["sweep"] or top["curve"] or top["table"] or top["training"] or top["claims"]):
+        raise ScenarioError("the scenario has nothing to run (give at least one [[sweep]], [[curve]], [[table]], "
+                            "[[training]] or claims)")
     return top
 
 
