@@ -74,7 +74,7 @@ def test_every_scenario_parses_and_runs_quick(path, tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (("trials = 30", "trials = 30\ntrails = 3"),
      "sweep[0].trails: unknown key (valid keys: name, protocol, label, figure, n, quick_n, data, params, trials, "
-     "quick_trials, engine, matched_to, in_quick, chunk_size, x, y, logx, logy, xlabel, ylabel)"),
+     "quick_trials, engine, matched_to, in_quick, chunk_size, point_seconds, x, y, logx, logy, xlabel, ylabel)"),
     (('title = "small"', 'title = "small"\ncolour = "red"'),
      "colour: unknown key (valid keys: title, paper, reproduces, description, seed, claims, paper_notes, sweep, "
      "curve, table, training)"),

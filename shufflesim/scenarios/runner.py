@@ -118,14 +118,15 @@ def active_sweeps(sc: dict, quick: bool) -> list[dict]:
 
 
 def estimate_seconds(sc: dict, quick: bool) -> float:
-    """A rough estimate of the run time (fast engine ~0.2 ms a trial, faithful ~0.1 µs a user and trial,
-    half a second an accountant line, a minute for a table, five seconds a claim)."""
+    """A rough estimate of the run time (fast engine ~0.2 ms a trial, faithful ~0.1 µs a user and trial, a
+    sweep point's ``point_seconds`` of set-up, half a second an accountant line, a minute for a table, five
+    seconds a claim, two seconds a training round)."""
     total = 0.0
     for s in active_sweeps(sc, quick):
         t = sweep_trials(s, quick)
         for p in sweep_points(s, quick):
             per = 2e-4 if s["engine"] != "faithful" else 2e-4 + 1e-7 * p.n
-            total += t * per
+            total += t * per + s["point_seconds"]
     for c in sc["curve"]:
         total += 0.5 * len(curve_combos(c))
     total += 60.0 * len(sc["table"]) + 5.0 * len(sc["claims"])

@@ -74,6 +74,8 @@ SWEEP: dict[str, Key] = {
                       "and delta set to that point's certified central (eps, delta)"),
     "in_quick": Key((bool,), False, True, doc="false: skipped by --quick (its setup alone is too slow)"),
     "chunk_size": Key((int,), False, 1000, minimum=1),
+    "point_seconds": Key((int, float), False, 0.5, minimum=0,
+                         doc="set-up cost of one point (calibration), for the run-time estimate"),
     "x": Key((str,), False, "n", doc="'n' or a parameter name"),
     "y": Key((str,), False, "mse", choices=Y_SWEEP),
     "logx": Key((bool,), False, True),
