@@ -22,7 +22,9 @@ def _cli(args: list[str], capsys) -> dict:
 
 
 def test_rr2_below_the_truncation_floor_answers_with_accuracy_met_false(capsys):
-    out = _cli("account rr2 --n 4479 --eps0 1.187 --eps 1.3252 --compositions 2".split(), capsys)
+    # the issue's question on the pair it was asked with (seed 001's rr2 pair, now --method tight-koskela)
+    out = _cli("account rr2 --n 4479 --eps0 1.187 --eps 1.3252 --compositions 2 --method tight-koskela".split(),
+               capsys)
     (r,) = out["results"]
     assert r["accuracy_met"] is False
     assert 0.0 <= r["delta_lower"] <= r["delta_upper"] <= 1.5e-300
@@ -34,6 +36,9 @@ def test_rr2_below_the_truncation_floor_answers_with_accuracy_met_false(capsys):
     lo, up = exact.delta_interval(1.3252)
     assert r["delta_lower"] <= lo[0] and up[0] <= r["delta_upper"] * (1 + 1e-12)
     assert r["delta_upper"] >= 2 * pair.tail_p * (1 - 1e-9)  # every upper bound must include the dropped mass
+    # the default (stronger clone) pair answers the same question too, below its own truncation floor
+    (d,) = _cli("account rr2 --n 4479 --eps0 1.187 --eps 1.3252 --compositions 2".split(), capsys)["results"]
+    assert d["accuracy_met"] is False and 0.0 <= d["delta_lower"] <= d["delta_upper"] < 1e-150
 
 
 def test_krr_two_fold_falls_back_to_exact_pairwise_composition(capsys):
