@@ -138,7 +138,7 @@ def test_explicit_pair_checks_neighbouring():
 
 
 def test_cli_audit_json_keys():
-    out = subprocess.run([sys.executable, "-m", "shufflesim", "audit", "krr", "--n", "100", "--k", "4", "--eps0", "2",
+    out = subprocess.run([sys.executable, "-P", "-m", "shufflesim", "audit", "krr", "--n", "100", "--k", "4", "--eps0", "2",
                           "--eps", "0.2", "--delta", "1e-3", "--trials", "100000", "--seed", "1", "--json"],
                          capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)
@@ -148,7 +148,7 @@ def test_cli_audit_json_keys():
 
 
 def test_cli_audit_rejects_unsupported_protocol_in_one_line():
-    out = subprocess.run([sys.executable, "-m", "shufflesim", "audit", "krr", "--k", "4", "--eps0", "2", "--eps", "1",
+    out = subprocess.run([sys.executable, "-P", "-m", "shufflesim", "audit", "krr", "--k", "4", "--eps0", "2", "--eps", "1",
                           "--pair", "counts:1,1,0,0", "counts:2,2,0,0", "--trials", "100"], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.startswith("error:") and out.stderr.count("\n") == 1
 

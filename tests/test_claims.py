@@ -18,7 +18,7 @@ FINDINGS = ROOT / "FINDINGS.md"
 
 
 def _cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "shufflesim", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-P", "-m", "shufflesim", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_every_file_parses_and_covers_the_four_papers():

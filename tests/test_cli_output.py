@@ -69,7 +69,7 @@ def test_workers_capped_at_cpus(capsys, monkeypatch):
 
 
 def test_broken_pipe_is_quiet(tmp_path):
-    cmd = (f"'{sys.executable}' -m shufflesim simulate krr --n 500 --k 3 --gamma 0.5 --trials 3 --json | head -1;"
+    cmd = (f"'{sys.executable}' -P -m shufflesim simulate krr --n 500 --k 3 --gamma 0.5 --trials 3 --json | head -1;"
            " echo rc=${PIPESTATUS[0]}")
     r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert r.stdout.splitlines() == ["{", "rc=0"], r.stdout
@@ -107,7 +107,7 @@ def test_two_runs_into_one_directory_never_mix(tmp_path):
 
     for extra in ([], ["--overwrite"]):
         out = tmp_path / f"o{len(extra)}"
-        base = [sys.executable, "-m", "shufflesim", "simulate", "krr", "--n", "20000", "--k", "4", "--gamma", "0.5",
+        base = [sys.executable, "-P", "-m", "shufflesim", "simulate", "krr", "--n", "20000", "--k", "4", "--gamma", "0.5",
                 "--trials", "40", "--json", "--output", str(out), *extra]
         procs = [subprocess.Popen(base + ["--seed", str(s)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True) for s in (1, 2)]

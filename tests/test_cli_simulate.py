@@ -126,10 +126,10 @@ def test_unknown_protocol(capsys):
 
 def test_entry_point_subprocess(tmp_path):
     """The installed console entry behaves the same: exit 2, one line, no traceback."""
-    r = subprocess.run([sys.executable, "-m", "shufflesim", "simulate", "krr", "--n", "10", "--k", "3",
+    r = subprocess.run([sys.executable, "-P", "-m", "shufflesim", "simulate", "krr", "--n", "10", "--k", "3",
                         "--gamma", "2"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.startswith("error: ") and "Traceback" not in r.stderr
-    r = subprocess.run([sys.executable, "-m", "shufflesim", "simulate", "krr", "--n", "1000", "--k", "3",
+    r = subprocess.run([sys.executable, "-P", "-m", "shufflesim", "simulate", "krr", "--n", "1000", "--k", "3",
                         "--gamma", "0.5", "--trials", "20", "--json"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["trials"] == 20
 

@@ -88,7 +88,7 @@ def test_holm():
 
 
 def test_cli_validate_json():
-    out = subprocess.run([sys.executable, "-m", "shufflesim", "validate", "krr", "--n", "50", "--k", "3", "--eps0", "1",
+    out = subprocess.run([sys.executable, "-P", "-m", "shufflesim", "validate", "krr", "--n", "50", "--k", "3", "--eps0", "1",
                           "--data", "uniform", "--trials", "200", "--seed", "1", "--json"],
                          capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)
@@ -98,6 +98,6 @@ def test_cli_validate_json():
 
 
 def test_cli_validate_bad_alpha_is_one_line():
-    out = subprocess.run([sys.executable, "-m", "shufflesim", "validate", "krr", "--n", "50", "--k", "3", "--eps0", "1",
+    out = subprocess.run([sys.executable, "-P", "-m", "shufflesim", "validate", "krr", "--n", "50", "--k", "3", "--eps0", "1",
                           "--trials", "20", "--alpha", "2"], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "alpha" in out.stderr

@@ -21,7 +21,7 @@ def commands() -> list[str]:
 
 
 def run(cmd: str) -> dict:
-    argv = [sys.executable, "-m", "shufflesim", *shlex.split(cmd), "--json"]
+    argv = [sys.executable, "-P", "-m", "shufflesim", *shlex.split(cmd), "--json"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"{cmd}: exit {out.returncode}: {out.stderr.strip()}")
