@@ -40,6 +40,29 @@ def test_best_never_exceeds_a_certified_method(mech, q):
 
 
 @pytest.mark.parametrize("mech,q", CASES)
+def test_best_never_exceeds_an_independent_account_call(mech, q):
+    """Independently of compare's rows: best is at most every certified method of the description itself,
+    each asked through account() directly (uncertified ones and one-data-set pairs excluded)."""
+    from shufflesim.accounting.compare import ONE_DATA_SET
+    from shufflesim.errors import ShufflesimError
+
+    rep = account(mech, method="best", **q)
+    checked = 0
+    for m in mech.methods:
+        if m in NOT_CERTIFIED or (mech.kind, m) in ONE_DATA_SET:
+            continue
+        try:
+            other = account(mech, method=m, **q).results
+        except ShufflesimError:
+            continue
+        for r, o in zip(rep.results, other):
+            if getattr(o, "applicable", True):
+                assert _upper(r) <= _upper(o) * (1 + 1e-12), m
+                checked += 1
+    assert checked >= 1
+
+
+@pytest.mark.parametrize("mech,q", CASES)
 def test_best_never_picks_an_uncertified_method(mech, q):
     rep = account(mech, method="best", **q)
     for r in rep.results:
