@@ -267,4 +267,10 @@ def run_mode(create, mode: str, modes: tuple[str, ...]):
         return create("paper"), "auto: the paper's parameter rule is feasible here"
     except (InfeasibleError, NotApplicableError) as exc:
         why = str(exc).splitlines()[0]
-    return create("tight"), f"auto: the paper's rule cannot certify this target ({why}); the tight mode ran"
+        paper_error = exc
+    try:
+        proto = create("tight")
+    except ParameterError as exc:  # e.g. options only the basic-composition modes take
+        raise type(paper_error)(f"auto: the paper's rule cannot certify this target ({why}) and the tight mode "
+                                f"does not apply ({str(exc).splitlines()[0]}); choose --mode") from None
+    return proto, f"auto: the paper's rule cannot certify this target ({why}); the tight mode ran"

@@ -227,6 +227,9 @@ def paper_messages(n: int) -> int:
 
 def closed_form_pmax(n: int, eps_j: float, delta_j: float) -> float:
     """Largest k with the closed-form γ = max(14k log(2/δ_j)/((n−1)ε_j²), 27k/((n−1)ε_j)) ≤ 1 (seed 001 Thm C.1)."""
+    if delta_j <= 0.0:
+        raise InfeasibleError(f"delta per level underflows to 0 (delta_j = {delta_j!r}): the closed-form rule needs "
+                              "log(2/delta_j); use a delta above 1e-300")
     r = 2.0 / delta_j
     log_term = math.log(r) if math.isfinite(r) else math.log(2.0) - math.log(delta_j)  # δ_j subnormal
     return (n - 1) * eps_j / max(14.0 * log_term / eps_j, 27.0)

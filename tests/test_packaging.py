@@ -52,5 +52,5 @@ def test_wheel_contents(tmp_path):
     (wheel,) = tmp_path.glob("shufflesim-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "shufflesim/protocols/krr.py" in names
-    assert "shufflesim/data/adult_age.csv" in names
+    assert "shufflesim/datasets/adult_age.csv" in names
     assert not any(n.startswith("protocols/") for n in names)
