@@ -35,6 +35,9 @@ from shufflesim.errors import ShufflesimError  # noqa: E402
 LIGHT = ("simulate", "account")
 FAST_TIMEOUT = 30
 SLOW_TIMEOUT = 120
+#: options that ask for a documented long run (the slow claims, a full table or scenario, a cluster): never
+#: drawn, so a valid call can answer within the timeout; scenario runs are always --quick
+LONG_BY_DESIGN = ("slow", "full", "yes", "scheduler", "tight")
 
 INT_BOUNDARY = ["0", "1", "2", "3", "-1", "2.5", "1e308", "9223372036854775808", "inf", "nan", "", "abc"]
 FLOAT_BOUNDARY = ["0", "1", "0.5", "2", "-1", "1e-320", "5e-324", "1e308", "1000", "inf", "-inf", "nan", "", "abc"]
@@ -133,6 +136,8 @@ def argv_strategy(draw, heavy_invalid: bool, tmp: str = "/tmp/shufflesim-fuzz"):
             continue
         if name in ("overwrite", "json", "help") or (valid and name in ("lower", "upper", "output", "workers")):
             continue
+        if name in LONG_BY_DESIGN and (path[0] != "simulate" or name != "tight"):
+            continue
         if id(a) in grouped:
             if id(a) not in chosen:
                 continue
@@ -145,6 +150,8 @@ def argv_strategy(draw, heavy_invalid: bool, tmp: str = "/tmp/shufflesim-fuzz"):
             argv.append(a.option_strings[-1])
             continue
         argv += [a.option_strings[-1], *_value(draw, a, name, valid, tmp)]
+    if path[0] == "run" and "--quick" not in argv:
+        argv.append("--quick")
     if heavy and heavy_invalid:
         argv += ["--bogus-option-for-a-quick-refusal"]
     if any(a.option_strings == ["--json"] for a in actions):
