@@ -25,10 +25,11 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
         else:
             raise ParameterError(f"{name} must be an integer; got {value!r}")
     v = int(value)
+    shown = v if abs(v) < 10**15 else f"{float(v):.6g}"  # one readable line, not a 300-digit integer
     if minimum is not None and v < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}; got {v}")
+        raise ParameterError(f"{name} must be an integer >= {minimum}; got {shown}")
     if maximum is not None and v > maximum:
-        raise ParameterError(f"{name} must be an integer <= {maximum}; got {v}")
+        raise ParameterError(f"{name} must be an integer <= {maximum}; got {shown}")
     return v
 
 

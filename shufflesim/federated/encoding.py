@@ -40,6 +40,9 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import ParameterError
+
+#: most messages per coordinate after padding (each is materialised; 10^7 x d messages is already large)
+MAX_N_P = 10**7
 from shufflesim.federated.randomisers import make_randomiser
 
 __all__ = ["PROTOCOLS", "FlameConfig", "Messages", "clip_rescale", "sample_coordinates", "topk_select",
@@ -115,7 +118,8 @@ class FlameConfig:
             raise ParameterError(f"k (coordinates per user) must be at most the dimension d={d}; got k={k}")
         k = check_int("k", k, minimum=1, maximum=d)
         object.__setattr__(self, "k", k)
-        n_p = check_int("n_p", self.n_p if self.n_p is not None else max(1, n // 3), minimum=1)
+        # n_p messages per coordinate are materialised for every coordinate: bounded like other sizes
+        n_p = check_int("n_p", self.n_p if self.n_p is not None else max(1, n // 3), minimum=1, maximum=MAX_N_P)
         object.__setattr__(self, "n_p", n_p)
         if self.protocol == "ss-double":
             object.__setattr__(self, "l", 1)
