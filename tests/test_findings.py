@@ -12,6 +12,8 @@ item 14's optimised recursive rows and the `tight` BalleEtAl column (the Cheu ro
 
 from __future__ import annotations
 
+from shufflesim.validation.claim_checks import krr_realised_log_delta
+
 import math
 import re
 from pathlib import Path
@@ -154,27 +156,7 @@ def test_item3_rr2_worst_data_set():
 # --------------------------------------------------------------------------------------------------
 
 
-def _krr_realised_log_delta(n: int, k: int, gamma: float, eps: float) -> float:
-    """log delta of the counts (N_x1, N_x2) for 'target holds x1 / x2, every other user holds x3' (k >= 3):
-    post-processing of the released histogram, so a lower bound on the mechanism's delta."""
-    q, N = gamma / k, n - 1
-    a, b = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
-
-    def others(a, b):
-        s = a + b
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = binom.logpmf(s, N, 2 * q) + binom.logpmf(a, s, 0.5)
-        return np.where((a >= 0) & (b >= 0) & (s <= N), v, -np.inf)
-
-    t1, tr = 1 - gamma + q, (k - 2) * q
-    lP = np.logaddexp.reduce([math.log(t1) + others(a - 1, b), math.log(q) + others(a, b - 1), math.log(tr) + others(a, b)])
-    lQ = np.logaddexp.reduce([math.log(q) + others(a - 1, b), math.log(t1) + others(a, b - 1), math.log(tr) + others(a, b)])
-    lP, lQ = lP.ravel(), lQ.ravel()
-    out = []
-    for x, y in ((lP, lQ), (lQ, lP)):
-        sel = x > y + eps
-        out.append(float(logsumexp(x[sel] + np.log(-np.expm1(y[sel] + eps - x[sel])))) if sel.any() else -math.inf)
-    return max(out)
+_krr_realised_log_delta = krr_realised_log_delta  # the registry's own check (one implementation)
 
 
 def test_item4_original_bennett_below_exact():
