@@ -135,7 +135,7 @@ def _bennett_composed(blanket, n_msgs: int, steps: int, delta: float, variant: s
 
 def _pure_composed(eps0: float, steps: int, delta: float) -> float:
     """Every step is eps0-DP (LDP): the best of basic and advanced composition at δ' = δ."""
-    return min(steps * eps0, math.sqrt(2 * steps * math.log(1 / delta)) * eps0 + steps * eps0 * math.expm1(eps0))
+    return min(steps * eps0, math.sqrt(2 * steps * (-math.log(delta))) * eps0 + steps * eps0 * math.expm1(eps0))
 
 
 def _clones_composed(n_msgs: int, eps0: float, steps: int, delta: float) -> float:

@@ -32,7 +32,7 @@ def classical_gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0)
     check_positive("sensitivity", sensitivity)
     if eps >= 1.0:
         raise NotApplicableError(f"the classical Gaussian calibration requires eps < 1; got eps={eps}")
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / eps
+    return sensitivity * math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / eps
 
 
 def _log_ndtr(x: float) -> float:

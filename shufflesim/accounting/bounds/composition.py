@@ -65,7 +65,7 @@ def advanced_composition(eps: float, delta: float, n_c: int, delta_prime: float)
     delta = check_probability("delta", delta)
     n_c = check_int("n_c", n_c, minimum=1)
     delta_prime = check_real("delta_prime", delta_prime, low=0.0, high=1.0, low_open=True)
-    eps_total = math.sqrt(2.0 * n_c * math.log(1.0 / delta_prime)) * eps + n_c * eps * math.expm1(eps)
+    eps_total = math.sqrt(2.0 * n_c * (-math.log(delta_prime))) * eps + n_c * eps * math.expm1(eps)
     # a handful of roundings: move the totals up by a few ulps so they stay upper bounds
     return _up(eps_total, 8), min(1.0, _up(n_c * delta + delta_prime, 4))
 

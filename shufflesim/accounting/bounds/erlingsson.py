@@ -71,5 +71,5 @@ def erlingsson_eps(delta: float, *, n: int, eps0: float) -> EpsBound | NotApplic
         return bad
     if not (0.0 < delta <= ERLINGSSON_MAX_DELTA):
         return NotApplicable("erlingsson", f"erlingsson requires 0 < delta <= 0.01; got delta={_fmt(delta)}", delta=delta)
-    eps = 12.0 * eps0 * math.sqrt(math.log(1.0 / delta) / n)
+    eps = 12.0 * eps0 * math.sqrt((-math.log(delta)) / n)
     return EpsBound(delta=delta, eps_upper=eps, eps_lower=None, method="erlingsson", notes=(_REF,))

@@ -78,7 +78,7 @@ def feldman_eps(delta: float, *, n: int, eps0: float) -> EpsBound | NotApplicabl
     if delta == 0.0:
         return NotApplicable("feldman", "feldman closed form requires delta > 0; got delta=0", delta=delta)
     pn = n * math.exp(-eps0)
-    log4d = math.log(4.0 / delta)
+    log4d = math.log(4.0) - math.log(delta)  # 4/delta overflows for subnormal delta
     if 16.0 * log4d > pn:
         limit = math.log(n / (16.0 * log4d))
         return NotApplicable(
