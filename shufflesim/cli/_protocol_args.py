@@ -1,5 +1,5 @@
-"""Protocol sub-parsers shared by ``validate`` and ``audit``: one sub-command per registered protocol with
-its options (the same flags as ``shufflesim simulate PROTOCOL``)."""
+"""Protocol sub-parsers shared by ``simulate``, ``validate`` and ``audit``: one sub-command per registered
+protocol with its options, and the data-set and trial options of the commands that run a protocol on data."""
 
 from __future__ import annotations
 
@@ -35,6 +35,18 @@ def add_protocol_parsers(p: argparse.ArgumentParser, add_common: Callable[[argpa
             g.add_argument(opt.flag, **kw)
         add_common(pp)
         pp.set_defaults(func=func)
+
+
+def add_data_options(group: argparse._ArgumentGroup, *, trials: int, data_help: str = "data spec (default: uniform)"
+                     ) -> None:
+    """``--n --data --lower --upper --trials --seed``: the data set a protocol runs on (read by
+    :func:`shufflesim.experiments.data.load_data`) and the Monte-Carlo trials with their root seed."""
+    group.add_argument("--n", type=int_arg, help="number of users (optional for finite data sets)")
+    group.add_argument("--data", default="uniform", help=data_help)
+    group.add_argument("--lower", type=float_arg, help="lower end for scaling a real CSV column to [0, 1]")
+    group.add_argument("--upper", type=float_arg, help="upper end for scaling a real CSV column to [0, 1]")
+    group.add_argument("--trials", type=int_arg, default=trials, help=f"Monte-Carlo trials (default: {trials})")
+    group.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
 
 
 def protocol_params(args: argparse.Namespace) -> dict[str, Any]:

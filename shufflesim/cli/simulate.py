@@ -9,10 +9,9 @@ from typing import Any
 
 from shufflesim import __version__
 from shufflesim.cli._common import add_output_options, cap_workers, float_arg, int_arg, open_output, print_json
+from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline import registry
-
-_CONVERT = {int: int_arg, float: float_arg}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,37 +24,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "registered protocols:\n" + lines,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    psub = p.add_subparsers(dest="protocol", metavar="PROTOCOL", required=True, parser_class=type(p))
-    for nm in names:
-        cls = registry.get(nm)
-        pp = psub.add_parser(nm, help=cls.summary, description=cls.summary)
-        g = pp.add_argument_group(f"{nm} parameters")
-        for opt in cls.options:
-            kw: dict[str, Any] = {"dest": opt.name, "help": opt.help, "default": None}
-            kw["type"] = _CONVERT.get(opt.type, opt.type)
-            if opt.choices:
-                kw["choices"] = opt.choices
-            if opt.metavar:
-                kw["metavar"] = opt.metavar
-            if opt.default is not None:
-                kw["help"] += f" (default: {opt.default})"
-            g.add_argument(opt.flag, **kw)
-        c = pp.add_argument_group("study")
-        c.add_argument("--n", type=int_arg, help="number of users (optional for finite data sets)")
-        c.add_argument("--data", default="uniform", help="data spec (default: uniform); see shufflesim.experiments.data")
-        c.add_argument("--lower", type=float_arg, help="lower end for scaling a real CSV column to [0, 1]")
-        c.add_argument("--upper", type=float_arg, help="upper end for scaling a real CSV column to [0, 1]")
-        c.add_argument("--trials", type=int_arg, default=100, help="Monte-Carlo trials (default: 100)")
-        c.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
-        c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
-        c.add_argument("--engine", choices=("faithful", "fast", "auto"), default="faithful",
-                       help="faithful: simulate every message (default); fast: sample the analyser's sufficient "
-                       "statistic from its exact distribution (same distribution, different draws); auto: fast "
-                       "where the protocol has it")
-        c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
-        add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
-        c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
-        pp.set_defaults(func=run)
+    add_protocol_parsers(p, _study_options, run, names)
+
+
+def _study_options(pp: argparse.ArgumentParser) -> None:
+    c = pp.add_argument_group("study")
+    add_data_options(c, trials=100, data_help="data spec (default: uniform); see shufflesim.experiments.data")
+    c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
+    c.add_argument("--engine", choices=("faithful", "fast", "auto"), default="faithful",
+                   help="faithful: simulate every message (default); fast: sample the analyser's sufficient "
+                   "statistic from its exact distribution (same distribution, different draws); auto: fast "
+                   "where the protocol has it")
+    c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
+    add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
+    c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,7 +63,7 @@ def _run(args: argparse.Namespace, output) -> int:
     if args.seed < 0:
         check_int("seed", args.seed, minimum=0)
     root = as_seed_sequence(args.seed)
-    params = {o.name: getattr(args, o.name) for o in cls.options if getattr(args, o.name) is not None}
+    params = protocol_params(args)
     spec = parse_data_spec(args.data)
     if args.n is not None:
         check_int("n", args.n, minimum=1)

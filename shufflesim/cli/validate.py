@@ -9,17 +9,12 @@ import argparse
 import time
 
 from shufflesim.cli._common import float_arg, int_arg, print_json
-from shufflesim.cli._protocol_args import add_protocol_parsers, protocol_params
+from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 
 
 def _common(pp: argparse.ArgumentParser) -> None:
     c = pp.add_argument_group("validation")
-    c.add_argument("--n", type=int_arg, help="number of users (optional for finite data sets)")
-    c.add_argument("--data", default="uniform", help="data spec (default: uniform)")
-    c.add_argument("--lower", type=float_arg, help="lower end for scaling a real CSV column to [0, 1]")
-    c.add_argument("--upper", type=float_arg, help="upper end for scaling a real CSV column to [0, 1]")
-    c.add_argument("--trials", type=int_arg, default=400, help="Monte-Carlo trials (default: 400)")
-    c.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
+    add_data_options(c, trials=400)
     c.add_argument("--alpha", type=float_arg, default=0.05, help="family-wise level of the checks (default: 0.05)")
     c.add_argument("--rel-effect", dest="rel_effect", type=float_arg, default=0.05,
                    help="alternative for the power statement: relative deviation from the theory value (default: 0.05)")
