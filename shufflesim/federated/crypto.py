@@ -21,7 +21,7 @@ Roles, separated by construction:
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
@@ -85,8 +85,7 @@ class DecryptReport:
         return self.tampered + self.replayed + self.malformed
 
     def as_dict(self) -> dict:
-        return {"accepted": self.accepted, "tampered": self.tampered, "replayed": self.replayed,
-                "malformed": self.malformed, "rejected": self.rejected}
+        return {**asdict(self), "rejected": self.rejected}
 
 
 class Decryptor:

@@ -33,7 +33,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -249,8 +249,7 @@ class ShuffleReport:
     per_coordinate: int = 0
 
     def as_dict(self) -> dict:
-        return {"user_messages": self.user_messages, "dummies": self.dummies, "overflow": self.overflow,
-                "per_coordinate": self.per_coordinate}
+        return asdict(self)
 
 
 class PaddingShuffler:

@@ -23,6 +23,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.maths.rounding import randomised_round
+from shufflesim.maths.rr import gamma_from_eps0
 
 __all__ = ["LaplaceCoord", "BlanketRR", "make_randomiser", "RANDOMISERS"]
 
@@ -75,8 +76,8 @@ class BlanketRR:
 
     @property
     def gamma(self) -> float:
-        k = self.b + 1
-        return k / (math.exp(self.eps) + k - 1) if self.eps < 700 else 0.0
+        """γ of k-ary randomised response with k = b + 1 values (docs/theory.md#randomised-response)."""
+        return gamma_from_eps0(self.eps, self.b + 1)
 
     @property
     def shrink(self) -> float:
