@@ -4,8 +4,9 @@ The paper's theorems, as functions:
 
 * :func:`theorem1` — SS-Simple: eps_c = d·eps_cd ∧ (eps_cd·sqrt(2d log(1/δ_cd)) + d·eps_cd(e^eps_cd − 1)),
   δ_c = δ_cd(d + 1) (eqs 2–3; the best of basic and advanced composition);
-* :func:`theorem3` — SS-Double with R_{γ,b}: eps_ck = sqrt(14 log(2β/δ_cd)(e^eps_lk + b − 1)/(n_p − 1))
-  (eq 5), then subsampling at rate β: eps_cd = log(1 + β(e^eps_ck − 1)) (eq 6);
+* :func:`lemma1` — Balle et al.'s closed form for R_{γ,b} among n users: sqrt(14 log(2/δ)(e^eps + b − 1)/(n − 1));
+* :func:`theorem3` — SS-Double with R_{γ,b}: eps_ck = Lemma 1 at δ_cd/β among n_p (eq 5), then subsampling
+  at rate β: eps_cd = log(1 + β(e^eps_ck − 1)) (eq 6);
 * :func:`theorem4` — the vector over 2βd = 2k coordinates: best of basic/advanced, δ_c = δ_cd(2k + 1);
 * :func:`corollary2_condition`, :func:`corollary3_condition` — the corollaries' validity ranges of eps_l
   (the corollaries themselves are O(·) statements);
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from shufflesim.accounting.bounds import bennett_eps, best_composition, subsample
 from shufflesim.accounting.bounds.balle import KRRBlanket, LaplaceBlanket
 
-__all__ = ["theorem1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
+__all__ = ["theorem1", "lemma1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
            "paper_pipeline", "blanket_of", "flame_privacy", "FLAME_PUBLISHED", "PAPER_SETTING"]
 
 #: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
@@ -37,10 +38,15 @@ def theorem1(eps_cd: float, delta_cd: float, d: int) -> tuple[float, float]:
     return eps, delta
 
 
+def lemma1(eps_l: float, b: int, n: int, delta: float) -> float:
+    """Seed 002 Lemma 1: R_{γ,b} with γ = b/(e^eps_l + b − 1) (the paper's b values) shuffled among n users is
+    (sqrt(14 log(2/δ)(e^eps_l + b − 1)/(n − 1)), δ)-DP (Balle et al.'s closed form)."""
+    return math.sqrt(14.0 * math.log(2.0 / delta) * (math.exp(eps_l) + b - 1) / (n - 1))
+
+
 def theorem3(eps_lk: float, b: int, n_p: int, beta: float, delta_cd: float) -> tuple[float, float]:
-    """Eqs 5–6 (Balle et al.'s closed form for R_{γ,b} with γ = b/(e^eps_lk + b − 1), at δ_cd/β, then
-    subsampling at rate β).  Returns (eps_ck, eps_cd)."""
-    eps_ck = math.sqrt(14.0 * math.log(2.0 * beta / delta_cd) * (math.exp(eps_lk) + b - 1) / (n_p - 1))
+    """Eqs 5–6 (:func:`lemma1` at δ_cd/β among n_p, then subsampling at rate β).  Returns (eps_ck, eps_cd)."""
+    eps_ck = lemma1(eps_lk, b, n_p, delta_cd / beta)
     return eps_ck, math.log1p(beta * math.expm1(eps_ck))
 
 
@@ -66,6 +72,19 @@ def blanket_of(randomiser: str, eps: float, b: int = 10):
     return KRRBlanket.from_eps0(b + 1, eps)
 
 
+def _theorem4(blanket, n_p: int, rate: float, steps: int, delta_total: float, variant: str) -> tuple:
+    """The paper's SS-Double accounting (Theorems 3–4 with the Bennett bound ``variant``): per-step
+    δ_cd = δ_total/(steps + 1); the shuffling step among n_p at δ_cd/rate (at most 1) gives eps_ck;
+    subsampling at ``rate`` gives (eps_cd, δ_cd'); best of basic/advanced over ``steps`` with δ' = δ_cd.
+    Returns (eps, delta, eps_ck, eps_cd, delta_cd')."""
+    d_step = delta_total / (steps + 1)
+    d_ck = min(1.0, d_step / rate)
+    e_ck = bennett_eps(d_ck, n=n_p, randomiser=blanket, variant=variant).eps_upper
+    e_cd, d_cd = subsample(e_ck, d_ck, rate=rate)
+    eps, delta, _ = best_composition(e_cd, d_cd, steps, d_step)
+    return eps, delta, e_ck, e_cd, d_cd
+
+
 def paper_pipeline(variant: str = "original-2019", *, n: int = 1000, d: int = 7850, eps_l: float = 78.5,
                    beta: float = 1 / 50, n_p: int | None = None, delta_c: float | None = None) -> dict:
     """FLAME's eps_c from the Bennett bound ``variant`` with the δ each step is given (docs/theory.md#flame):
@@ -76,25 +95,28 @@ def paper_pipeline(variant: str = "original-2019", *, n: int = 1000, d: int = 78
     * Shuffling only: no subsampling, so the shuffling step itself gets δ_cd.
     * ``shuffle_at_double_delta``: the SS-Double shuffling step's eps (at δ_cd/β) composed without
       subsampling — not a δ_c guarantee (its total δ is returned too).
+
+    Besides each eps, the total δ of each composition (``delta_simple``, ``delta_double``,
+    ``delta_shuffle_only``: each is δ_c up to rounding) and the per-step δ after subsampling
+    (``delta_cd_double``: δ_cd up to rounding) are returned, so that a caller can check the split.
     """
     delta_c = 0.01 / n**1.1 if delta_c is None else delta_c
     n_p = n // 3 if n_p is None else n_p
     d_coord = delta_c / (d + 1)
     e = bennett_eps(d_coord, n=n, randomiser=LaplaceBlanket(eps_l / d), variant=variant).eps_upper
-    simple, _ = theorem1(e, d_coord, d)
+    simple, d_simple = theorem1(e, d_coord, d)
     k = round(beta * d)
     T, rate = 2 * k, k / d
     d_step = delta_c / (T + 1)
     shuffled = LaplaceBlanket(eps_l / k)
-    e_ck = bennett_eps(d_step / rate, n=n_p, randomiser=shuffled, variant=variant).eps_upper
-    e_cd, d_cd = subsample(e_ck, d_step / rate, rate=rate)
-    double, _, _ = best_composition(e_cd, d_cd, T, d_step)
+    double, d_double, e_ck, e_cd, d_cd = _theorem4(shuffled, n_p, rate, T, delta_c, variant)
     e_sh = bennett_eps(d_step, n=n_p, randomiser=shuffled, variant=variant).eps_upper
-    shuffle_only, _, _ = best_composition(e_sh, d_step, T, d_step)
+    shuffle_only, d_shuffle, _ = best_composition(e_sh, d_step, T, d_step)
     at_double, d_at_double, _ = best_composition(e_ck, d_step / rate, T, d_step)
     return {"simple": simple, "double": double, "shuffle_only": shuffle_only, "delta_c": delta_c,
             "shuffle_at_double_delta": at_double, "delta_at_double_delta": d_at_double,
-            "eps_cd_simple": e, "eps_ck": e_ck, "eps_cd_double": e_cd, "eps_shuffle_step": e_sh}
+            "eps_cd_simple": e, "eps_ck": e_ck, "eps_cd_double": e_cd, "eps_shuffle_step": e_sh,
+            "delta_simple": d_simple, "delta_double": d_double, "delta_shuffle_only": d_shuffle, "delta_cd_double": d_cd}
 
 
 @dataclass(frozen=True)
@@ -135,7 +157,7 @@ def _bennett_composed(blanket, n_msgs: int, steps: int, delta: float, variant: s
 
 def _pure_composed(eps0: float, steps: int, delta: float) -> float:
     """Every step is eps0-DP (LDP): the best of basic and advanced composition at δ' = δ."""
-    return min(steps * eps0, math.sqrt(2 * steps * (-math.log(delta))) * eps0 + steps * eps0 * math.expm1(eps0))
+    return best_composition(eps0, 0.0, steps, delta)[0]
 
 
 def _clones_composed(n_msgs: int, eps0: float, steps: int, delta: float) -> float:
@@ -178,15 +200,8 @@ def flame_privacy(cfg, rounds: int, delta: float, *, tight: bool = True) -> Flam
     if cfg.protocol != "ss-simple":
         # the paper's pipeline: shuffling at δ_cd/β, subsampling at β, 2k steps per round
         steps = 2 * cfg.k * rounds
-        d_step = delta / (steps + 1)
-
-        def paper(variant: str) -> float:
-            r = bennett_eps(min(1.0, d_step / cfg.beta), n=cfg.n_p, randomiser=blanket, variant=variant)
-            e_cd, d_cd = subsample(r.eps_upper, min(1.0, d_step / cfg.beta), rate=cfg.beta)
-            return best_composition(e_cd, d_cd, steps, d_step)[0]
-
         for variant in ("original-2019", "fixed"):
-            vals[f"paper-{variant}"] = _safe(lambda: paper(variant))
+            vals[f"paper-{variant}"] = _safe(lambda: _theorem4(blanket, cfg.n_p, cfg.beta, steps, delta, variant)[0])
     else:
         vals["paper-original-2019"] = _safe(lambda: _bennett_composed(blanket, cfg.n_p, T, delta, "original-2019"))
     valid = {k: v for k, v in vals.items() if not k.startswith("paper")}
@@ -201,7 +216,7 @@ def figure3_ratios(*, d: int, n: int, b: int, eps_coord: float, beta: float, n_p
     (Theorems 3–4 at δ_c/(2k + 1); eps_l = k·eps_coord), the same eps_coord per perturbed coordinate.
     The paper does not state the figure's n, b, eps_coord, β, n_p or δ_c (docs/flame.md)."""
     d_cd = delta_c / (d + 1)
-    e_cd = math.sqrt(14.0 * math.log(2.0 / d_cd) * (math.exp(eps_coord) + b - 1) / (n - 1))
+    e_cd = lemma1(eps_coord, b, n, d_cd)
     simple = d * eps_coord / theorem1(e_cd, d_cd, d)[0]
     k = max(1, round(beta * d))
     d2 = delta_c / (2 * k + 1)
