@@ -22,6 +22,9 @@ The comparison mechanism adds DLap(α) to the integer sum Σ x̄_i, whose sensit
 is ε-DP with α = e^{−ε/p}; simulating the secure summation on its output is post-processing.  If the
 summation protocol has worst-case statistical security σ (total variation ≤ η = 2^{−σ} between the views
 of any two inputs with the same sum), Lemma F.2 gives (ε, (1 + e^ε) η)-DP.
+``mechanism()`` returns this argument as a description the accountant takes
+(:class:`shufflesim.mechanisms.ikos.IKOSSum`): δ(ε') ≤ δ_DLap(ε') + (1 + e^{ε'})η for every ε', the exact
+discrete Laplace profile plus the TV term, with a lower bound from the view's sum modulo q.
 
 Statistical security and messages — **reconstruction**
 -------------------------------------------------------
@@ -63,6 +66,7 @@ from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
+from shufflesim.mechanisms.ikos import IKOSSum
 from shufflesim.pipeline.options import Option
 from shufflesim.maths.polya import (
     MAX_Q,
@@ -539,6 +543,13 @@ class IKOSSumProtocol(Protocol):
         terms.
         """
         return self.n / (4.0 * self.parameters.p**2) + self.noise_mse() + self.overflow_bound().mse_upper
+
+    def mechanism(self) -> IKOSSum:
+        """The description :func:`~shufflesim.accounting.account.account` takes: DLap(α) on the rounded sum
+        (sensitivity p) within 2^{−σ} in TV of the view (:mod:`shufflesim.mechanisms.ikos`).  At ε it gives
+        this protocol's δ (to its 1e-12 relative widening) and below ε the whole profile."""
+        prm = self.parameters
+        return IKOSSum(prm.eps, prm.p, prm.sigma, prm.q, n=prm.n)
 
     def privacy(self) -> PrivacyGuarantee:
         prm = self.parameters

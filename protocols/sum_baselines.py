@@ -7,24 +7,23 @@ S = Σ x and the error is the squared error of the sum.
   (the message counts of seed 004 Table 3).  Analyser: Ŝ = (Σ y − nrγ/2)/(r(1 − γ)).
   Exact error: Σy_i = x̄_i + Σ_j B_j(U_j − b_j) has E[·|x̄] = (1−γ)x̄ + γr/2 and Var(·|x̄) = rγ(2−γ)/4 for
   every x̄, so a user contributes v_i/r² + γ(2−γ)/(4r(1−γ)²), v_i the rounding variance.
-  Privacy ("blanket-binomial", an upper bound for the adversary who knows the other users' inputs and
-  which of their bits were blanketed): the view reduces to the target's count of ones plus Bin(M, 1/2),
-  M ~ Bin((n−1)r, γ) the other users' blanketed bits.  The target's count is Bin(r, 1 − γ/2) (x̄ = r) or
-  Bin(r, γ/2) (x̄ = 0); these extremes are taken as the worst pair (monotone likelihood ratio; the tests
-  check it against every pair of x̄ by brute force for small r).  δ = E_M[δ(P_M‖Q_M)] (both directions
-  agree by the bit-flip symmetry), and δ(P_m‖Q_m) is non-increasing in m (Bin(m+1, ½) adds independent
-  noise to Bin(m, ½)), so M is binned and each bin charged the δ of its smallest m; the masses of M and
-  of Bin(m, ½) outside the computed windows are added to δ.  γ is the smallest value this certifies
-  (safe-side root finding).
+  Privacy ("blanket-binomial", :mod:`shufflesim.mechanisms.cheu`, which ``mechanism()`` returns): an
+  upper bound for the adversary who knows the other users' inputs and which of their bits were blanketed;
+  γ is the smallest value it certifies (safe-side root finding).
 * ``local-rr-sum`` — local model (seed 004 Table 3 "LocalDP"): randomised rounding to a bit, binary
   randomised response with ε (flip probability p = 1/(e^ε + 1)), Ŝ = (Σ y − np)/(1 − 2p).  y is Bernoulli
   with π = p + (1−2p)x, so the exact MSE is Σ π_i(1−π_i)/(1−2p)², worst n(e^ε/(e^ε−1)² + 1/4) at x = ½.
-* ``local-laplace-sum`` — each user sends x + Lap(1/ε); MSE 2n/ε² for every data set.
+  The bits go through one shuffler, so ``mechanism()`` is shuffled ε-LDP binary randomised response
+  (:class:`~shufflesim.mechanisms.rr2.RR2`: its ``tight`` pair bounds every data set of bits, hence their
+  mixtures by the rounding): (ε, 0) as claimed, and the amplification below ε.
+* ``local-laplace-sum`` — each user sends x + Lap(1/ε); MSE 2n/ε² for every data set.  ``mechanism()``: any
+  shuffled ε-LDP randomiser (:class:`~shufflesim.mechanisms.clones.Clones`).
 * ``central-laplace-sum`` — a trusted curator adds Lap(1/ε) to Σ x (sensitivity 1); MSE 2/ε² (Table 3
   "CuratorDP").
 * ``central-dlap-sum`` — the curator sums the users' randomised roundings at precision p (default ⌈√n⌉,
   as seed 004's experiments), adds DLap(α) with α = e^{−ε/p} (sensitivity p) and divides by p; exact
-  MSE Σ v_i/p² + 2α/((1−α)²p²) (docs/theory.md#central), worst n/(4p²) + 2α/((1−α)²p²).
+  MSE Σ v_i/p² + 2α/((1−α)²p²) (docs/theory.md#central), worst n/(4p²) + 2α/((1−α)²p²).  ``mechanism()``:
+  :class:`~shufflesim.mechanisms.dlap.CentralDLap` (its exact privacy profile; ε-DP as claimed).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
@@ -42,6 +40,10 @@ from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.mechanisms.central import CentralLaplace
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum, cheu_delta
+from shufflesim.mechanisms.clones import Clones
+from shufflesim.mechanisms.dlap import CentralDLap
+from shufflesim.mechanisms.rr2 import RR2
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.pipeline.randomiser import LocalRandomiser
@@ -102,68 +104,9 @@ class _RealSum(Protocol):
 # ---------------------------------------------------------------------------------------------------
 
 
-#: most messages per user cheu-sum accepts: the certified accountant convolves O(r)-term pmfs in ~64 bins at
-#: each of ~30 calibration steps (measured: r = 1000 takes ~15 s, r = 10^4 several minutes), and every trial
-#: draws n·r bits; seed 004 Table 3 uses r <= 317
-MAX_CHEU_MESSAGES = 2000
-
-
 def cheu_messages(n: int, eps: float) -> int:
     """r = ⌈ε√n⌉ (the message counts of seed 004 Table 3), at least 1."""
     return max(1, math.ceil(eps * math.sqrt(n) - 1e-12))
-
-
-def _log_binom(n: int, p: float, lo: int, hi: int) -> np.ndarray:
-    k = np.arange(lo, hi + 1)
-    return stats.binom.logpmf(k, n, p)
-
-
-def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
-    if eps <= 700.0:
-        return float(np.sum(np.maximum(p - math.exp(eps) * q, 0.0)))
-    # e^eps overflows: sum of p (1 - e^{eps + log q - log p}) over the atoms where that is positive
-    with np.errstate(divide="ignore", invalid="ignore"):  # log 0 = -inf; -inf - -inf = nan is dropped below
-        d = eps + np.log(q) - np.log(p)
-    m = (p > 0) & (d < 0)
-    return float(np.sum(p[m] * -np.expm1(d[m])))
-
-
-def _cheu_delta_at(m: int, r: int, q: float, eps: float, tail: float) -> float:
-    """δ(P_m‖Q_m) with P_m = Bin(r, 1−q) + Bin(m, ½), Q_m = Bin(r, q) + Bin(m, ½), plus dropped mass."""
-    if m == 0:
-        lo, hi, noise = 0, 0, np.ones(1)
-        dropped = 0.0
-    else:
-        lo = int(stats.binom.ppf(tail, m, 0.5))
-        hi = int(stats.binom.isf(tail, m, 0.5))
-        noise = np.exp(_log_binom(m, 0.5, lo, hi))
-        dropped = 2.0 * tail
-    tp = np.exp(_log_binom(r, 1.0 - q, 0, r))
-    tq = np.exp(_log_binom(r, q, 0, r))
-    pp = np.convolve(noise, tp)  # direct convolution: positive terms only, relative accuracy
-    qq = np.convolve(noise, tq)
-    return min(1.0, _hockey(pp, qq, eps) + dropped)
-
-
-def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int = 64, tail: float = 1e-16) -> float:
-    """Certified upper bound on δ(ε) of ``cheu-sum`` ("blanket-binomial", module docstring)."""
-    if gamma >= 1.0:
-        return 0.0
-    q = gamma / 2.0
-    n0 = (n - 1) * r
-    if n0 == 0:
-        return _cheu_delta_at(0, r, q, eps, tail)
-    m_lo = int(stats.binom.ppf(tail, n0, gamma))
-    m_hi = int(stats.binom.isf(tail, n0, gamma)) + 1
-    edges = np.unique(np.linspace(m_lo, m_hi, bins + 1).round().astype(np.int64))
-    cdf = stats.binom.cdf(edges - 1, n0, gamma)
-    weights = np.diff(np.r_[cdf, 1.0])  # bin b = [edges[b], edges[b+1]); the last bin takes the upper tail
-    below = float(cdf[0])  # P(M < m_lo): charged delta = 1
-    total = below
-    for a, w in zip(edges, weights):  # ~64 bins, each one FFT convolution
-        if w > 0:
-            total += float(w) * _cheu_delta_at(int(a), r, q, eps, tail)
-    return min(1.0, total)
 
 
 @lru_cache(maxsize=64)
@@ -267,6 +210,10 @@ class CheuSumProtocol(_RealSum):
             "upper bound for the adversary who knows the others' inputs and blanket coins; module docstring",))
         return proto
 
+    def mechanism(self) -> CheuSum:
+        """n users, r bits each through binary blanket RR with γ, one shuffler (what ``_privacy`` certified)."""
+        return CheuSum(self.n, self.params["messages"], self.params["gamma"])
+
     def user_variances(self, data: np.ndarray) -> np.ndarray:
         r, g = self.params["messages"], self.params["gamma"]
         return rounding_variance(data, r) / r**2 + g * (2.0 - g) / (4.0 * r * (1.0 - g) ** 2)
@@ -360,6 +307,10 @@ class LocalRRSumProtocol(_RealSum):
         proto._privacy = PrivacyGuarantee(eps, 0.0, "local", ("eps-LDP randomiser; no amplification claimed",))
         return proto
 
+    def mechanism(self) -> RR2:
+        """Shuffled ε-LDP binary randomised response among the n users (their rounded bits)."""
+        return RR2(self.n, self.params["eps"])
+
     def sample_fast(self, summary, rng: np.random.Generator) -> float:
         """Fast engine: ones among n bits = Σ randomised roundings to {0, 1}, each flipped w.p. p."""
         from shufflesim.pipeline.fast import flip_count, rounded_total
@@ -419,6 +370,10 @@ class LocalLaplaceSumProtocol(_RealSum):
                     analyser=ChannelSumAnalyser(), params={"eps": eps})
         proto._privacy = PrivacyGuarantee(eps, 0.0, "local", ("eps-LDP Laplace randomiser",))
         return proto
+
+    def mechanism(self) -> Clones:
+        """Any shuffled ε-LDP randomiser among the n users (the Laplace randomiser is one)."""
+        return Clones(self.n, self.params["eps"])
 
     def sample_fast(self, summary, rng: np.random.Generator) -> float:
         """Fast engine: Σ (x + Lap(1/ε)) = Σ x + Gamma(n, 1/ε) − Gamma(n, 1/ε) (a Laplace variable is
@@ -528,6 +483,10 @@ class CentralDLapSumProtocol(_RealSum):
                     analyser=CentralDLapAnalyser(p, alpha), params={"eps": eps, "p": p, "alpha": alpha})
         proto._privacy = PrivacyGuarantee(eps, 0.0, "discrete-laplace", ("sensitivity p on the rounded sum",))
         return proto
+
+    def mechanism(self) -> CentralDLap:
+        """DLap(e^{−ε/p}) on the rounded sum, whose sensitivity is p."""
+        return CentralDLap(self.params["eps"], self.params["p"])
 
     def _noise_mse(self) -> float:
         a, p = self.params["alpha"], self.params["p"]
