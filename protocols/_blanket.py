@@ -31,7 +31,8 @@ from shufflesim.pipeline.options import Option
 MODES = ("paper", "bennett", "tight")
 #: ``auto``: the paper's rule where it is feasible, else the tight mode (the smallest certified noise)
 AUTO = "auto"
-ADVERSARIES = tuple(r.value for r in Relation)
+#: the views a level can be certified for; ``shuffled`` (the released reports) first: the default
+ADVERSARIES = (Relation.SHUFFLED.value,) + tuple(r.value for r in Relation if r is not Relation.SHUFFLED)
 BENNETT_VARIANTS = ("fixed", "original-2019")
 #: a calibrated γ this close to 1 means the target cannot be met with a usable (debiasable) blanket
 GAMMA_MAX = 1.0 - 1e-9
@@ -116,7 +117,7 @@ def paper_precision(n: int) -> int:
     return k
 
 
-def level_mechanism(n: int, values: int, gamma: float, adversary: Relation | str = Relation.STRONG) -> KRR:
+def level_mechanism(n: int, values: int, gamma: float, adversary: Relation | str = Relation.SHUFFLED) -> KRR:
     """A blanket level as a mechanism description: shuffled ``values``-ary RR with blanket γ."""
     return KRR(n, values, gamma, Relation.parse(adversary))
 
@@ -128,7 +129,7 @@ def _answer(result, method: str) -> float:
 
 
 def level_delta(method: str, n: int, values: int, gamma: float, eps: float, *, variant: str = "fixed",
-                adversary: str = "strong") -> float:
+                adversary: str = "shuffled") -> float:
     """Certified δ(ε) of one blanket level by ``method`` (any method of :class:`KRR`).
 
     The protocol releases only the shuffled reports, which are ε0-DP by post-processing (ε0 of the level's
@@ -145,7 +146,7 @@ def level_delta(method: str, n: int, values: int, gamma: float, eps: float, *, v
 
 
 def level_eps(method: str, n: int, values: int, gamma: float, delta: float, *, variant: str = "fixed",
-              adversary: str = "strong") -> float:
+              adversary: str = "shuffled") -> float:
     """Certified ε(δ) of one blanket level by ``method``."""
     (r,) = account(level_mechanism(n, values, gamma, adversary), delta=[delta], method=method,
                    bennett_variant=variant, numerics=TIGHT_NUMERICS).results
@@ -168,7 +169,7 @@ def levels_eps(n: int, values, gammas, delta: float, adversary: str) -> float:
 
 @lru_cache(maxsize=65536)
 def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, variant: str = "fixed",
-                adversary: str = "strong") -> float:
+                adversary: str = "shuffled") -> float:
     """Smallest blanket γ of one level certified (ε, δ)-DP by ``method``.
 
     ``balle``: the closed form (seed 001 Thm C.1); ``bennett``: Balle et al.'s Bennett bound inverted by
@@ -248,8 +249,11 @@ def _check_common(n, eps, delta, mode, adversary, variant):
 
 EPS_OPTION = Option("eps", float, "central epsilon > 0 to certify (required unless --gamma is given)")
 DELTA_OPTION = Option("delta", float, "central delta in (0, 1) (default: 1/n^2, as in seed 004)")
-ADVERSARY_OPTION = Option("adversary", str, "adversary of the tight accountant (docs/theory.md#adversaries)", default="strong",
-                          choices=ADVERSARIES)
+ADVERSARY_OPTION = Option("adversary", str,
+                          "view the tight accountant certifies (docs/theory.md#adversaries): shuffled (the released "
+                          "reports; stronger clone pair), weak (k-RR's weak-adversary pair: also bounds the reports, "
+                          "often tighter for 3+ values, slower), strong, strong-1d",
+                          default="shuffled", choices=ADVERSARIES)
 VARIANT_OPTION = Option("bennett_variant", str,
                         "Bennett bound variant: fixed (corrected) or original-2019 (the paper's code)",
                         default="fixed", choices=BENNETT_VARIANTS)

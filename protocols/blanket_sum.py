@@ -21,7 +21,9 @@ shuffled k-RR applies with k + 1 values (docs/theory.md#pairs-krr, docs/theory.m
   bound certifies (ε, δ) (as the authors' experiments did; ``bennett_variant`` "fixed" — the corrected
   bound, default — or "original-2019", the release the summation paper's code pinned);
 * ``tight``   — γ(k) the smallest γ certified by the tight accountant of shuffled (k+1)-RR for the chosen
-  adversary (docs/theory.md#adversaries: ``strong`` full view by default, ``strong-1d``, ``weak``), and k chosen to
+  view (docs/theory.md#adversaries: ``shuffled`` — the released reports, by the stronger clone pair — by
+  default; ``weak``, valid for the reports too and often tighter for many values but slower; ``strong``,
+  ``strong-1d``), and k chosen to
   minimise the exact worst-case MSE n·max_x Var/(k²(1−γ(k))²) by golden-section search over integers
   k ∈ [1, max(16, 8⌊n^{1/3}⌋)] (assumes the MSE is unimodal in k; every evaluated k is certified either
   way, so a failure of that assumption costs optimality only).
@@ -218,7 +220,7 @@ class BlanketSumProtocol(Protocol):
     )
 
     @classmethod
-    def create(cls, n: int, *, eps=None, delta=None, k=None, gamma=None, mode="auto", adversary="strong",
+    def create(cls, n: int, *, eps=None, delta=None, k=None, gamma=None, mode="auto", adversary="shuffled",
                bennett_variant="fixed") -> "BlanketSumProtocol":
         """Validate and resolve the parameters; ``mode="auto"`` (module docstring) says which mode ran."""
         proto, why = run_mode(lambda m: cls._create(n, eps, delta, k, gamma, m, adversary, bennett_variant), mode,
@@ -290,9 +292,10 @@ class BlanketSumProtocol(Protocol):
             k * k * (1.0 - g) ** 2)
 
     def mechanism(self) -> KRR:
-        """The shuffled reports: (k+1)-ary randomised response with blanket γ (relation: ``adversary``, strong
-        by default — the paper and bennett modes' bounds hold for the strong adversary's view too)."""
-        return KRR(self.n, self.k + 1, self.gamma, Relation.parse(self.params.get("adversary", "strong")))
+        """The shuffled reports: (k+1)-ary randomised response with blanket γ (relation: ``adversary``,
+        ``shuffled`` by default — the paper and bennett modes' bounds hold for the strong adversary's view,
+        hence for the reports too)."""
+        return KRR(self.n, self.k + 1, self.gamma, Relation.parse(self.params.get("adversary", "shuffled")))
 
     def privacy(self) -> PrivacyGuarantee:
         return self._privacy

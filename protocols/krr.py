@@ -102,12 +102,13 @@ class KRRProtocol(HistogramProtocol):
         Option("gamma", float, "blanket probability in (0, 1): report a uniform value w.p. gamma"),
         Option("eps0", float, "local epsilon > 0 (alternative to --gamma)"),
         Option("delta", float, "delta at which the central eps is reported (default 1/n^2)"),
-        Option("adversary", str, "neighbouring pair for the reported central eps", default="strong",
-               choices=("strong", "strong-1d", "weak")),
+        Option("adversary", str, "view the reported central eps is certified for: shuffled (the released reports), "
+               "weak, strong, strong-1d (docs/theory.md#adversaries)", default="shuffled",
+               choices=("shuffled", "weak", "strong", "strong-1d")),
     )
 
     @classmethod
-    def create(cls, n: int, *, k=None, gamma=None, eps0=None, delta=None, adversary="strong") -> "KRRProtocol":
+    def create(cls, n: int, *, k=None, gamma=None, eps0=None, delta=None, adversary="shuffled") -> "KRRProtocol":
         n = check_int("n", n, minimum=1)
         if k is None:
             raise ParameterError("krr needs the number of categories k >= 2")
@@ -169,17 +170,18 @@ class KRRProtocol(HistogramProtocol):
             from shufflesim.accounting.results import PrivacyGuarantee
 
             adv, delta, eps0 = self.params["adversary"], self.params["delta"], self.params["eps0"]
+            what = ("the shuffled reports (stronger clone pair)" if adv == "shuffled" else f"k-RR {adv} adversary pair")
             post = (f"the analyser sees only the shuffled reports, which are eps0-DP by post-processing, so "
                     f"eps <= eps0 = {eps0:.6g}")
             try:
                 rep = account(self.mechanism(), delta=[delta])
             except ShufflesimError as exc:  # e.g. gamma underflows to 0: the adversary's pair cannot be built
-                self._privacy = PrivacyGuarantee(eps0, delta, "local", (f"k-RR {adv} adversary pair: {exc}", post))
+                self._privacy = PrivacyGuarantee(eps0, delta, "local", (f"{what}: {exc}", post))
                 return self._privacy
             (r,) = rep.results
             eps = min(r.eps_upper, eps0)
             lower = "n/a" if r.eps_lower is None else f"{r.eps_lower:.6g}"
-            notes = (f"k-RR {adv} adversary pair", f"eps in [{lower}, {r.eps_upper:.6g}]"
+            notes = (what, f"eps in [{lower}, {r.eps_upper:.6g}]"
                      if math.isfinite(r.eps_upper) else
                      f"the {adv} adversary's view certifies no finite eps at this delta")
             if not r.eps_upper <= eps0:

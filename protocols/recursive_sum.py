@@ -659,7 +659,7 @@ class RecursiveSumProtocol(Protocol):
 
     @classmethod
     def create(cls, n: int, *, eps=None, delta=None, messages=None, precisions=None, gammas=None, eps_split=None,
-               mode="auto", adversary="strong", bennett_variant="fixed") -> "RecursiveSumProtocol":
+               mode="auto", adversary="shuffled", bennett_variant="fixed") -> "RecursiveSumProtocol":
         """Validate and resolve the parameters; ``mode="auto"`` (module docstring) says which mode ran."""
         proto, why = run_mode(lambda m: cls._create(n, eps, delta, messages, precisions, gammas, eps_split, m,
                                                     adversary, bennett_variant), mode, RECURSIVE_MODES)
@@ -756,8 +756,8 @@ class RecursiveSumProtocol(Protocol):
 
     def mechanism(self) -> Composition:
         """The r levels, each shuffled (p_j-ary or (p_r+1)-ary) randomised response with its γ_j, composed
-        (one parallel shuffler per level; relation: ``adversary``, strong by default)."""
-        adv = self.params.get("adversary", "strong")
+        (one parallel shuffler per level; relation: ``adversary``, ``shuffled`` by default)."""
+        adv = self.params.get("adversary", "shuffled")
         return Composition(tuple((level_mechanism(self.n, int(v), float(g), adv), 1)
                                  for v, g in zip(_level_values(self.precisions), self.gammas)))
 

@@ -29,6 +29,9 @@ from shufflesim.protocols.blanket_sum import (
 )
 from shufflesim.maths.rounding import mixed_radix_digits, randomised_round, rounding_variance
 from shufflesim.experiments.stats import bonferroni_level
+from shufflesim.accounting.account import account
+from shufflesim.maths.rr import eps0_from_gamma
+from shufflesim.mechanisms.clones import Clones
 
 ALPHA = 1e-3
 
@@ -203,10 +206,18 @@ def test_modes_certify_and_order():
     # same k: the numerical bound needs less blanket than the closed form
     assert bennett.gamma < paper.gamma
     assert tight.mse_worst() < bennett.mse_worst() < paper.mse_worst()
-    # the tight certificate recomputed independently with the accountant
-    assert level_delta("tight", n, tight.k + 1, tight.gamma, eps, adversary="strong") <= delta
+    # the tight certificate (default view: the shuffled reports) recomputed with the accountant, and through
+    # the clones description at the level's eps0 (the stronger clone pair, another code path)
+    assert tight.params["adversary"] == "shuffled"
+    assert level_delta("tight", n, tight.k + 1, tight.gamma, eps) <= delta
+    eps0 = eps0_from_gamma(tight.gamma, tight.k + 1)
+    assert account(Clones(n, eps0 * (1 + 1e-12)), eps=[eps]).results[0].delta_upper <= delta
     # the tight gamma is (nearly) the smallest: 1% less blanket breaks the target
-    assert level_delta("tight", n, tight.k + 1, tight.gamma * 0.99, eps, adversary="strong") > delta
+    assert level_delta("tight", n, tight.k + 1, tight.gamma * 0.99, eps) > delta
+    # the strong adversary's pair, the default before, needs more blanket at the same k
+    strong = registry.create("blanket-sum", n, eps=eps, k=tight.k, mode="tight", adversary="strong")
+    assert strong.gamma > tight.gamma
+    assert level_delta("tight", n, tight.k + 1, strong.gamma, eps, adversary="strong") <= delta
 
 
 def test_explicit_gamma_is_certified_not_calibrated():

@@ -212,7 +212,17 @@ def test_modes_certify_and_improve():
         assert pr.method == "basic-composition/bennett" and pr.eps == pytest.approx(eps) and pr.delta <= delta
         assert sum(p.params["eps_split"]) == pytest.approx(eps)
     assert tig.privacy().method == "tight" and tig.privacy().delta <= delta and tig.params["eps_split"] is None
-    assert composed_delta(n, tig.precisions, tig.gammas, eps, "strong") <= delta
+    assert tig.params["adversary"] == "shuffled"
+    assert composed_delta(n, tig.precisions, tig.gammas, eps, "shuffled") <= delta
+    # the same certificate through the clones descriptions at the levels' eps0 (stronger clone pairs)
+    from shufflesim.accounting.account import account
+    from shufflesim.accounting.mechanism import Composition
+    from shufflesim.maths.rr import eps0_from_gamma
+    from shufflesim.mechanisms.clones import Clones
+
+    values = (tig.precisions[0], tig.precisions[1] + 1)
+    comp = Composition(tuple((Clones(n, eps0_from_gamma(g, v) * (1 + 1e-12)), 1) for v, g in zip(values, tig.gammas)))
+    assert account(comp, eps=[eps]).results[0].delta_upper <= delta
     assert tig.mse_worst() < opt.mse_worst() <= ben.mse_worst()
     with pytest.raises(InfeasibleError):
         registry.create("recursive-sum", 10_000, eps=0.5, messages=2, mode="paper")

@@ -168,3 +168,31 @@ def test_composition_certified_interval_contains_exact():
     exact = hockey_stick(lp, lq, 0.5)
     (r,) = tight_delta(stronger_clones_pair(60, 1.0), [0.5], compositions=2, exact_max_atoms=1)
     assert r.delta_lower * (1 - 1e-9) <= exact <= r.delta_upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("k,gamma", [(2, 0.4), (3, 0.3), (4, 0.25), (6, 0.7)])
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_krr_shuffled_view_dominates_every_data_set(k, gamma, n):
+    """``KRR(..., "shuffled")`` through account() (the protocols' default view) bounds the exact delta of the
+    shuffled k-RR reports for the worst neighbouring data set, found by enumeration."""
+    from shufflesim.accounting.account import account
+    from shufflesim.maths.rr import eps0_from_gamma
+    from shufflesim.mechanisms.krr import KRR
+
+    R = O.krr_matrix(k, eps0_from_gamma(gamma, k))
+    e0 = O.local_eps(R)
+    for f in (0.05, 0.3, 0.7):
+        worst, arg = O.worst_neighbouring_delta(R, n, f * e0)
+        got = account(KRR(n, k, gamma, "shuffled"), eps=[f * e0]).results[0]
+        assert worst <= got.delta_upper * (1 + 1e-9), (k, gamma, n, f, arg)
+
+
+@pytest.mark.parametrize("n,k,gamma", [(1000, 5, 0.3), (1000, 20, 0.9), (20000, 5, 0.05), (20000, 60, 0.3)])
+def test_shuffled_view_is_below_the_strong_pair(n, k, gamma):
+    """Why the protocols certify ``shuffled`` by default: on these settings its pair gives a smaller eps than
+    the strong adversary's pair (the default view before; docs/theory.md#adversaries)."""
+    from shufflesim.accounting.account import account
+    from shufflesim.mechanisms.krr import KRR
+
+    e = {rel: account(KRR(n, k, gamma, rel), delta=[1e-8]).results[0].eps_upper for rel in ("shuffled", "strong")}
+    assert e["shuffled"] < e["strong"]

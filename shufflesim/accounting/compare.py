@@ -4,7 +4,7 @@
 :func:`compare` runs, for one mechanism description and one question (δ(ε) at given ε or ε(δ) at given δ,
 ``compositions`` uses), every method the description lists, plus
 
-* the adversary variants of a description with a ``relation`` (k-RR: strong-1d, strong, weak), each marked
+* the adversary variants of a description with a ``relation`` (k-RR: strong-1d, strong, weak, shuffled), each marked
   with the question it answers — a pair for a stronger adversary is a valid bound for a weaker one, not
   the reverse;
 * for any description with a local ``eps0``: the stronger clone pair (Feldman, McMillan, Talwar 2023) and
@@ -38,7 +38,7 @@ ONE_DATA_SET = {("rr2", m): "the all-zeros data set only (seed 001 eq 4.1; docs/
                 "item 3): other data sets have a larger delta" for m in ("tight-koskela", "exact-koskela")}
 
 #: adversaries ordered by what they see (a pair for a later one bounds every earlier one)
-_SEES = {Relation.WEAK: 0, Relation.STRONG: 1}
+_SEES = {Relation.SHUFFLED: 0, Relation.WEAK: 1, Relation.STRONG: 2}
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _candidates(mech: Mechanism):
         else:
             # the clone reductions bound the shuffled reports alone: valid unless the question gives the
             # adversary side information (the k-RR adversaries also see users' blanket coins)
-            side = rel is not None
+            side = rel is not None and rel is not Relation.SHUFFLED
             text = (f"answers another question (the shuffled reports alone; the {rel.value} adversary also sees "
                     "blanket coins)") if side else "certified (any eps0-LDP randomiser; docs/theory.md#pairs-stronger-clones)"
             out.append(("stronger-clones", _LDPPair(mech.n, eps0), "tight", "fixed", text, not side, None))

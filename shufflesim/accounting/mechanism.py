@@ -39,12 +39,18 @@ class Relation(str, enum.Enum):
 
     * ``STRONG_1D`` — the one-dimensional pair exactly as the seeds state it (seed 001 eq 5.1);
     * ``STRONG`` — the full view of the strong adversary, who sees every user's blanket coin;
-    * ``WEAK`` — the weak adversary, who sees only the shuffled reports (seed 001 Theorem 10).
+    * ``WEAK`` — the weak adversary, who sees the shuffled reports and the *other* users' blanket coins
+      (seed 001 Definition 9, Theorem 10);
+    * ``SHUFFLED`` — the analyser, who sees the shuffled reports only (what a shuffle protocol releases).
+      Every pair above bounds this view too (each adversary sees more); the pair shufflesim evaluates for it
+      is the stronger clone pair at the randomiser's ε0 (Feldman, McMillan, Talwar 2023;
+      docs/theory.md#pairs-stronger-clones), valid for every data set of the other users.
     """
 
     STRONG_1D = "strong-1d"
     STRONG = "strong"
     WEAK = "weak"
+    SHUFFLED = "shuffled"
 
     @classmethod
     def parse(cls, value: "Relation | str") -> "Relation":

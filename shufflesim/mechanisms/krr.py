@@ -6,7 +6,8 @@ shuffled.  Accounted by:
 
 * ``tight`` / ``exact`` — the neighbouring pair of the chosen :class:`~shufflesim.accounting.mechanism.Relation`
   (strong-1d, strong, weak; Koskela, Heikkilä, Honkela 2023, arXiv:2106.00477, §5; docs/theory.md#pairs-krr),
-  by the PLD accountant or by brute-force enumeration (small n);
+  by the PLD accountant or by brute-force enumeration (small n); for ``shuffled`` (the shuffled reports
+  alone) ``tight`` is the stronger clone pair at k-RR's ε0 (docs/theory.md#pairs-stronger-clones);
 * ``balle``, ``bennett``, ``hoeffding`` — Balle, Bell, Gascón, Nissim 2019 (arXiv:1903.02837), Thm 3.1 and
   their numerical bounds;
 * ``erlingsson``, ``feldman``, ``feldman-numerical`` — bounds for any shuffled ε0-LDP randomiser.
@@ -109,7 +110,7 @@ class KRR(Mechanism):
 
     def _relation(self, method: str) -> Relation:
         if self.relation is None:
-            raise ParameterError(f"krr with --method {method} needs --adversary strong-1d|strong|weak")
+            raise ParameterError(f"krr with --method {method} needs --adversary strong-1d|strong|weak|shuffled")
         return self.relation
 
     def pair(self, method: str, tail_bound: float | None = None):
@@ -123,6 +124,10 @@ class KRR(Mechanism):
         if rel is Relation.STRONG_1D:
             raise NotApplicableError(
                 "exact enumeration needs --adversary strong or weak (strong-1d is a stated pair, not a view)")
+        if rel is Relation.SHUFFLED:
+            raise NotApplicableError(
+                "exact enumeration needs --adversary strong or weak: the shuffled reports' worst case over the other "
+                "users' data is not enumerated (tight bounds it by the stronger clone pair)")
         return BF.krr_bruteforce(self.n, self.k, self.gamma, rel.value)
 
     def bound(self, method: str, options: BoundOptions):

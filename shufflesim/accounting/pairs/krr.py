@@ -59,18 +59,40 @@ def krr_pair(n, k, gamma, adversary: str = "strong-1d", *, tail_bound: float | N
 
     ``adversary="strong-1d"``: :func:`krr_strong_1d_pair` (the pair exactly as the seeds state it);
     ``"strong"``: :func:`krr_strong_pair` (the strong adversary's full view);
-    ``"weak"``: :func:`krr_weak_pair` (seed 001 Theorem 10).
+    ``"weak"``: :func:`krr_weak_pair` (seed 001 Theorem 10);
+    ``"shuffled"``: :func:`krr_shuffled_pair` (the shuffled reports alone: stronger clones at k-RR's ε0).
     ``tail_bound`` defaults to 1e-300 for the 1-D pair and 1e-15 for the 2-D/3-D pairs.
     ``as_rows=True`` returns the 2-D/3-D pairs in row form (:class:`BinomialRows`, what the tight
     accountant evaluates fastest); the 1-D pair is small and always a :class:`PMFPair`.
     """
     if adversary not in ADVERSARIES:
         raise ParameterError(f"adversary must be one of {', '.join(ADVERSARIES)}; got {adversary!r}")
+    if adversary == "shuffled":
+        return krr_shuffled_pair(n, k, gamma, tail_bound=DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound,
+                                 as_rows=as_rows)
     if adversary == "strong-1d":
         return krr_strong_1d_pair(n, k, gamma, tail_bound=DEFAULT_TAIL_BOUND_1D if tail_bound is None else tail_bound)
     tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
     make = krr_strong_pair if adversary == "strong" else krr_weak_pair
     return make(n, k, gamma, tail_bound=tb, as_rows=as_rows)
+
+
+def krr_shuffled_pair(n, k, gamma, *, tail_bound: float = DEFAULT_TAIL_BOUND_MD, as_rows: bool = False):
+    """A dominating pair for the shuffled k-RR reports alone (``adversary="shuffled"``, no blanket coins seen).
+
+    k-RR with blanket γ is ε0-LDP with ε0 = log(1 + k(1−γ)/γ), so Feldman, McMillan and Talwar's stronger
+    clone pair at that ε0 bounds the shuffled reports for every data set of the other users
+    (docs/theory.md#pairs-stronger-clones).  ε0 is rounded up by two ulps (a larger ε0 gives a dominating
+    pair: an ε0-LDP randomiser is ε0'-LDP for every ε0' ≥ ε0).
+    """
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
+
+    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    eps0 = eps0_from_gamma(gamma, k)
+    eps0 = math.nextafter(math.nextafter(eps0, math.inf), math.inf)
+    if not (eps0 > 0.0):  # gamma = 1: every report is uniform whatever the input; the smallest positive eps0
+        eps0 = math.ulp(0.0)  # still gives a valid (and numerically trivial) pair
+    return stronger_clones_pair(n, eps0, tail_bound=tail_bound, as_rows=as_rows)
 
 
 def _check(n, k, gamma, tail_bound):
