@@ -18,6 +18,7 @@ import pytest
 
 from shufflesim.experiments.data import load_data
 from shufflesim.experiments.montecarlo import run_trials, summarise
+from shufflesim.experiments.outdir import TMP_PREFIX, DirectoryLock
 from shufflesim.experiments.sweep import (Sweep, SweepMismatchError, grid, part_path, read_part, read_records,
                                           run_sweep, summarise_sweep)
 from shufflesim.core.rng import data_seed
@@ -107,13 +108,23 @@ def test_corrupt_truncated_or_foreign_parts_are_recomputed(tmp_path, reference):
 
     write_part(flipped, frame, meta)
     foreign.write_bytes(part_path(d, 2, 1).read_bytes())  # a valid part of another chunk
-    (part_path(d, 0, 0).parent / ".tmp-abc-c0000009.parquet").write_bytes(b"half")  # a killed write
+    (part_path(d, 0, 0).parent / f"{TMP_PREFIX}abc-c0000009.parquet").write_bytes(b"half")  # a killed write
     res = run_sweep(SWEEP, d, backend="serial", chunk_size=20, resume=True)
     why = "\n".join(res.chunks_recomputed)
     assert len(res.chunks_recomputed) == 3, why
     assert "c0000001.parquet: does not parse" in why and "checksum mismatch" in why and "metadata chunk=1" in why
     assert read_records(d).equals(ref)
-    assert not list(part_path(d, 0, 0).parent.glob(".tmp-*"))
+    assert not list(part_path(d, 0, 0).parent.glob(f"{TMP_PREFIX}*"))
+
+
+def test_a_directory_in_use_is_refused_at_once(tmp_path):
+    d = tmp_path / "busy"
+    d.mkdir()
+    with DirectoryLock(d, "held by this test"):
+        with pytest.raises(ParameterError, match="in use by another sweep"):
+            run_sweep(SWEEP, d, backend="serial", chunk_size=20)
+        assert not (d / "sweep.json").exists()  # refused before anything is written
+    run_sweep(SWEEP, d, backend="serial", chunk_size=20)  # the lock ends with its holder
 
 
 def test_resume_with_a_different_sweep_is_refused_naming_the_difference(tmp_path):

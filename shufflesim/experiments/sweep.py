@@ -33,14 +33,12 @@ independent of the chunking and bounded in memory.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import json
 import math
 import os
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -51,6 +49,7 @@ import pandas as pd
 from shufflesim.core.checks import check_int
 from shufflesim.core.rng import as_seed_sequence, data_seed, seed_metadata
 from shufflesim.errors import ParameterError
+from shufflesim.experiments.outdir import TMP_PREFIX, DirectoryLock, atomic_path
 
 SPEC_NAME = "sweep.json"
 PARTS = "parts"
@@ -197,17 +196,9 @@ def part_path(root: Path, g: int, c: int) -> Path:
     return Path(root) / PARTS / f"p{g:05d}" / f"c{c:07d}.parquet"
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def write_part(path: Path, frame: pd.DataFrame, meta: dict) -> None:
-    """Write ``frame`` with ``meta`` in the Parquet schema, durably and atomically (tmp, fsync, rename)."""
+    """Write ``frame`` with ``meta`` in the Parquet schema, durably and atomically (tmp, fsync, rename,
+    fsync of the directory)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -217,16 +208,8 @@ def write_part(path: Path, frame: pd.DataFrame, meta: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex[:12]}-{path.name}")
-    try:
+    with atomic_path(path, durable=True) as tmp:
         pq.write_table(table, tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
 
 
 def read_part(path: Path) -> tuple[pd.DataFrame, dict]:
@@ -319,30 +302,8 @@ def _prepare_dir(root: Path, sweep: Sweep, chunk_size: int, resume: bool, env: d
     if root.exists() and any(p for p in root.iterdir() if not p.name.startswith(".")):
         raise ParameterError(f"{root} is not empty and holds no sweep; choose an empty or new directory")
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".tmp-{uuid.uuid4().hex[:12]}-{SPEC_NAME}"
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, spec_path)
-    _fsync_dir(root)
-
-
-@contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / ".sweep.lock", os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        try:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:
-            pass
-        except BlockingIOError:
-            raise ParameterError(f"{root} is in use by another sweep (locked)") from None
-        yield
-    finally:
-        os.close(fd)
+    with atomic_path(spec_path, durable=True) as tmp:
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
 
 
 def run_sweep(
@@ -376,7 +337,8 @@ def run_sweep(
     root = Path(path)
     env = environment()
     recomputed: list[str] = []
-    with _locked(root):
+    root.mkdir(parents=True, exist_ok=True)
+    with DirectoryLock(root, f"{root} is in use by another sweep or shufflesim run (locked)"):
         _prepare_dir(root, sweep, chunk_size, resume, env)
         spec_json = json.dumps(sweep.to_dict(), sort_keys=True)
         for g in range(len(sweep.points)):  # fail on bad parameters before any work is sent out
@@ -392,7 +354,7 @@ def run_sweep(
                 recomputed.append(f"{pp.relative_to(root)}: {why}")
                 pp.unlink()
             todo.append(ChunkTask(spec_json, g, c, s, e))
-        for tmp in (root / PARTS).glob("*/.tmp-*"):  # leftovers of a write that was killed
+        for tmp in (root / PARTS).glob(f"*/{TMP_PREFIX}*"):  # leftovers of a write that was killed
             tmp.unlink(missing_ok=True)
         total = trials * len(sweep.points)
         bar = Progress(total, "trials", enabled=progress) if progress is not False else None
