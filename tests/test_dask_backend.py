@@ -1,6 +1,6 @@
 """The Dask backend on a real local cluster: a ``dask scheduler`` and two ``dask worker`` processes on
-127.0.0.1 (loopback only).  A worker is killed (SIGKILL) while the sweep runs; the scheduler reruns its
-tasks on the other worker, and the records equal the serial run's exactly (nothing lost, nothing
+127.0.0.1 (loopback only).  A worker is killed (SIGKILL) while it holds tasks of the running sweep (it is
+frozen first, so that this does not depend on timing); the scheduler reruns its tasks on the other worker, and the records equal the serial run's exactly (nothing lost, nothing
 duplicated: each chunk is written once, and a rerun chunk is the same pure function of its seeds)."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -79,22 +78,48 @@ def _wait_port(port: int, timeout: float = 30.0) -> None:
 SWEEP = Sweep(tuple(grid("krr", n=[20000], k=[4, 8], eps0=1.0)), trials=120, seed=5, engine="faithful")
 
 
+def _wait_for(what: str, condition, timeout: float = 60.0) -> None:
+    """Wait until ``condition()`` holds (polling a state that only moves one way); fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
 def test_dask_sweep_survives_a_killed_worker_and_equals_the_serial_run(cluster, tmp_path):
+    """The victim worker is frozen (SIGSTOP) before the sweep starts, so the tasks the scheduler gives it
+    stay in flight on it; it is killed (SIGKILL) from the driver's progress callback, i.e. after a part is
+    known to be written and while the scheduler still lists tasks on the victim.  So the kill always falls
+    mid-run and always loses work in flight, whatever the machine's speed."""
+    from distributed import Client
+
     addr, procs = cluster
-    victim = procs[1]
+    victim = procs[1]  # worker "w0"
     parts = tmp_path / "dask" / "parts"
+    at_kill: dict = {}
+    with Client(addr, timeout=30) as client:
+        victim_addr = next(a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "w0")
 
-    def kill_when_running():
-        deadline = time.time() + 60
-        while time.time() < deadline and len(list(parts.glob("*/c*.parquet"))) < 4:
-            time.sleep(0.01)
-        victim.send_signal(signal.SIGKILL)
+        def on_progress(k: int) -> None:
+            if at_kill:
+                return
+            # the victim cannot finish anything: what the scheduler lists on it stays there until the kill
+            _wait_for("a task on the frozen worker", lambda: client.processing(workers=[victim_addr])[victim_addr])
+            at_kill["in_flight"] = list(client.processing(workers=[victim_addr])[victim_addr])
+            at_kill["parts"] = len(list(parts.glob("*/c*.parquet")))
+            victim.send_signal(signal.SIGKILL)
+            at_kill["returncode"] = victim.wait(timeout=30)
 
-    killer = threading.Thread(target=kill_when_running)
-    killer.start()
-    res = run_sweep(SWEEP, tmp_path / "dask", scheduler=addr, chunk_size=4)
-    killer.join()
-    assert victim.poll() == -signal.SIGKILL
+        victim.send_signal(signal.SIGSTOP)
+        try:
+            res = run_sweep(SWEEP, tmp_path / "dask", scheduler=addr, chunk_size=4, on_progress=on_progress)
+        finally:
+            if victim.poll() is None:
+                victim.kill()
+                victim.wait(timeout=30)
+    assert at_kill["returncode"] == -signal.SIGKILL
+    assert at_kill["in_flight"] and 1 <= at_kill["parts"] < 60, at_kill
     written = len(list(parts.glob("*/c*.parquet")))
     assert res.complete and res.backend["backend"] == "dask" and written == res.chunks_total == 60
     serial = run_sweep(SWEEP, tmp_path / "serial", backend="serial", chunk_size=7)
