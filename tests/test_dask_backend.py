@@ -1,7 +1,8 @@
 """The Dask backend on a real local cluster: a ``dask scheduler`` and two ``dask worker`` processes on
 127.0.0.1 (loopback only).  A worker is killed (SIGKILL) while it holds tasks of the running sweep (it is
-frozen first, so that this does not depend on timing); the scheduler reruns its tasks on the other worker, and the records equal the serial run's exactly (nothing lost, nothing
-duplicated: each chunk is written once, and a rerun chunk is the same pure function of its seeds)."""
+frozen first, so that this does not depend on timing); the scheduler reruns its tasks on the other worker,
+and the records equal the serial run's exactly (nothing lost, nothing duplicated: each chunk is written
+once, and a rerun chunk is the same pure function of its seeds)."""
 
 from __future__ import annotations
 
