@@ -36,6 +36,10 @@ ADVERSARIES = (Relation.SHUFFLED.value,) + tuple(r.value for r in Relation if r 
 BENNETT_VARIANTS = ("fixed", "original-2019")
 #: a calibrated γ this close to 1 means the target cannot be met with a usable (debiasable) blanket
 GAMMA_MAX = 1.0 - 1e-9
+#: adversary -> a cheaper one whose delta is an upper bound on it (it sees more: docs/theory.md#adversaries).
+#: Searches over precisions are steered by the proxy and only the final blanket probabilities are calibrated
+#: on the adversary's own pair (the weak pair costs ~10-100x the strong one at n >= 1e4).
+SEARCH_PROXY = {Relation.WEAK.value: Relation.STRONG.value}
 #: the PLD accountant's knobs for calibration: only the certified upper bound matters, its width only
 #: affects optimality
 TIGHT_NUMERICS = {"target_accuracy": None, "max_grid_size": 2**20}
@@ -191,6 +195,12 @@ def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, v
                 hi = gb
         except InfeasibleError:
             pass
+        proxy = SEARCH_PROXY.get(adversary)
+        if proxy is not None:  # the proxy's gamma certifies this adversary too (its delta is an upper bound)
+            try:
+                hi = min(hi, level_gamma("tight", n, values, eps, delta, variant=variant, adversary=proxy))
+            except InfeasibleError:
+                pass
         # the one safe-side calibrator, on level_delta: the adversary's certified delta below eps0 and the
         # post-processing guarantee (delta = 0) from eps0 on
         g = calibrate(lambda x: level_delta("tight", n, values, x, eps, adversary=adversary), delta, hi * 1e-3, hi,

@@ -56,6 +56,7 @@ from shufflesim.protocols._blanket import (
     EPS_OPTION,
     GAMMA_MAX,
     MODES,
+    SEARCH_PROXY,
     VARIANT_OPTION,
     run_mode,
     BlanketLevel,
@@ -157,6 +158,17 @@ class BlanketParams:
     notes: tuple[str, ...]
 
 
+def _descend(f, k: int, lo: int, hi: int) -> tuple[int, float]:
+    """From ``k``, step to the better integer neighbour until neither improves f: a local minimum."""
+    val = f(k)
+    while True:
+        cands = [(f(j), j) for j in (k - 1, k + 1) if lo <= j <= hi]
+        best = min(cands, default=(math.inf, k))
+        if not best[0] < val:
+            return k, val
+        val, k = best
+
+
 @lru_cache(maxsize=256)
 def resolve_blanket(n: int, eps: float | None, delta: float, k: int | None, gamma: float | None, mode: str,
                     adversary: str, variant: str) -> BlanketParams:
@@ -182,17 +194,22 @@ def resolve_blanket(n: int, eps: float | None, delta: float, k: int | None, gamm
     if k is None and mode == "tight":
         hi = max(16, 8 * paper_precision(n))
 
-        def objective(kk: int) -> float:
+        def objective(kk: int, adv: str = adversary) -> float:
             try:
-                g = level_gamma(method, n, kk + 1, eps, delta, **kw)
+                g = level_gamma(method, n, kk + 1, eps, delta, **dict(kw, adversary=adv))
             except InfeasibleError:
                 return math.inf
             return blanket_worst_mse(n, kk, g)
 
-        k, val = integer_argmin(objective, 1, hi)
+        proxy = SEARCH_PROXY.get(adversary)
+        k, val = integer_argmin(lambda kk: objective(kk, proxy or adversary), 1, hi)
         if not math.isfinite(val):
             raise InfeasibleError(f"tight: no precision k in [1, {hi}] meets ({eps:.6g}, {delta:.3g})-DP with n={n}")
         notes.append(f"k chosen by golden-section search over 1..{hi} minimising the exact worst-case MSE")
+        if proxy is not None:  # descend from the proxy's k on the adversary's own calibration (a local minimum)
+            k, val = _descend(objective, k, 1, hi)
+            notes[-1] += (f" under the {proxy} pair (an upper bound on the {adversary} adversary's delta, far "
+                          f"cheaper), then moved to a local minimum of the MSE calibrated on the {adversary} pair")
     elif k is None:
         k = paper_precision(n)
     g = level_gamma(method, n, k + 1, eps, delta, **kw)

@@ -51,7 +51,9 @@ Parameter modes (δ defaults to 1/n² as in seed 004; r defaults to the paper's 
   Starting from the ``optimised`` precisions, the precisions are then re-chosen by coordinate
   golden-section search on the surrogate at the calibrated cost, re-calibrated exactly, and kept only if
   the exact worst-case MSE improves (two rounds at most).  Only the certified composition decides the
-  privacy; the surrogate only steers the search.
+  privacy; the surrogate only steers the search.  The adversary is ``shuffled`` by default (the released
+  reports, stronger clone pairs); for ``weak`` the search runs on the strong pairs (an upper bound on the
+  weak adversary's δ, 10-100× cheaper) and only the final ν is calibrated on the weak pairs.
 
 With ``precisions`` given they replace the rule; with ``gammas`` given they are certified instead of
 calibrated (basic composition at ``eps_split`` or at δ/r per level; tight: δ(ε) of the composition).
@@ -86,6 +88,7 @@ from shufflesim.protocols._blanket import (
     EPS_OPTION,
     GAMMA_MAX,
     VARIANT_OPTION,
+    SEARCH_PROXY,
     BlanketLevel,
     _check_common,
     integer_argmin,
@@ -503,12 +506,14 @@ def _nu_scale(n: int, precisions, gammas) -> float:
     return 1.5 * max(nus)
 
 
-def _calibrate_nu(n, precisions, eps, delta, adversary, nu_good: float) -> tuple[float, tuple[float, ...]]:
-    """Smallest ν (safe side) whose γ(ν) the tight composition certifies; widened when the guess is wrong."""
+def _calibrate_nu(n, precisions, eps, delta, adversary, nu_good: float,
+                  lo_factor: float = 1e-3) -> tuple[float, tuple[float, ...]]:
+    """Smallest ν (safe side) whose γ(ν) the tight composition certifies, searched on
+    [lo_factor·nu_good, nu_good]; the bracket is widened when the guess is wrong."""
     from shufflesim.accounting.calibrate import calibrate
 
     f = lambda nu: composed_delta(n, precisions, _surrogate_gammas(n, precisions, nu), eps, adversary)  # noqa: E731
-    lo = nu_good * 1e-3
+    lo = nu_good * lo_factor
     for _ in range(12):
         try:
             cal = calibrate(f, delta, lo, nu_good, increasing=False, xtol=0.0, rtol=3e-3, log_scale=True, max_evals=40)
@@ -542,11 +547,31 @@ def _surrogate_best(n, precisions, budget: float) -> float:
 @lru_cache(maxsize=32)
 def optimise_tight(n: int, eps: float, delta: float, r: int, variant: str, adversary: str,
                    precisions: tuple[int, ...] | None = None) -> tuple[tuple[int, ...], tuple[float, ...], float]:
-    """The ``tight`` search (module docstring): returns (precisions, gammas, worst-case MSE)."""
+    """The ``tight`` search (module docstring): returns (precisions, gammas, worst-case MSE).
+
+    For an adversary with a cheaper proxy (:data:`SEARCH_PROXY`: weak → strong, whose δ bounds the weak one)
+    the whole search runs on the proxy, and only the final ν is calibrated on the adversary's own pairs,
+    bracketed above by the proxy's ν (which certifies the adversary too).
+    """
+    proxy = SEARCH_PROXY.get(adversary)
+    if proxy is not None:
+        ps, _, _, nu_p = _search_tight(n, eps, delta, r, variant, proxy, precisions)
+        _, gs = _calibrate_nu(n, ps, eps, delta, adversary, nu_p, lo_factor=0.05)
+        if max(gs) >= GAMMA_MAX:
+            raise InfeasibleError(f"tight: no gammas < 1 certify ({eps:.6g}, {delta:.3g})-DP with n={n}, r={r}")
+        return tuple(ps), tuple(float(g) for g in gs), recursive_worst_mse(n, ps, gs)
+    ps, gs, val, _ = _search_tight(n, eps, delta, r, variant, adversary, precisions)
+    return ps, gs, val
+
+
+@lru_cache(maxsize=32)
+def _search_tight(n: int, eps: float, delta: float, r: int, variant: str, adversary: str,
+                  precisions: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[float, ...], float, float]:
+    """The search of :func:`optimise_tight` on ``adversary``'s pairs; also returns the calibrated ν."""
     ps, split, _ = optimise_basic(n, eps, delta, r, variant, precisions)
     base = _basic_gammas("bennett", n, ps, split, delta / r, variant)
     nu, gs = _calibrate_nu(n, ps, eps, delta, adversary, _nu_scale(n, ps, base))
-    best = (recursive_worst_mse(n, ps, gs), tuple(ps), gs)
+    best, best_nu = (recursive_worst_mse(n, ps, gs), tuple(ps), gs), nu
     if precisions is None:
         for _ in range(2):
             budget = _surrogate_cost(best[1], best[2])
@@ -561,14 +586,14 @@ def optimise_tight(n: int, eps: float, delta: float, r: int, variant: str, adver
             cand_t = tuple(cand)
             if cand_t == best[1]:
                 break
-            _, gs_c = _calibrate_nu(n, cand_t, eps, delta, adversary, 4.0 * nu)
+            nu_c, gs_c = _calibrate_nu(n, cand_t, eps, delta, adversary, 4.0 * nu)
             val = recursive_worst_mse(n, cand_t, gs_c)
             if val >= best[0]:
                 break
-            best = (val, cand_t, gs_c)
+            best, best_nu = (val, cand_t, gs_c), nu_c
     if max(best[2]) >= GAMMA_MAX:
         raise InfeasibleError(f"tight: no gammas < 1 certify ({eps:.6g}, {delta:.3g})-DP with n={n}, r={r}")
-    return best[1], tuple(float(g) for g in best[2]), best[0]
+    return best[1], tuple(float(g) for g in best[2]), best[0], best_nu
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -599,6 +624,9 @@ def resolve_recursive(n: int, eps: float | None, delta: float, r: int, precision
             ps, gs, _ = optimise_tight(n, eps, delta, r, variant, adversary, precisions)
             note2 = ("gammas from the Lagrangian surrogate, calibrated on the composed delta; precisions from the "
                      "optimised search, refined on the surrogate")
+            if adversary in SEARCH_PROXY:
+                note2 += (f"; the search ran on the {SEARCH_PROXY[adversary]} pairs (an upper bound on the "
+                          f"{adversary} adversary's delta, far cheaper) and only the final gammas on the {adversary} pairs")
         else:
             ps, gs, note2 = precisions, gammas, "given gammas certified"
         if eps is not None:

@@ -268,3 +268,21 @@ def test_cli_json(mode, capsys):
     assert out["privacy"]["eps"] == 1.0 and out["privacy"]["delta"] <= 1 / 20000**2
     assert out["mse_worst"] >= out["mse_expected"] > 0 and out["mse_bound"] is not None
     assert out["messages_per_user"] == 1 and out["bits_per_message"] == math.ceil(math.log2(out["params"]["k"] + 1))
+
+
+def test_weak_adversary_search_runs_on_the_strong_proxy_and_certifies_weak():
+    """--adversary weak: k is searched with the strong pair (an upper bound on the weak delta), then moved to
+    a local minimum calibrated on the weak pair; the final gamma is certified by the weak pair and needs no
+    more blanket than the strong adversary's at the same k."""
+    n, eps = 2000, 1.0
+    delta = 1 / n**2
+    weak = registry.create("blanket-sum", n, eps=eps, mode="tight", adversary="weak")
+    assert "under the strong pair" in weak.privacy().notes[1]
+    assert level_delta("tight", n, weak.k + 1, weak.gamma, eps, adversary="weak") <= delta
+    assert level_delta("tight", n, weak.k + 1, weak.gamma * 0.99, eps, adversary="weak") > delta
+    strong = registry.create("blanket-sum", n, eps=eps, k=weak.k, mode="tight", adversary="strong")
+    assert weak.gamma <= strong.gamma
+    for kk in (weak.k - 1, weak.k + 1):  # a local minimum of the weak-calibrated worst-case MSE
+        if kk >= 1:
+            other = registry.create("blanket-sum", n, eps=eps, k=kk, mode="tight", adversary="weak")
+            assert other.mse_worst() >= weak.mse_worst()

@@ -265,3 +265,16 @@ def test_cli_json(mode, capsys):
     assert out["bits_per_message"] == max(math.ceil(math.log2(p)) for p in
                                           (out["params"]["precisions"][0], out["params"]["precisions"][1] + 1))
     assert out["mse_worst"] >= out["mse_expected"]
+
+
+def test_weak_adversary_calibrated_on_weak_pairs_after_strong_search():
+    n, eps = 20_000, 1.0
+    delta = 1 / n**2
+    weak = registry.create("recursive-sum", n, eps=eps, messages=2, mode="tight", adversary="weak")
+    strong = registry.create("recursive-sum", n, eps=eps, messages=2, mode="tight", adversary="strong")
+    assert weak.precisions == strong.precisions  # the search ran on the strong pairs
+    assert "search ran on the strong pairs" in weak.privacy().notes[1]
+    assert composed_delta(n, weak.precisions, weak.gammas, eps, "weak") <= delta
+    # the final nu is calibrated on the weak pairs: less blanket than the strong adversary needs
+    assert all(w < s for w, s in zip(weak.gammas, strong.gammas))
+    assert weak.mse_worst() < strong.mse_worst()
