@@ -15,6 +15,7 @@ from scipy.stats import binom, multinomial
 
 from shufflesim.accounting import bruteforce as bf
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair
+from shufflesim.maths.rr_count import rr2_count_pmfs
 from shufflesim.mechanisms import KRR
 from shufflesim.validation.audit import (
     krr_explicit,
@@ -78,9 +79,7 @@ def test_lower_bounds_exceed_exact_values_no_more_often_than_alpha(which):
 
 
 def _rr2_pmfs(n, eps0, ones):
-    p = 1.0 / (math.exp(eps0) + 1.0)
-    base = np.convolve(binom.pmf(np.arange(n - ones), n - 1 - ones, p), binom.pmf(np.arange(ones + 1), ones, 1 - p))
-    P, Q = np.convolve(base, [1 - p, p]), np.convolve(base, [p, 1 - p])
+    P, Q = rr2_count_pmfs(n, eps0, ones)  # checked against enumeration in tests/test_audit_rr_count.py
     with np.errstate(divide="ignore"):
         return np.log(P), np.log(Q)
 

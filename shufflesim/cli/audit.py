@@ -9,9 +9,8 @@ import time
 from shufflesim.cli._common import float_arg, int_arg, print_json
 from shufflesim.cli._protocol_args import add_protocol_parsers, protocol_params
 
-AUDITABLE = ("krr", "blanket-sum")
-#: protocol options fed by the audit's own --eps / --delta: blanket-sum is calibrated to the (eps, delta) it
-#: is audited at; krr reports its central eps at the audited delta
+#: protocol options fed by the audit's own --eps / --delta unless --protocol-eps / --protocol-delta are given:
+#: blanket-sum is calibrated to the (eps, delta) it is audited at; krr reports its central eps at the audited delta
 SHARED = ("eps", "delta")
 
 
@@ -23,6 +22,11 @@ def _common(pp: argparse.ArgumentParser) -> None:
                    "named worst case")
     c.add_argument("--eps", type=float_arg, required=True, help="epsilon at which delta is bounded below")
     c.add_argument("--delta", type=float_arg, help="also bound epsilon below at this delta")
+    c.add_argument("--protocol-eps", dest="protocol_eps", type=float_arg,
+                   help="the protocol's own eps option, where it has one (default: --eps); e.g. audit a central "
+                   "eps = 1 mechanism at --eps 0.2")
+    c.add_argument("--protocol-delta", dest="protocol_delta", type=float_arg,
+                   help="the protocol's own delta option, where it has one (default: --delta)")
     c.add_argument("--trials", type=int_arg, default=200_000, help="samples per side (default: 200000)")
     c.add_argument("--seed", type=int_arg, default=0, help="root seed (default: 0)")
     c.add_argument("--alpha", type=float_arg, default=0.05, help="each lower bound holds w.p. >= 1 - alpha (default 0.05)")
@@ -34,6 +38,8 @@ def _common(pp: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from shufflesim.validation.audit import AUDITABLE
+
     p = sub.add_parser(
         "audit", help="empirical privacy audit: certified lower bound on delta(eps) vs the accountant",
         description="Sample the analyser's view (an exact sufficient statistic) under two neighbouring data sets, "
@@ -53,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
     params = protocol_params(args)
     names = {o.name for o in cls.options}
     if "eps" in names:
-        params["eps"] = args.eps
-    if "delta" in names and args.delta is not None:
-        params["delta"] = args.delta
+        params["eps"] = args.eps if args.protocol_eps is None else args.protocol_eps
+    own_delta = args.delta if args.protocol_delta is None else args.protocol_delta
+    if "delta" in names and own_delta is not None:
+        params["delta"] = own_delta
     check_int("seed", args.seed, minimum=0)
     pair_data = None
     if args.pair:
@@ -71,12 +78,18 @@ def run(args: argparse.Namespace) -> int:
     setup = setup_for_protocol(protocol, pair=pair_data, leak=args.leak)
     res = run_audit(setup, eps=args.eps, delta=args.delta, trials=args.trials, rng=args.seed, alpha=args.alpha,
                     method=args.method)
-    out = {"protocol": protocol.name, "params": protocol.params, "n": protocol.n, "seed": args.seed, **res,
-           "seconds": time.perf_counter() - t0}
+    return finish(args, protocol, res, t0, _print)
+
+
+def finish(args: argparse.Namespace, protocol, res: dict, t0: float, printer, **extra) -> int:
+    """The tail shared by ``audit`` and ``validate``: the protocol, its parameters, ``extra`` fields, the seed,
+    the result ``res`` and the run time, printed as one JSON object (``--json``) or by ``printer``."""
+    out = {"protocol": protocol.name, "params": protocol.params, "n": protocol.n, **extra, "seed": args.seed,
+           **res, "seconds": time.perf_counter() - t0}
     if args.json:
         print_json(out)
     else:
-        _print(out)
+        printer(out)
     return 0
 
 
@@ -87,9 +100,11 @@ def _print(out: dict) -> None:
     print(f"statistic   {out['statistic']}; {out['distinguisher']}")
     acc = out["accountant"] or {}
     du = acc.get("delta_upper")
+    adversary = acc.get("params", {}).get("adversary")
     print(f"delta({out['eps']:g})  lower {out['delta_lower']:.6g}   accountant upper "
-          f"{'n/a' if du is None else format(du, '.6g')} ({acc.get('method', 'n/a')}, relation "
-          f"{acc.get('params', {}).get('adversary', 'n/a')})" + (f"   ratio {out['ratio']:.3g}" if "ratio" in out else ""))
+          f"{'n/a' if du is None else format(du, '.6g')} ({acc.get('method', 'n/a')}, {acc.get('mechanism', 'n/a')}"
+          + (f", relation {adversary}" if adversary else "") + ")"
+          + (f"   ratio {out['ratio']:.3g}" if "ratio" in out else ""))
     if out.get("delta") is not None:
         eu = acc.get("eps_upper")
         print(f"eps({out['delta']:g})  lower {out['eps_lower']:.6g}   accountant upper "

@@ -54,13 +54,9 @@ def run(args: argparse.Namespace) -> int:
     protocol = cls.create(len(data), **params)
     res = validate_protocol(protocol, data, trials=args.trials, rng=root, alpha=args.alpha,
                             rel_effect=args.rel_effect, workers=cap_workers(check_int("workers", args.workers, minimum=1)))
-    out = {"protocol": protocol.name, "params": protocol.params, "n": protocol.n, "data": args.data,
-           "seed": args.seed, **res, "seconds": time.perf_counter() - t0}
-    if args.json:
-        print_json(out)
-    else:
-        _print(out)
-    return 0
+    from shufflesim.cli.audit import finish  # the output tail audit and validate share
+
+    return finish(args, protocol, res, t0, _print, data=args.data)
 
 
 def _print(out: dict) -> None:

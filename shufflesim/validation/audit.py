@@ -16,7 +16,11 @@ Setups (``AuditSetup``): :func:`krr_worst_case` (the histogram of shuffled k-RR 
 summation levels — when the other n − 1 users hold one value c and the target switches between a and b;
 optionally a *broken* randomiser that leaks its input), :func:`krr_explicit` (any two neighbouring data
 sets; statistic N_a − N_b, threshold chosen on the held-out half), :func:`pmf_setup` (a statistic with
-known PMFs, e.g. the rr2 count, Biswas et al.'s count, the clones pair: sampled from its exact law).
+known PMFs, e.g. the rr2 count, Biswas et al.'s count, the clones pair: sampled from its exact law;
+:func:`rr2_count_setup` and :func:`cheu_count_setup` build it for binary randomised response and Cheu et
+al.'s unary bits), :func:`noisy_sum_setup` (a sum plus Laplace, Gaussian or discrete Laplace noise, the
+central baselines and IKOS's decoded sum) and :func:`noisy_histogram_setup` (the central histograms).
+:func:`setup_for_protocol` picks the setup of a registered protocol (:data:`AUDITABLE`).
 """
 
 from __future__ import annotations
@@ -167,21 +171,138 @@ def pmf_setup(log_p: np.ndarray, log_q: np.ndarray, *, pair: str, statistic: str
 def rr2_count_setup(n: int, eps0: float, *, ones: int = 0, mechanism=None) -> AuditSetup:
     """Shuffled binary RR (flip probability 1/(e^{ε0}+1)): ``ones`` of the other n − 1 users hold 1, the
     rest 0; the target holds 0 (X) or 1 (X′).  The count of ones is sufficient; its exact PMFs are
-    convolutions of binomials."""
-    from scipy.stats import binom
+    :func:`shufflesim.maths.rr_count.rr2_count_pmfs`."""
+    from shufflesim.maths.rr_count import rr2_count_pmfs
 
     n = check_int("n", n, minimum=2)
     ones = check_int("ones", ones, minimum=0)
     if ones > n - 1:
         raise ParameterError(f"ones must be <= n - 1 = {n - 1}; got {ones}")
-    p = 1.0 / (math.exp(eps0) + 1.0)
-    base = np.convolve(binom.pmf(np.arange(n - ones), n - 1 - ones, p), binom.pmf(np.arange(ones + 1), ones, 1 - p))
-    P, Q = np.convolve(base, [1 - p, p]), np.convolve(base, [p, 1 - p])
+    P, Q = rr2_count_pmfs(n, eps0, ones)
     with np.errstate(divide="ignore"):
         lp, lq = np.log(P), np.log(Q)
     return pmf_setup(lp, lq, pair=f"{ones} of the other {n - 1} users hold 1, the rest 0; the target holds 0 (X) "
                      "or 1 (X')", statistic="exact log-likelihood ratio of the count of ones", mechanism=mechanism,
                      details={"n": n, "eps0": eps0, "ones": ones, "kind": "rr2-count"})
+
+
+def cheu_count_setup(n: int, r: int, gamma: float, *, mechanism=None) -> AuditSetup:
+    """Cheu et al.'s unary protocol (r bits per user, each flipped w.p. γ/2, one shuffler): every other user
+    holds 0 and the target 0 (X) or 1 (X′), i.e. r of the n·r bits hold 1 under X′.  The count of ones is
+    sufficient for the shuffled bits; its exact PMFs are :func:`shufflesim.maths.rr_count.rr_count_pair_window`."""
+    from shufflesim.maths.rr_count import rr_count_pair_window
+
+    n = check_int("n", n, minimum=2)
+    r = check_int("r", r, minimum=1)
+    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True)
+    _, P, Q = rr_count_pair_window((n - 1) * r, 0, gamma / 2.0, r)
+    with np.errstate(divide="ignore"):
+        lp, lq = np.log(P), np.log(Q)
+    return pmf_setup(lp, lq, pair=f"the other {n - 1} users hold 0; the target holds 0 (X) or 1 (X'): its {r} unary "
+                     "bits are all 0 or all 1", statistic="exact log-likelihood ratio of the count of ones",
+                     mechanism=mechanism, details={"n": n, "r": r, "gamma": gamma, "kind": "cheu-count"})
+
+
+#: noises of :func:`noisy_sum_setup`
+NOISES = ("laplace", "gaussian", "dlap")
+#: relative step of the grid a Laplace log-likelihood ratio is rounded to (:func:`_on_grid`)
+LLR_GRID = 1e-9
+
+
+def _on_grid(L: np.ndarray, bound: float) -> np.ndarray:
+    """L rounded to multiples of LLR_GRID·``bound`` (``bound`` = the largest |L|).
+
+    A Laplace LLR has atoms (±shift/scale where the noise is beyond the shift), which floating point computes
+    with different last bits under X and X′ (t = shift + z loses z's low bits): a threshold between those
+    bits would "distinguish" the sides by round-off, not by the mechanism.  On the grid the atoms coincide;
+    the continuous part moves by less than the grid step, and each grid point is a set of views, so the
+    bounds stay certified statements about the sampled statistic."""
+    h = LLR_GRID * bound
+    return np.round(L / h) * h
+
+
+def noisy_sum_setup(noise: str, scale: float, shift: float, *, modulus: int | None = None, mechanism=None,
+                    pair: str | None = None, statistic: str | None = None, llr: bool = True) -> AuditSetup:
+    """A statistic of sensitivity ``shift`` plus noise: T = Z (X) or T = shift + Z (X′), the other users'
+    contribution being a constant that the analyser subtracts.
+
+    ``noise``: ``laplace`` (Z ~ Lap(scale)), ``gaussian`` (Z ~ N(0, scale²)) or ``dlap`` (Z ~ DLap(α) with
+    α = e^{−1/scale}, drawn as the difference of two geometric variables; ``shift`` an integer).  With
+    ``modulus`` q (dlap only) T is reduced to its representative in (−q/2, q/2], as IKOS's analyser decodes it.
+    Returns the log-likelihood ratio L(T) = log P_X(T)/P_X′(T) of the unwrapped law:
+    (|T − shift| − |T|)/scale for laplace and dlap, ((T − shift)² − T²)/(2 scale²) for gaussian.
+    """
+    if noise not in NOISES:
+        raise ParameterError(f"noise must be one of {', '.join(NOISES)}; got {noise!r}")
+    scale = check_real("scale", scale, low=0.0, low_open=True)
+    shift = check_real("shift", shift, low=0.0, low_open=True)
+    if noise == "dlap":
+        shift = check_int("shift", shift, minimum=1)
+        alpha = math.exp(-1.0 / scale)
+        if not alpha < 1.0:
+            raise ParameterError(f"dlap noise of scale {scale:g} cannot be sampled (exp(-1/scale) rounds to 1)")
+    if modulus is not None:
+        if noise != "dlap":
+            raise ParameterError("a modulus applies to integer (dlap) noise only")
+        modulus = check_int("modulus", modulus, minimum=2 * shift + 1)
+
+    def sample(gen: np.random.Generator, T: int, side: int) -> np.ndarray:
+        if noise == "laplace":
+            t = gen.laplace(0.0, scale, size=T) + side * shift
+        elif noise == "gaussian":
+            t = gen.normal(0.0, scale, size=T) + side * shift
+        else:
+            g = gen.geometric(1.0 - alpha, size=(2, T))
+            ti = g[0] - g[1] + side * int(shift)
+            if modulus is not None and modulus <= 2**62:  # beyond, |T| < 2^61 <= q/2: nothing wraps
+                ti = np.mod(ti, modulus)
+                ti = np.where(ti > modulus // 2, ti - modulus, ti)
+            t = ti.astype(float)
+        if noise == "gaussian":
+            return ((t - shift) ** 2 - t**2) / (2.0 * scale * scale)
+        return _on_grid((np.abs(t - shift) - np.abs(t)) / scale, shift / scale)
+
+    name = {"laplace": f"Laplace({scale:.6g})", "gaussian": f"N(0, {scale:.6g}^2)",
+            "dlap": f"DLap(exp(-1/{scale:.6g}))"}[noise]
+    return AuditSetup(
+        pair=pair or f"the target adds 0 (X) or {shift:g} (X') to the statistic; noise {name}",
+        statistic=statistic or f"exact log-likelihood ratio of the noisy statistic ({name} noise)",
+        sample=sample, llr=llr, mechanism=mechanism,
+        details={"noise": noise, "scale": scale, "shift": shift, "modulus": modulus, "kind": "noisy-sum"})
+
+
+def noisy_histogram_setup(noise: str, scale: float, *, replace: bool = True, mechanism=None) -> AuditSetup:
+    """A histogram with i.i.d. noise per bin (``laplace``: Lap(scale); ``gaussian``: N(0, scale²)).  With
+    ``replace`` the target's value moves from bin a (X) to bin b (X′): the other bins are the same under both
+    and ancillary, so (Y_a, Y_b) with means (1, 0) against (0, 1) is sufficient and
+    L = (|Y_a| − |Y_a − 1| + |Y_b − 1| − |Y_b|)/scale (Laplace) or (Y_a − Y_b)/scale² (Gaussian).  Without
+    (add-remove), the target is present (X) or absent (X′): one bin with mean 1 against 0."""
+    if noise not in ("laplace", "gaussian"):
+        raise ParameterError(f"noise must be laplace or gaussian; got {noise!r}")
+    scale = check_real("scale", scale, low=0.0, low_open=True)
+    if not replace:
+        one = noisy_sum_setup(noise, scale, 1.0, mechanism=mechanism)
+
+        def sample1(gen: np.random.Generator, T: int, side: int) -> np.ndarray:  # X: present, i.e. mean 1
+            return -one.sample(gen, T, 1 - side)
+
+        return AuditSetup(pair="the target is in a bin (X) or absent (X'), add-remove neighbours",
+                          statistic=f"exact log-likelihood ratio of that bin's noisy count ({noise} noise)",
+                          sample=sample1, llr=True, mechanism=mechanism,
+                          details={"noise": noise, "scale": scale, "replace": False, "kind": "noisy-histogram"})
+
+    def sample(gen: np.random.Generator, T: int, side: int) -> np.ndarray:
+        draw = gen.laplace if noise == "laplace" else gen.normal
+        y = draw(0.0, scale, size=(2, T))
+        y[side] += 1.0  # side 0: the target in bin a; side 1: in bin b
+        if noise == "laplace":
+            return _on_grid((np.abs(y[0]) - np.abs(y[0] - 1.0) + np.abs(y[1] - 1.0) - np.abs(y[1])) / scale, 2.0 / scale)
+        return (y[0] - y[1]) / (scale * scale)
+
+    return AuditSetup(pair="the target's value is in bin a (X) or bin b (X'), replacement neighbours",
+                      statistic=f"exact log-likelihood ratio of the two bins' noisy counts ({noise} noise)",
+                      sample=sample, llr=True, mechanism=mechanism,
+                      details={"noise": noise, "scale": scale, "replace": True, "kind": "noisy-histogram"})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -328,24 +449,59 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     return out
 
 
+#: protocols with an exact sampler of (a sufficient statistic of) their view, for :func:`setup_for_protocol`
+AUDITABLE = ("krr", "blanket-sum", "local-rr-sum", "cheu-sum", "ikos-sum", "central-dlap-sum",
+             "central-laplace-sum", "central-laplace-hist", "central-gaussian-hist")
+
+
 def setup_for_protocol(protocol, *, pair=None, leak: float = 0.0) -> AuditSetup:
     """The audit setup of a protocol: its named worst case, or the explicit ``pair`` of data sets.
 
     * ``krr`` (k ≥ 3) and ``blanket-sum`` (its (k+1)-ary level reports): :func:`krr_worst_case` with
       a = 0, b = 1, c = 2; k = 2: :func:`rr2_count_setup` (all other users hold 0);
-    * ``pair`` (two arrays of categories) for ``krr``: :func:`krr_explicit`.
+    * ``pair`` (two arrays of categories) for ``krr``: :func:`krr_explicit`;
+    * ``local-rr-sum``: :func:`rr2_count_setup` (the other users hold 0, the target 0 or 1);
+    * ``cheu-sum``: :func:`cheu_count_setup` (the other users hold 0, the target 0 or 1);
+    * ``central-laplace-sum``, ``central-dlap-sum`` and ``ikos-sum``: :func:`noisy_sum_setup` (the target
+      holds 0 or 1: the rounded sum moves by the sensitivity; for ikos-sum the decoded sum of the shares,
+      wrapped modulo q — a statistic of the view, which the shares can add at most 2^-σ to in TV);
+    * ``central-laplace-hist``, ``central-gaussian-hist``: :func:`noisy_histogram_setup`.
 
-    The accountant's description is ``protocol.mechanism()`` (its relation: the protocol's ``adversary``).
+    The accountant's description is ``protocol.mechanism()`` (for krr its relation: the protocol's
+    ``adversary``).
     """
     name = getattr(protocol, "name", "")
-    mech = protocol.mechanism() if hasattr(protocol, "mechanism") else None
-    if name not in ("krr", "blanket-sum") or mech is None or getattr(mech, "kind", None) != "krr":
-        raise ParameterError(f"audit supports the protocols krr and blanket-sum (an exact sampler of their view's "
-                             f"sufficient statistic); got {name!r}")
+    if name not in AUDITABLE:
+        raise ParameterError(f"audit supports the protocols {', '.join(AUDITABLE)} (an exact sampler of their "
+                             f"view's sufficient statistic); got {name!r}")
+    mech = protocol.mechanism()
+    if pair is not None and name != "krr":
+        raise ParameterError(f"--pair is supported for krr only; {name} audits its named worst case")
+    if leak and name not in ("krr", "blanket-sum"):
+        raise ParameterError(f"--leak is supported for krr and blanket-sum (k >= 3) only; got {name}")
+    prm = protocol.params
+    if name == "local-rr-sum":
+        return rr2_count_setup(protocol.n, prm["eps"], mechanism=mech)
+    if name == "cheu-sum":
+        return cheu_count_setup(protocol.n, prm["messages"], prm["gamma"], mechanism=mech)
+    if name == "central-laplace-sum":
+        return noisy_sum_setup("laplace", 1.0 / prm["eps"], 1.0, mechanism=mech,
+                               pair="the target holds 0 (X) or 1 (X'): the sum moves by its sensitivity 1")
+    if name in ("central-dlap-sum", "ikos-sum"):
+        p = prm["p"]
+        what = "the target holds 0 (X) or 1 (X'): the rounded sum moves by its sensitivity p"
+        if name == "central-dlap-sum":
+            return noisy_sum_setup("dlap", p / prm["eps"], p, mechanism=mech, pair=what)
+        return noisy_sum_setup("dlap", p / prm["eps"], p, modulus=prm["q"], mechanism=mech, pair=what, llr=False,
+                               statistic="log-likelihood ratio of the decoded sum of all shares (mod q; the shares "
+                               "are within 2^-sigma in TV of a function of it)")
+    if name in ("central-laplace-hist", "central-gaussian-hist"):
+        noise, scale = ("laplace", prm["scale"]) if name == "central-laplace-hist" else ("gaussian", prm["sigma"])
+        return noisy_histogram_setup(noise, scale, replace=prm["neighbouring"] == "replace", mechanism=mech)
+    if mech is None or getattr(mech, "kind", None) != "krr":
+        raise ParameterError(f"{name} has no k-RR mechanism description to audit")
     k, gamma, n = mech.k, mech.gamma, mech.n
     if pair is not None:
-        if name != "krr":
-            raise ParameterError("--pair is supported for krr only; blanket-sum audits its named worst case")
         if leak:
             raise ParameterError("--leak is supported with the named worst case only (no --pair)")
         return krr_explicit(pair[0], pair[1], k, gamma, mechanism=mech)
