@@ -101,3 +101,21 @@ def flip_probabilities(eps0: float) -> tuple[float, float]:
     """(1/(e^eps0 + 1), e^eps0/(e^eps0 + 1)) computed without overflow or cancellation."""
     t = math.exp(-eps0)
     return t / (1.0 + t), 1.0 / (1.0 + t)
+
+
+#: truncations of the clone count C (:func:`hoeffding_window` is seed 001 §6.2's; Chernoff is the default)
+TRUNCATIONS = ("chernoff", "hoeffding")
+
+
+def hoeffding_window(N: int, p: float, tau: float) -> tuple[int, int, float]:
+    """Seed 001 §6.2: S_c = [max(0, (p-c)N), min(N, (p+c)N)], c = sqrt(log(2/tau)/(2N)); mass outside <= tau."""
+    if N == 0 or tau <= 0:
+        return 0, N, -math.inf
+    c = math.sqrt(math.log(2.0 / tau) / (2.0 * N))
+    lo = max(0, math.ceil((p - c) * N))
+    hi = min(N, math.floor((p + c) * N))
+    # Hoeffding: P(C <= (p-c)N) <= exp(-2Nc^2) = tau/2 and the same above; a side inside the support
+    # boundary drops nothing.
+    sides = (lo > 0) + (hi < N)
+    log_tail = math.log(sides * tau / 2.0) if sides else -math.inf
+    return lo, hi, log_tail

@@ -30,7 +30,9 @@ from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_
 from shufflesim.accounting.binomial_rows import BinomialRows
 from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_MD,
+    TRUNCATIONS,
     check_tail_bound,
+    hoeffding_window,
     flip_probabilities,
     hull_rows,
     log_budget,
@@ -52,12 +54,16 @@ REFERENCE_VR = ("Wang, Peng, Li, Wang, Xu, Li, Zhou, Huang, VLDB 2024 (doi:10.14
 
 def clone_mixture_pair(n, r: float, a: float, b: float, *, tail_bound: float = DEFAULT_TAIL_BOUND_MD,
                        as_rows: bool = True, name: str = "clone-mixture", reference: str = "",
-                       params: dict | None = None):
+                       params: dict | None = None, rc: float | None = None, rest: float | None = None,
+                       truncation: str = "chernoff", return_outcomes: bool = False):
     """The clone-mixture pair (module docstring) with clone probability ``r`` and target weights a >= b.
 
-    Truncation as :func:`~shufflesim.accounting.pairs.clones_pair`: C on a Chernoff window with half of
-    ``tail_bound``, the fair split of the clones in row i on a window whose budget is spread over the rows;
-    the certified dropped mass is the pair's ``tail``, kept outcomes carry exact probabilities.
+    Truncation: C on a window with half of ``tail_bound`` — Chernoff (relative entropy, the default) or
+    seed 001 §6.2's Hoeffding window (``truncation="hoeffding"``) — and the fair split of the clones in
+    row i on a Chernoff window whose budget is spread over the rows; the certified dropped mass is the
+    pair's ``tail``, kept outcomes carry exact probabilities.  ``rc`` = 1 − r and ``rest`` = 1 − a − b may
+    be given where they are known more accurately than the subtraction (e.g. 1/(e^eps0+1) at large eps0).
+    ``return_outcomes=True`` (with ``as_rows=False``) also returns the two side counts of every kept outcome.
     """
     n = check_int("n", n, minimum=1)
     r = check_real("r", r, low=0.0, high=1.0, low_open=True)
@@ -65,14 +71,22 @@ def clone_mixture_pair(n, r: float, a: float, b: float, *, tail_bound: float = D
     b = check_real("b", b, low=0.0, high=1.0)
     if b > a or a + b > 1.0 + 1e-12:
         raise ParameterError(f"clone mixture needs 0 <= b <= a and a + b <= 1; got a={a}, b={b}")
-    rest = 1.0 - a - b
-    if rest <= 1e-12:  # a + b = 1 up to rounding (the stronger clone pair): the target always contributes
-        rest, b = 0.0, 1.0 - a
+    if truncation not in TRUNCATIONS:
+        raise ParameterError(f"truncation must be one of {', '.join(TRUNCATIONS)}; got {truncation!r}")
+    if rest is None:
+        rest = 1.0 - a - b
+        if rest <= 1e-12:  # a + b = 1 up to rounding (the stronger clone pair): the target always contributes
+            rest, b = 0.0, 1.0 - a
+    else:
+        rest = check_real("rest", rest, low=0.0, high=1.0)
     tail_bound = check_tail_bound(tail_bound)
     lb = log_budget(tail_bound)
-    rc = 1.0 - r
-    i_lo, i_hi, lt_c = chernoff_window(n - 1, r, lb - math.log(2.0), rc)
-    i_lo, i_hi, lt_c = int(i_lo), int(i_hi), float(lt_c)
+    rc = 1.0 - r if rc is None else check_real("rc", rc, low=0.0, high=1.0)
+    if truncation == "chernoff":
+        i_lo, i_hi, lt_c = chernoff_window(n - 1, r, lb - math.log(2.0), rc)
+        i_lo, i_hi, lt_c = int(i_lo), int(i_hi), float(lt_c)
+    else:
+        i_lo, i_hi, lt_c = hoeffding_window(n - 1, r, tail_bound / 2.0)
     i = np.arange(i_lo, i_hi + 1)
     lw = log_binom_pmf(i, n - 1, r, rc)
     with np.errstate(invalid="ignore"):
@@ -90,8 +104,7 @@ def clone_mixture_pair(n, r: float, a: float, b: float, *, tail_bound: float = D
     scale = np.maximum(la, lbeta)
     log_tail = np.logaddexp(lt_c, log_tail_sum(lw + lt_a))
     keep = (a_lo <= a_hi) & (scale > -np.inf)
-    prm = {"n": n, "r": r, "a": a, "b": b, "tail_bound": tail_bound, "clone_window": (i_lo, i_hi),
-           **(params or {})}
+    prm = {"n": n, **(params or {}), "r": r, "a": a, "b": b, "tail_bound": tail_bound, "clone_window": (i_lo, i_hi)}
     rows = BinomialRows(
         log_w=scale[keep],
         N=t_rows[keep],
@@ -109,9 +122,14 @@ def clone_mixture_pair(n, r: float, a: float, b: float, *, tail_bound: float = D
     rows = replace(rows, params={**prm, "support_size": rows.n_atoms, "rows": int(rows.N.size)})
     if as_rows:
         return rows
-    log_p, log_q = rows.expand()
-    return PMFPair(log_p=log_p, log_q=log_q, name=name, params=dict(rows.params), reference=reference,
+    if return_outcomes:
+        log_p, log_q, row, x = rows.expand(with_outcomes=True)
+        t = rows.N[row]
+    else:
+        log_p, log_q = rows.expand()
+    pair = PMFPair(log_p=log_p, log_q=log_q, name=name, params=dict(rows.params), reference=reference,
                    tail_p=rows.tail, tail_q=rows.tail)
+    return (pair, x, t - x) if return_outcomes else pair
 
 
 def stronger_clones_pair(n, eps0, *, tail_bound: float = DEFAULT_TAIL_BOUND_MD, as_rows: bool = True):
