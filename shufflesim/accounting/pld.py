@@ -286,8 +286,31 @@ def _check_pair(pair: PMFPair) -> None:
             raise DataError(f"pair {pair.name!r}: {name}={t!r} must be a dropped mass in [0, 1]")
 
 
+class TwoDirections:
+    """What both single-use PLD forms share: δ(ε) is the larger of the two directions' (each certified
+    interval), reported with the form's :meth:`note`.  Subclasses give ``pq``, ``qp``, ``symmetric``."""
+
+    def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """Certified (lower, upper) bounds on delta(eps) = max of the two directions (single use)."""
+        lo1, up1 = self.pq.delta_interval(eps)  # type: ignore[attr-defined]
+        if self.symmetric:  # type: ignore[attr-defined]
+            return lo1, up1
+        lo2, up2 = self.qp.delta_interval(eps)  # type: ignore[attr-defined]
+        return np.maximum(lo1, lo2), np.maximum(up1, up2)
+
+    def note(self) -> str:
+        raise NotImplementedError
+
+    def delta(self, eps) -> list[DeltaBound]:
+        """Exact single-use delta(eps), as certified intervals, for a scalar or list of eps >= 0."""
+        eps_arr = check_eps(eps)
+        lo, up = self.delta_interval(eps_arr)
+        note = self.note()
+        return [DeltaBound(float(e), float(u), float(l), "tight", (note,)) for e, l, u in zip(eps_arr, lo, up)]
+
+
 @dataclass(frozen=True, eq=False)
-class PrivacyLossDistribution:
+class PrivacyLossDistribution(TwoDirections):
     """Both directions of the PLD of a neighbouring pair (P, Q) (seed 001 §2.1, eqs 2.2-2.3).
 
     ``pq`` is omega_{P/Q} (losses log P/Q under P), ``qp`` is omega_{Q/P}.  Build with
@@ -339,23 +362,11 @@ class PrivacyLossDistribution:
     def size(self) -> int:
         return max(self.pq.size, self.qp.size)
 
-    def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray]:
-        """Certified (lower, upper) bounds on delta(eps) = max of the two directions (single use)."""
-        lo1, up1 = self.pq.delta_interval(eps)
-        if self.symmetric:
-            return lo1, up1
-        lo2, up2 = self.qp.delta_interval(eps)
-        return np.maximum(lo1, lo2), np.maximum(up1, up2)
-
     def max_finite_loss(self) -> float:
         return max(self.pq.max_loss + self.pq.loss_tol, self.qp.max_loss + self.qp.loss_tol)
 
-    def delta(self, eps) -> list[DeltaBound]:
-        """Exact single-use delta(eps), as certified intervals, for a scalar or list of eps >= 0."""
-        eps_arr = check_eps(eps)
-        lo, up = self.delta_interval(eps_arr)
-        note = f"exact over {self.pq.size}+{self.qp.size} atoms (single use)"
-        return [DeltaBound(float(e), float(u), float(l), "tight", (note,)) for e, l, u in zip(eps_arr, lo, up)]
+    def note(self) -> str:
+        return f"exact over {self.pq.size}+{self.qp.size} atoms (single use)"
 
     def epsilon(self, delta, *, eps_tol: float = 1e-9) -> list[EpsBound]:
         """Smallest eps with delta(eps) <= delta, as a certified interval (eps_lower, eps_upper]."""
@@ -363,7 +374,7 @@ class PrivacyLossDistribution:
 
         deltas = check_delta(delta)
         eps_max = max(0.0, self.max_finite_loss()) * (1 + 4 * U) + 1e-300
-        note = f"exact over {self.pq.size}+{self.qp.size} atoms (single use)"
+        note = self.note()
         out = []
         for d in deltas:
             lo_e, up_e = eps_interval_for_delta(

@@ -28,10 +28,8 @@ from shufflesim.accounting.binomial import BINOM_LOG_ERR, binom_rows, log_int_ta
 from shufflesim.accounting.binomial_rows import BinomialRows, bucket_rows
 from shufflesim.accounting.threads import n_threads, run_blocks
 from shufflesim.accounting.logspace import NEG_INF, U, exp_down, exp_up, log_sum, sum_down, sum_up
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution, TwoDirections
 from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.queries import check_eps
-from shufflesim.accounting.results import DeltaBound
 
 #: fewest kept rows per thread in :meth:`RowsDirection.log_delta_rows` (below: one pass, no threads)
 _ROW_CHUNK = 32768
@@ -325,7 +323,7 @@ class RowsDirection:
 
 
 @dataclass(frozen=True, eq=False)
-class RowsPLD:
+class RowsPLD(TwoDirections):
     """Both directions of the PLD of a pair in row form; the single-use counterpart of
     :class:`PrivacyLossDistribution` for :class:`~shufflesim.accounting.binomial_rows.BinomialRows`.
 
@@ -388,27 +386,12 @@ class RowsPLD:
     def tail(self) -> float:
         return float(self.rows.tail)
 
-    def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray]:
-        """Certified (lower, upper) bounds on delta(eps) = max of the two directions (single use)."""
-        lo1, up1 = self.pq.delta_interval(eps)
-        if self.symmetric:
-            return lo1, up1
-        lo2, up2 = self.qp.delta_interval(eps)
-        return np.maximum(lo1, lo2), np.maximum(up1, up2)
-
     def max_finite_loss(self) -> float:
         return max(self.pq.max_finite_loss(), self.qp.max_finite_loss())
 
     def note(self) -> str:
         return (f"exact over {self.pq.n_rows} rows ({self.size} atoms) in row form, "
                 f"{self.pq.tables.size} tail-table entries (single use)")
-
-    def delta(self, eps) -> list[DeltaBound]:
-        """Exact single-use delta(eps), as certified intervals, for a scalar or list of eps >= 0."""
-        eps_arr = check_eps(eps)
-        lo, up = self.delta_interval(eps_arr)
-        note = self.note()
-        return [DeltaBound(float(e), float(u), float(l), "tight", (note,)) for e, l, u in zip(eps_arr, lo, up)]
 
     def to_pld(self) -> PrivacyLossDistribution:
         """The same pair with its kept atoms expanded (for exact pairwise composition of small pairs)."""
