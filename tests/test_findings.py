@@ -26,17 +26,14 @@ from scipy.stats import binom, nbinom
 from shufflesim.accounting import bruteforce as bf
 from shufflesim.accounting.bounds import (
     KRRBlanket,
-    LaplaceBlanket,
     bennett_delta,
-    bennett_eps,
-    best_composition,
     biswas_delta,
     feldman_eps,
     feldman_numerical_delta,
-    subsample,
 )
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair, krr_gamma_from_eps0, krr_pair, rr2_pair
 from shufflesim.accounting.pairs.krr import krr_strong_pair
+from shufflesim.federated.accounting import paper_pipeline
 
 FINDINGS = Path(__file__).resolve().parents[1] / "FINDINGS.md"
 NUM = r"([0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?)"
@@ -184,36 +181,15 @@ FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}  # PAP
 
 
 def flame_pipeline(variant: str) -> dict:
-    """FLAME's eps_c from the Bennett bound ``variant``, with the delta each step is given:
-
-    * SS-Simple: per-coordinate delta_cd = delta_c/(d+1); Bennett at n; best of basic/advanced over d,
-      delta' = delta_cd (Theorem 1: delta_c = delta_cd (d+1)).
-    * SS-Double/Topk: T = 2k, per-step delta_cd = delta_c/(T+1) (Theorem 4); the shuffling step is run at
-      delta_cd/beta, subsampling at rate beta (Lemma 4) turns it into (eps_cd, delta_cd); best over T.
-    * Shuffling only: no subsampling, so the shuffling step itself must give delta_cd = delta_c/(T+1).
-    * ``shuffle_at_double_delta``: the SS-Double shuffling step's eps (at delta_cd/beta) composed without
-      subsampling -- not a delta_c guarantee (its total delta is returned too).
-    """
-    n, d = 1000, 7850
-    delta_c = 0.01 / n**1.1
-    d_coord = delta_c / (d + 1)
-    e = bennett_eps(d_coord, n=n, randomiser=LaplaceBlanket(78.5 / d), variant=variant).eps_upper
-    simple, d_simple, _ = best_composition(e, d_coord, d, d_coord)
-    k, n_p = d // 50, n // 3
-    T, beta = 2 * k, k / d
-    d_step = delta_c / (T + 1)
-    shuffled = LaplaceBlanket(0.5)
-    e_ck = bennett_eps(d_step / beta, n=n_p, randomiser=shuffled, variant=variant).eps_upper
-    e_cd, d_cd = subsample(e_ck, d_step / beta, rate=beta)
-    double, d_double, _ = best_composition(e_cd, d_cd, T, d_step)
-    e_sh = bennett_eps(d_step, n=n_p, randomiser=shuffled, variant=variant).eps_upper
-    shuffle_only, d_shuffle, _ = best_composition(e_sh, d_step, T, d_step)
-    at_double, d_at_double, _ = best_composition(e_ck, d_step / beta, T, d_step)
-    for dt in (d_simple, d_double, d_shuffle):
-        assert dt == pytest.approx(delta_c, rel=1e-12)
-    assert d_cd == pytest.approx(d_step, rel=1e-12)
-    return {"simple": simple, "double": double, "shuffle_only": shuffle_only,
-            "shuffle_at_double_delta": at_double, "delta_at_double_delta": d_at_double}
+    """FLAME's eps_c pipeline (shufflesim.federated.accounting.paper_pipeline, docs/theory.md#flame) at the
+    paper's setting, with its delta split checked: each composition totals delta_c (Theorem 1 / Theorem 4)
+    and SS-Double's per-step delta after subsampling is delta_c/(T+1)."""
+    r = paper_pipeline(variant)
+    for key in ("delta_simple", "delta_double", "delta_shuffle_only"):
+        assert r[key] == pytest.approx(r["delta_c"], rel=1e-12)
+    T = 2 * (7850 // 50)
+    assert r["delta_cd_double"] == pytest.approx(r["delta_c"] / (T + 1), rel=1e-12)
+    return r
 
 
 def test_item5_flame_pipeline():
