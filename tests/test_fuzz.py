@@ -282,7 +282,8 @@ def mechanism_call(draw):
         if f.required or draw(st.booleans()):
             flags[f.dest] = draw(st.sampled_from(pool + WRONG))
     which = draw(st.sampled_from(["eps", "delta"]))
-    vals = draw(st.sampled_from([[0.5], [1e-6], [0.0, 1.0], [], 1e-320, float("nan"), "x", None, [2**63]]))
+    vals = draw(st.sampled_from([[0.5], [1e-6], [0.0, 1.0], [], 1e-320, float("nan"), "x", None, [2**63],
+                                 [0.1, 0.5, 1.0, 3.0], [1e-9, 1e-6, 1e-3, 0.1], [2.0, 0.05, 0.6]]))
     method = draw(st.sampled_from([None, "tight", "exact", "balle", "bogus", 3]))
     comp = draw(st.sampled_from([1, 2, 0, -1, 2.5, 2**63]))
     numerics = draw(st.sampled_from([None, {}, {"bogus": 1}, {"target_accuracy": "x"}, "x"]))
@@ -301,6 +302,85 @@ def test_api_account_fuzz(call):
     rep = _api_call(account, mech, **{which: vals}, method=method, compositions=comp, numerics=numerics)
     if rep is not None:
         json.dumps(rep.to_dict(), allow_nan=True)  # serialisable
+        check_intervals(rep, (mech, which, vals, method, comp))
+
+
+@st.composite
+def valid_mechanism_call(draw):
+    """A question with valid values only (one flag of each exclusive group, a method the description lists), so
+    that (almost) every example is answered and its intervals checked."""
+    from shufflesim.mechanisms import kinds
+
+    kind, cls = draw(st.sampled_from(sorted(kinds().items())))
+    flags, groups = {}, {}
+    for f in cls.flags:
+        if f.group is not None:
+            groups.setdefault(f.group, []).append(f)
+            continue
+        pool = {"int": [2, 3, 10, 100], "float": [0.3, 0.5, 1.0, 2.0]}.get(f.type, list(f.choices or ()))
+        if f.required or draw(st.booleans()):
+            flags[f.dest] = draw(st.sampled_from(pool))
+    for members in groups.values():
+        f = draw(st.sampled_from(members))
+        flags[f.dest] = draw(st.sampled_from({"int": [2, 3, 10], "float": [0.3, 0.5, 1.0]}[f.type]))
+    which = draw(st.sampled_from(["eps", "delta"]))
+    vals = draw(st.sampled_from([[0.1, 0.5, 1.0, 3.0], [2.0, 0.05, 0.6], [0.0, 0.2]] if which == "eps" else
+                                [[1e-9, 1e-6, 1e-3, 0.1], [0.3, 1e-4], [1e-12, 0.5]]))
+    method = draw(st.sampled_from([None, *cls.methods]))
+    comp = draw(st.sampled_from([1, 1, 2, 3]))
+    return cls, flags, which, vals, method, comp, None
+
+
+@settings(derandomize=True, max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(call=valid_mechanism_call())
+def test_api_account_answers_are_intervals(call):
+    test_api_account_fuzz.hypothesis.inner_test(call)
+
+
+def test_interval_check_rejects_broken_answers():
+    from shufflesim.accounting.results import AccountReport, DeltaBound, EpsBound
+
+    def rep(*results):
+        return AccountReport("x", {}, "m", 1, tuple(results), (), 0.0)
+
+    check_intervals(rep(DeltaBound(0.1, 0.5, 0.2, "m"), DeltaBound(0.5, 0.4, None, "m")), "ok")
+    check_intervals(rep(EpsBound(1e-3, math.inf, 0.5, "m"), EpsBound(1e-6, math.inf, 0.7, "m")), "ok")
+    broken = [(DeltaBound(0.1, 0.5, 0.6, "m"),), (DeltaBound(0.1, float("nan"), None, "m"),),
+              (DeltaBound(0.1, 1.5, None, "m"),), (EpsBound(1e-3, -0.1, None, "m"),),
+              (DeltaBound(0.1, 0.3, None, "m"), DeltaBound(0.5, 0.4, None, "m")),
+              (EpsBound(1e-6, 1.0, 0.5, "m"), EpsBound(1e-3, 1.0, 0.6, "m"))]
+    for results in broken:
+        with pytest.raises(AssertionError):
+            check_intervals(rep(*results), "broken")
+
+
+def _bad(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def check_intervals(rep, call) -> None:
+    """Every answer is an interval (module docstring of shufflesim.accounting.results): no NaN anywhere,
+    0 <= delta_lower <= delta_upper <= 1 and 0 <= eps_lower <= eps_upper (upper ends may be infinite where the
+    notes say so; a lower end may be None), and both ends non-increasing in the question (delta(eps) in eps,
+    eps(delta) in delta), as the true delta(eps) and eps(delta) are."""
+    answered = [r for r in rep.results if getattr(r, "applicable", True)]
+    for r in answered:
+        if hasattr(r, "delta_upper"):
+            q, lo, hi, name = r.eps, r.delta_lower, r.delta_upper, "delta"
+            assert not _bad(hi) and 0.0 <= hi <= 1.0, (call, r)
+        else:
+            q, lo, hi, name = r.delta, r.eps_lower, r.eps_upper, "eps"
+            assert not _bad(hi) and hi >= 0.0, (call, r)
+        assert not (isinstance(q, float) and math.isnan(q)), (call, r)
+        assert lo is None or (not _bad(lo) and 0.0 <= lo <= hi), (call, name, r)
+    by_question = sorted(answered, key=lambda r: r.eps if hasattr(r, "delta_upper") else r.delta)
+    for a, b in zip(by_question, by_question[1:]):
+        if hasattr(a, "delta_upper"):
+            pairs = ((a.delta_upper, b.delta_upper), (a.delta_lower, b.delta_lower))
+        else:
+            pairs = ((a.eps_upper, b.eps_upper), (a.eps_lower, b.eps_lower))
+        for x, y in pairs:
+            assert x is None or y is None or y <= x, (call, "not monotone in the question", a, b)
 
 
 @settings(derandomize=True, max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
