@@ -36,12 +36,12 @@ def plot_mse(summary: pd.DataFrame, x: str, path: Path, *, title: str = "", xlab
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)  # off the data
     fig.tight_layout()
     from shufflesim.experiments.outdir import atomic_path
 
     path = Path(path)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", bbox_inches="tight")
     plt.close(fig)
     return path

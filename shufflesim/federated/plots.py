@@ -23,7 +23,7 @@ def plot_accuracy(results: list[dict], path: str) -> None:
         colours.append(line.get_color())
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)  # off the data
     if len(results) > 1:
         pts = [(r["eps"], r["accuracy"][-1], r["protocol"], c) for r, c in zip(results, colours)
                if r.get("eps") is not None]
@@ -34,5 +34,5 @@ def plot_accuracy(results: list[dict], path: str) -> None:
         axes[1].set_xlabel("eps of the run")
         axes[1].set_ylabel("final test accuracy")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)

@@ -5,7 +5,14 @@ A scenario file (TOML) has top-level keys :data:`TOP` and any number of steps of
 * ``[[sweep]]`` — a Monte-Carlo grid of one protocol (the sweep engine), summarised per point;
 * ``[[curve]]`` — accountant calls: δ(ε) (or ε(δ)) of a mechanism description over a grid of ε;
 * ``[[table]]`` — a published table recomputed by a study (``balle2020``: seed 004 Table 3);
-* ``[[training]]`` — federated training (FLAME, :mod:`shufflesim.federated`): accuracy per round.
+* ``[[training]]`` — federated training (FLAME, :mod:`shufflesim.federated`): accuracy per round;
+* ``[[cells]]`` — per-cell errors |π̂_x − π_x| of a histogram protocol at chosen cells x (seed 003's
+  individual-specific utility, Tables V–VI) and, with ``grid``, heatmaps of the true and estimated cell
+  distributions (Figures 4–5).
+
+A ``[sweep.paper]`` or ``[cells.paper]`` table holds the paper's printed values for that step (``mean`` and
+optionally ``std``, keyed by n); the report puts each next to shufflesim's with the verdict of
+:mod:`shufflesim.scenarios.agreement`.
 
 ``claims = ["paper/id", ...]`` names claims of the registry (``scenarios/claims/``) whose paper value,
 shufflesim value and verdict the report tabulates.  Every error names the key path and what is allowed.
@@ -42,6 +49,9 @@ ENGINES = ("faithful", "fast", "auto")
 MECHANISMS = ("krr", "rr2", "clones", "biswas", "central-laplace", "central-gaussian")
 STUDIES = ("balle2020",)
 Y_SWEEP = ("mse", "rmse", "rmse_mean", "mse_expected", "tv")
+#: what a sweep's paper values are: the mean over runs of |estimated mean − true mean| (the error of the sum
+#: divided by n), or of the TV distance
+PAPER_STATISTICS = ("abs_error_mean", "tv")
 
 TOP: dict[str, Key] = {
     "title": Key((str,), True, doc="one line: what the scenario shows"),
@@ -55,6 +65,17 @@ TOP: dict[str, Key] = {
     "curve": Key((list,), False, [], items=(dict,)),
     "table": Key((list,), False, [], items=(dict,)),
     "training": Key((list,), False, [], items=(dict,)),
+    "cells": Key((list,), False, [], items=(dict,)),
+}
+
+PAPER: dict[str, Key] = {
+    "source": Key((str,), True, doc="where the numbers are printed (table, text, or where they were transcribed from)"),
+    "statistic": Key((str,), False, None, choices=PAPER_STATISTICS,
+                     doc="sweeps: the per-trial quantity the paper summarises"),
+    "runs": Key((int,), False, None, minimum=1, doc="runs behind each printed number (omit if not stated)"),
+    "mean": Key((dict,), True, doc="n -> printed value (sweeps: a number; cells: a list, one per cell)"),
+    "std": Key((dict,), False, None, doc="n -> printed standard deviation over the runs (as mean)"),
+    "note": Key((str,), False, "", doc="how the paper's setting differs, in words"),
 }
 
 SWEEP: dict[str, Key] = {
@@ -62,6 +83,7 @@ SWEEP: dict[str, Key] = {
     "protocol": Key((str,), True, doc="a registered protocol (shufflesim simulate --help)"),
     "label": Key((str,), False, None),
     "figure": Key((str,), False, None, doc="PNG file stem; steps with the same figure share one plot"),
+    "plot": Key((bool,), False, True, doc="false: no plot of this sweep (e.g. a table's single n)"),
     "n": Key((int,), True, listable=True, minimum=1),
     "quick_n": Key((int,), False, None, listable=True, minimum=1),
     "data": Key((str,), False, "uniform", listable=True,
@@ -76,6 +98,9 @@ SWEEP: dict[str, Key] = {
     "chunk_size": Key((int,), False, 1000, minimum=1),
     "point_seconds": Key((int, float), False, 0.5, minimum=0,
                          doc="set-up cost of one point (calibration), for the run-time estimate"),
+    "lower": Key((int, float), False, None, doc="a real-valued CSV column is scaled by (v − lower)/(upper − lower)"),
+    "upper": Key((int, float), False, None),
+    "paper": Key((dict,), False, None, doc="the paper's printed values (keys: " + ", ".join(PAPER) + ")"),
     "x": Key((str,), False, "n", doc="'n' or a parameter name"),
     "y": Key((str,), False, "mse", choices=Y_SWEEP),
     "logx": Key((bool,), False, True),
@@ -95,6 +120,9 @@ CURVE: dict[str, Key] = {
     "composition": Key((str,), False, "basic", choices=("basic", "advanced")),
     "eps": Key((int, float), False, None, listable=True, minimum=0),
     "eps_range": Key((list,), False, None, items=(int, float), doc="[start, stop, num] (linear grid of eps)"),
+    "x": Key((str,), False, "eps", doc="'eps' (δ(ε) curves) or a mechanism flag such as 'eps0': ε(δ) against it"),
+    "x_range": Key((list,), False, None, items=(int, float), doc="[start, stop, num]: the values of x (x != 'eps')"),
+    "delta": Key((int, float), False, None, minimum=0, doc="x != 'eps': the δ at which ε is reported"),
     "quick_num": Key((int,), False, 5, minimum=2),
     "logy": Key((bool,), False, True),
     "ymin": Key((int, float), False, None, minimum=0, doc="lower end of the δ axis (values below are cut)"),
@@ -121,7 +149,27 @@ TRAINING: dict[str, Key] = {
     "figure": Key((str,), False, None),
 }
 
-SECTIONS = {"sweep": SWEEP, "curve": CURVE, "table": TABLE, "training": TRAINING}
+CELLS: dict[str, Key] = {
+    "name": Key((str,), True),
+    "protocol": Key((str,), True, doc="a histogram protocol with a fast engine (krr, central-gaussian-hist, ...)"),
+    "label": Key((str,), False, None),
+    "n": Key((int,), True, listable=True, minimum=1),
+    "quick_n": Key((int,), False, None, listable=True, minimum=1),
+    "data": Key((str,), False, "uniform"),
+    "params": Key((dict,), False, {}, doc="protocol options (scalars); '1/n^2' is 1/n**2"),
+    "matched_to": Key((str,), False, None, doc="an earlier [[cells]] step: eps and delta set to its points' "
+                      "certified central (eps, delta)"),
+    "cells": Key((list,), True, items=(int,), doc="the cells x (0-based) whose |π̂_x − π_x| is tabulated"),
+    "cell_labels": Key((list,), False, None, items=(int,), doc="the paper's names of those cells (e.g. x0 = 1..k)"),
+    "trials": Key((int,), True, minimum=2),
+    "quick_trials": Key((int,), False, None, minimum=2),
+    "grid": Key((list,), False, None, items=(int,), doc="[columns, rows]: draw the cell distributions as heatmaps "
+                "(cell = row × columns + column, row 0 at the bottom)"),
+    "figure": Key((str,), False, None, doc="heatmap PNG stem; steps with the same figure are panels of one plot"),
+    "paper": Key((dict,), False, None, doc="the paper's printed values (keys: " + ", ".join(PAPER) + ")"),
+}
+
+SECTIONS = {"sweep": SWEEP, "curve": CURVE, "table": TABLE, "training": TRAINING, "cells": CELLS}
 
 
 def _tname(types: tuple) -> str:
@@ -180,36 +228,114 @@ def _check_table(path: str, table: dict, schema: dict[str, Key]) -> dict:
     return out
 
 
+def _check_range(where: str, r: list) -> None:
+    if len(r) != 3 or not (0 < r[0] < r[1]) or int(r[2]) != r[2] or r[2] < 2:
+        raise ScenarioError(f"{where}: {r!r} is not allowed (allowed: [start, stop, num] with 0 < start < stop and "
+                            "an integer num >= 2)")
+
+
+def _check_paper(where: str, paper: dict, step: dict, section: str) -> dict:
+    """A step's ``paper`` table: keys, statistic, and values keyed by an n of the step."""
+    pp = _check_table(where, paper, PAPER)
+    if section == "sweep" and pp["statistic"] is None:
+        raise ScenarioError(f"{where}.statistic: missing required key (allowed: {', '.join(PAPER_STATISTICS)})")
+    if section == "cells" and pp["statistic"] is not None:
+        raise ScenarioError(f"{where}.statistic: not allowed in [[cells]] (the statistic is |π̂_x − π_x|)")
+    if pp["std"] is not None and (pp["runs"] or 1) < 2:
+        raise ScenarioError(f"{where}.std: a standard deviation over runs needs runs >= 2 (give runs)")
+    ns = {int(v) for v in (step["n"] if isinstance(step["n"], list) else [step["n"]])}
+    out: dict[str, dict[int, Any]] = {}
+    for field_ in ("mean", "std"):
+        table = pp[field_] or {}
+        if field_ == "mean" and not table:
+            raise ScenarioError(f"{where}.mean: an empty table (give the printed values keyed by n)")
+        vals: dict[int, Any] = {}
+        for key, v in table.items():
+            p = f"{where}.{field_}.{key}"
+            if not key.isdigit() or int(key) not in ns:
+                raise ScenarioError(f"{p}: {key!r} is not allowed (allowed: an n of this step: "
+                                    f"{', '.join(map(str, sorted(ns)))})")
+            if section == "cells":
+                if not isinstance(v, list) or len(v) != len(step["cells"]):
+                    raise ScenarioError(f"{p}: expected an array of {len(step['cells'])} numbers (one per cell)")
+                items = v
+            else:
+                items = [v]
+            for j, x in enumerate(items):
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0:
+                    raise ScenarioError(f"{p}{f'[{j}]' if section == 'cells' else ''}: expected a number >= 0, "
+                                        f"got {type(x).__name__} {x!r}")
+            vals[int(key)] = [float(x) for x in v] if section == "cells" else float(v)
+        out[field_] = vals
+    pp["mean"], pp["std"] = out["mean"], out["std"]
+    return pp
+
+
+def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
+    where = f"{section}[{i}]"
+    if section in ("sweep", "cells") and s["matched_to"] is not None and \
+            s["matched_to"] not in {st["name"] for st in earlier}:
+        raise ScenarioError(f"{where}.matched_to: {s['matched_to']!r} is not an earlier "
+                            f"{'sweep' if section == 'sweep' else '[[cells]] step'} (earlier: "
+                            f"{', '.join(st['name'] for st in earlier) or 'none'})")
+    if section in ("sweep", "cells") and s["paper"] is not None:
+        s["paper"] = _check_paper(f"{where}.paper", s["paper"], s, section)
+    if section == "sweep" and (s["lower"] is None) != (s["upper"] is None):
+        raise ScenarioError(f"{where}: give both lower and upper (the scaling of a real-valued CSV column) or neither")
+    if section == "sweep" and s["lower"] is not None and not s["lower"] < s["upper"]:
+        raise ScenarioError(f"{where}.upper: {s['upper']!r} is not allowed (allowed: > lower = {s['lower']!r})")
+    if section == "curve":
+        if s["x"] == "eps":
+            if s["x_range"] is not None or s["delta"] is not None:
+                raise ScenarioError(f"{where}: x_range and delta go with x = a mechanism flag (here x = 'eps': "
+                                    "give eps or eps_range)")
+            if (s["eps"] is None) == (s["eps_range"] is None):
+                raise ScenarioError(f"{where}: give exactly one of eps and eps_range")
+            if s["eps_range"] is not None:
+                _check_range(f"{where}.eps_range", s["eps_range"])
+        else:
+            if s["eps"] is not None or s["eps_range"] is not None:
+                raise ScenarioError(f"{where}: eps and eps_range go with x = 'eps'; x = {s['x']!r} takes x_range "
+                                    "and delta")
+            if s["x_range"] is None or s["delta"] is None:
+                raise ScenarioError(f"{where}: x = {s['x']!r} needs x_range = [start, stop, num] and delta")
+            _check_range(f"{where}.x_range", s["x_range"])
+            if not 0 < s["delta"] < 1:
+                raise ScenarioError(f"{where}.delta: {s['delta']!r} is out of range (allowed: 0 < delta < 1)")
+            if s["x"] in s["args"]:
+                raise ScenarioError(f"{where}.args.{s['x']}: x = {s['x']!r} is the varied flag; do not give it in args")
+    if section == "cells":
+        if any(isinstance(v, list) for v in s["params"].values()):
+            raise ScenarioError(f"{where}.params: a [[cells]] step takes scalar params (one point per n)")
+        if any(c < 0 for c in s["cells"]) or not s["cells"]:
+            raise ScenarioError(f"{where}.cells: {s['cells']!r} is not allowed (allowed: cell indices >= 0)")
+        if s["cell_labels"] is not None and len(s["cell_labels"]) != len(s["cells"]):
+            raise ScenarioError(f"{where}.cell_labels: give one label per cell ({len(s['cells'])})")
+        if s["grid"] is not None and (len(s["grid"]) != 2 or min(s["grid"]) < 1):
+            raise ScenarioError(f"{where}.grid: {s['grid']!r} is not allowed (allowed: [columns, rows], both >= 1)")
+
+
 def validate(doc: dict) -> dict:
     """The scenario with defaults filled in; raises :class:`ScenarioError` naming the key path."""
     top = _check_table("", doc, TOP)
+    names: set[str] = set()  # one namespace: a step's name is its result files' name
     for section, schema in SECTIONS.items():
-        names = set()
-        steps = []
+        steps: list[dict] = []
         for i, step in enumerate(top[section]):
             s = _check_table(f"{section}[{i}]", step, schema)
-            if s["name"] in names:
-                raise ScenarioError(f"{section}[{i}].name: {s['name']!r} is used twice")
+            if s["name"] in names or s["name"] in ("claims", "paper"):
+                raise ScenarioError(f"{section}[{i}].name: {s['name']!r} is used twice (step names are the result "
+                                    "files' names: unique across the scenario, and not 'claims' or 'paper')")
             names.add(s["name"])
-            if section == "sweep" and s["matched_to"] is not None and s["matched_to"] not in names - {s["name"]}:
-                raise ScenarioError(f"sweep[{i}].matched_to: {s['matched_to']!r} is not an earlier sweep (earlier: "
-                                    f"{', '.join(st['name'] for st in steps) or 'none'})")
-            if section == "curve":
-                if (s["eps"] is None) == (s["eps_range"] is None):
-                    raise ScenarioError(f"curve[{i}]: give exactly one of eps and eps_range")
-                if s["eps_range"] is not None:
-                    r = s["eps_range"]
-                    if len(r) != 3 or not (0 < r[0] < r[1]) or int(r[2]) != r[2] or r[2] < 2:
-                        raise ScenarioError(f"curve[{i}].eps_range: {r!r} is not allowed (allowed: [start, stop, "
-                                            "num] with 0 < start < stop and an integer num >= 2)")
+            _check_step(section, i, s, steps)
             steps.append(s)
         top[section] = steps
     for i, c in enumerate(top["claims"]):
         if c.count("/") != 1:
             raise ScenarioError(f"claims[{i}]: {c!r} is not allowed (allowed: 'paper/id' of scenarios/claims/)")
-    if not (top["sweep"] or top["curve"] or top["table"] or top["training"] or top["claims"]):
+    if not any(top[k] for k in ("sweep", "curve", "table", "training", "cells", "claims")):
         raise ScenarioError("the scenario has nothing to run (give at least one [[sweep]], [[curve]], [[table]], "
-                            "[[training]] or claims)")
+                            "[[training]], [[cells]] or claims)")
     return top
 
 

@@ -1,0 +1,172 @@
+"""Is a paper's printed number what shufflesim's simulation of the same setting would print?
+
+A paper reports a statistic of R runs of a protocol (the mean of |error| over R runs and its standard
+deviation, as seed 004 Table 2; or a single run's value, as seed 003 Tables V and VI seem to be).  shufflesim
+runs T ≫ R trials of the same setting.  The agreement test asks whether the printed number is a plausible
+outcome of the paper's own experiment if the protocol behaves as shufflesim simulates it:
+
+* the *reference distribution* of the paper's statistic is that statistic (mean or standard deviation,
+  ddof = 0) of R draws from shufflesim's T per-trial values — resampled with replacement (bootstrap, a
+  fixed seed), or for R = 1 and the mean the T values themselves;
+* the verdict is ``reproduced`` when the printed number lies in the central ``level`` range of that
+  distribution, else ``not reproduced`` (with the side).  ``level`` is 95 % Bonferroni-corrected over the
+  numbers of one table (:func:`table_level`), so that a table whose every number comes from the simulated
+  setting is wholly ``reproduced`` with probability ≥ 95 %;
+* where the paper does not say how many runs a number summarises, R = 1 is used: the widest range (a mean
+  of more runs would have a narrower one), so ``not reproduced`` is then conclusive and ``reproduced`` is not.
+
+The position of the printed number in the reference distribution (its percentile) is reported as well.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.errors import ParameterError
+
+#: bootstrap resamples of the reference distribution
+RESAMPLES = 20_000
+#: spawn-key prefix of the bootstrap streams (after data 0, trials 1, fast blocks 2, [[cells]] trials 3)
+AGREEMENT_STREAM = 4
+STATISTICS = ("mean", "std")
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One printed number against shufflesim's reference distribution of the same statistic."""
+
+    paper: float
+    lo: float
+    hi: float
+    percentile: float
+    verdict: str
+    side: str  # "" | "paper below" | "paper above"
+
+
+def table_level(count: int, level: float = 0.95) -> float:
+    """Per-number level for ``count`` numbers of one table (Bonferroni: jointly ≥ ``level``)."""
+    return 1.0 - (1.0 - level) / max(int(count), 1)
+
+
+def reference(values: np.ndarray, runs: int, statistic: str, rng: np.random.Generator) -> np.ndarray:
+    """Draws of ``statistic`` over ``runs`` runs, each run a draw from ``values`` (shufflesim's trials)."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x)):
+        raise ParameterError("the reference distribution needs at least two finite per-trial values")
+    if statistic not in STATISTICS:
+        raise ParameterError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
+    if runs < 1:
+        raise ParameterError(f"runs must be >= 1; got {runs}")
+    if runs == 1:
+        if statistic == "std":
+            raise ParameterError("the standard deviation of a single run is 0: give the number of runs")
+        return x
+    sample = x[rng.integers(0, x.size, size=(RESAMPLES, runs))]
+    return sample.mean(axis=1) if statistic == "mean" else sample.std(axis=1)
+
+
+def compare(paper: float, draws: np.ndarray, level: float) -> Agreement:
+    """The verdict for the printed number ``paper`` against ``draws`` of the reference distribution."""
+    lo, hi = (float(q) for q in np.quantile(draws, [(1.0 - level) / 2.0, (1.0 + level) / 2.0]))
+    below = float(np.mean(draws < paper))
+    ties = float(np.mean(draws == paper))
+    pct = 100.0 * (below + ties / 2.0)
+    if lo <= paper <= hi:
+        return Agreement(float(paper), lo, hi, pct, "reproduced", "")
+    return Agreement(float(paper), lo, hi, pct, "not reproduced", "paper below" if paper < lo else "paper above")
+
+
+def describe(runs: int | None, level: float, count: int) -> str:
+    """The agreement test in one paragraph, for the report."""
+    r = "R = 1 (the paper does not say how many runs a number summarises; a single run's range is the widest, " \
+        "so only 'not reproduced' is conclusive)" if runs is None else f"R = {runs} (the paper's runs)"
+    return (f"Agreement test: a printed number is *reproduced* when it lies in the central {100 * level:.3g} % "
+            f"range of the same statistic of R runs drawn from shufflesim's trials (bootstrap, "
+            f"{RESAMPLES} resamples, fixed seed), {r}; {100 * level:.3g} % is 95 % Bonferroni-corrected over the "
+            f"{count} printed numbers of this table. 'percentile' is the printed number's position in that "
+            "distribution.")
+
+
+def fmt_range(a: Agreement) -> str:
+    return f"[{a.lo:.3g}, {a.hi:.3g}]" if math.isfinite(a.lo) else "–"
+
+
+# --- a scenario's printed values against its simulations --------------------------------------------------
+QUANTITIES = {"abs_error_mean": "|estimated mean − true mean| (the error of the sum divided by n)",
+              "tv": "the TV distance between the estimated and the true distribution",
+              "abs_cell_error": "|π̂_x − π_x| at cell x0 (individual-specific utility, as frequencies)"}
+
+
+def printed_numbers(step: dict, kind: str, rows: list[dict]) -> list[dict]:
+    """The printed numbers of one step (its ``paper`` table, :mod:`~shufflesim.scenarios.schema`), each with
+    shufflesim's per-trial values of the same quantity.
+
+    ``rows`` are the step's points (or, for [[cells]], its (point, cell) pairs): dicts with ``label``, ``n``,
+    ``values`` and, for cells, ``index`` (the cell's position in the step's ``cells``) and ``x0``.  Points
+    whose n has no printed number are left out (the quick mode's n, say).
+    """
+    paper = step["paper"]
+    out = []
+    for r in rows:
+        for stat in STATISTICS:
+            table = paper[stat] or {}
+            if r["n"] not in table:
+                continue
+            v = table[r["n"]]
+            out.append({"source": paper["source"], "quantity": paper["statistic"] or "abs_cell_error",
+                        "runs": paper["runs"], "note": paper["note"], "step": step["name"], "kind": kind,
+                        "label": r["label"], "n": r["n"], "x0": r.get("x0"), "statistic": stat,
+                        "paper": v[r["index"]] if isinstance(v, list) else v, "values": r["values"]})
+    return out
+
+
+def evaluate(numbers: list[dict], seed: int) -> "pd.DataFrame":
+    """The verdict of every printed number.  The numbers of one ``source`` (one table of the paper) share the
+    Bonferroni-corrected level; bootstrap streams ``(AGREEMENT_STREAM, source index, number index)``."""
+    import pandas as pd
+
+    from shufflesim.core.rng import child
+
+    root = np.random.SeedSequence(seed)
+    sources = list(dict.fromkeys(x["source"] for x in numbers))
+    out = []
+    for si, src in enumerate(sources):
+        group = [x for x in numbers if x["source"] == src]
+        level = table_level(len(group))
+        for i, x in enumerate(group):
+            gen = np.random.Generator(np.random.PCG64(child(root, AGREEMENT_STREAM, si, i)))
+            values = np.asarray(x["values"], dtype=float)
+            a = compare(x["paper"], reference(values, x["runs"] or 1, x["statistic"], gen), level)
+            row = {k: v for k, v in x.items() if k != "values"}
+            row.update(shufflesim=float(values.mean() if x["statistic"] == "mean" else values.std()),
+                       trials=int(values.size), range_lo=a.lo, range_hi=a.hi, percentile=a.percentile,
+                       verdict=a.verdict, side=a.side, level=level)
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def column_checks(papers: "pd.DataFrame", minimum: int = 5) -> list[str]:
+    """A sign test per column of a printed table (same source, statistic and n, at least ``minimum`` numbers).
+
+    If every printed number were an outcome of the simulated setting, each would fall below the median of
+    its reference distribution with probability 1/2, independently: the count below is Binomial(m, 1/2).  A
+    small two-sided p-value says the printed column sits systematically low (or high) against shufflesim,
+    even where every single number is within its own range.
+    """
+    from scipy.stats import binomtest
+
+    out = []
+    for (src, stat, n), g in papers.groupby(["source", "statistic", "n"], sort=False):
+        m = len(g)
+        if m < minimum:
+            continue
+        below = int((g["percentile"] < 50).sum())
+        p = binomtest(below, m, 0.5).pvalue
+        out.append(f"Column check ({stat}, n = {n}): {below} of {m} printed numbers lie below the median of their "
+                   f"reference distribution; two-sided sign-test p = {p:.2g}"
+                   + (" — the column is systematically " + ("low" if below > m / 2 else "high") + " against "
+                      "shufflesim's simulation." if p < 0.05 else " (no systematic offset detected)."))
+    return out

@@ -1,0 +1,130 @@
+"""Expanding a validated scenario's steps: the sweep points, the accountant grids, the trials in each mode, and
+the run-time estimate (before anything runs)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+
+from shufflesim.scenarios.schema import ScenarioError
+
+
+def _as_list(v) -> list:
+    return list(v) if isinstance(v, list) else [v]
+
+
+def resolve_data(spec: str) -> str:
+    """``datasets/NAME:COLUMN`` names a file shipped in ``shufflesim/datasets/`` (e.g. the Gowalla cells)."""
+    if spec.startswith("datasets/") and ":" in spec:
+        from importlib.resources import files
+
+        return str(Path(str(files("shufflesim"))) / spec)
+    return spec
+
+
+def matched_points(step: dict, reference: list) -> list:
+    """One point per point of ``reference`` (an earlier sweep's points): same n and data, this step's params
+    with ``eps`` and ``delta`` set to the reference protocol's certified central guarantee."""
+    from shufflesim.experiments.sweep import SweepPoint
+    from shufflesim.pipeline import registry
+
+    pts = []
+    for p in reference:
+        g = registry.create(p.protocol, p.n, **p.params).privacy()
+        if g is None:
+            raise ScenarioError(f"sweep {step['name']}: matched_to protocol {p.protocol!r} states no central "
+                                "guarantee")
+        params = {k: v for k, v in step["params"].items() if not isinstance(v, list)}
+        params.update(eps=float(g.eps), delta=float(g.delta))
+        pts.append(SweepPoint(step["protocol"], params, p.data, p.n))
+    return pts
+
+
+def sweep_points(step: dict, quick: bool, sc: dict | None = None, section: str = "sweep") -> list:
+    """The sweep engine's points of a [[sweep]] (or [[cells]]) step (quick mode: ``quick_n`` if given)."""
+    from shufflesim.experiments.sweep import SweepPoint
+
+    if step["matched_to"] is not None and sc is not None:
+        return matched_points(step, sweep_points(reference_step(step, sc, section), quick, sc, section))
+
+    ns = _as_list(step["quick_n"] if quick and step["quick_n"] is not None else step["n"])
+    names = sorted(step["params"])
+    axes = [_as_list(step["params"][k]) for k in names]
+    pts = []
+    for data in _as_list(step["data"]):
+        data = resolve_data(data)
+        for n in ns:
+            for combo in itertools.product(*axes):
+                params = {}
+                for k, v in zip(names, combo):
+                    params[k] = 1.0 / n**2 if v == "1/n^2" else (1.0 / n if v == "1/n" else v)
+                pts.append(SweepPoint(step["protocol"], params, data, int(n), step.get("lower"), step.get("upper")))
+    return pts
+
+
+def reference_step(step: dict, sc: dict, section: str = "sweep") -> dict:
+    """The step that ``step`` is ``matched_to`` (an earlier step of the same section)."""
+    return next(s for s in sc[section] if s["name"] == step["matched_to"])
+
+
+def sweep_trials(step: dict, quick: bool) -> int:
+    return (step["quick_trials"] or min(step["trials"], 20)) if quick else step["trials"]
+
+
+def curve_eps(step: dict, quick: bool) -> list[float]:
+    if step["eps"] is not None:
+        eps = [float(e) for e in _as_list(step["eps"])]
+        if quick and len(eps) > step["quick_num"]:
+            idx = np.unique(np.linspace(0, len(eps) - 1, step["quick_num"]).round().astype(int))
+            eps = [eps[i] for i in idx]
+        return eps
+    start, stop, num = step["eps_range"]
+    num = min(int(num), step["quick_num"]) if quick else int(num)
+    return [float(x) for x in np.linspace(start, stop, num)]
+
+
+def curve_x(step: dict, quick: bool) -> list[float]:
+    """The values of the varied mechanism flag of a curve with ``x`` != 'eps'."""
+    start, stop, num = step["x_range"]
+    num = min(int(num), step["quick_num"]) if quick else int(num)
+    return [float(x) for x in np.linspace(start, stop, num)]
+
+
+def curve_combos(step: dict) -> list[tuple[dict, int]]:
+    names = sorted(step["args"])
+    axes = [_as_list(step["args"][k]) for k in names]
+    return [(dict(zip(names, combo)), int(c)) for combo in itertools.product(*axes)
+            for c in _as_list(step["compositions"])]
+
+
+def active_sweeps(sc: dict, quick: bool) -> list[dict]:
+    """The [[sweep]] steps that run in this mode (``in_quick = false`` ones are left out of --quick)."""
+    return [s for s in sc["sweep"] if s["in_quick"] or not quick]
+
+
+def estimate_seconds(sc: dict, quick: bool) -> float:
+    """A rough estimate of the run time (fast engine ~0.2 ms a trial, faithful ~0.1 µs a user and trial, a
+    sweep point's ``point_seconds`` of set-up, half a second an accountant line, a minute for a table, five
+    seconds a claim, two seconds a training round)."""
+    total = 0.0
+    for s in active_sweeps(sc, quick):
+        t = sweep_trials(s, quick)
+        for p in sweep_points(s, quick):
+            per = 2e-4 if s["engine"] != "faithful" else 2e-4 + 1e-7 * p.n
+            total += t * per + s["point_seconds"]
+    for c in sc["curve"]:
+        total += 0.5 * len(curve_combos(c)) * (1 if c["x"] == "eps" else len(curve_x(c, quick)))
+    total += 60.0 * len(sc["table"]) + 5.0 * len(sc["claims"])
+    for s in sc["training"]:
+        per_round = 3.5 if s["dataset"] == "mnist" else 2.0
+        total += per_round * len(_as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"])
+    for s in sc["cells"]:
+        for _ in _as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
+            total += 1.0 + 2e-4 * cells_trials(s, quick)
+    return total
+
+
+def cells_trials(step: dict, quick: bool) -> int:
+    return (step["quick_trials"] or min(step["trials"], 50)) if quick else step["trials"]
