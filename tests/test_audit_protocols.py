@@ -158,6 +158,12 @@ def test_cli_audits_ikos_at_a_smaller_eps_than_its_own():
     assert text.returncode == 0 and "(blanket-binomial, cheu)" in text.stdout and "verdict     consistent" in text.stdout
 
 
-def test_cli_refuses_a_protocol_without_sampler_in_one_line():
-    out = _cli("local-laplace-sum", "--n", "10", "--eps", "1")
-    assert out.returncode == 2 and out.stderr.startswith("error:") and out.stderr.count("\n") == 1
+@pytest.mark.parametrize("argv", [
+    ("local-laplace-sum", "--n", "10", "--eps", "1"),  # no exact sampler
+    ("krr", "--n", "10", "--k", "3", "--eps0", "1", "--eps", "0.5", "--protocol-eps", "1"),  # krr has no eps
+    ("central-laplace-sum", "--n", "10", "--eps", "0.5", "--protocol-delta", "1e-3"),  # nor a delta
+    ("cheu-sum", "--n", "10", "--eps", "0.5", "--pair", "constant:0", "constant:1"),
+])
+def test_cli_refuses_in_one_line(argv):
+    out = _cli(*argv, "--trials", "100")
+    assert out.returncode == 2 and out.stderr.startswith("error:") and out.stderr.count("\n") == 1, out.stderr

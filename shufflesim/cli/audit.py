@@ -58,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     cls = registry.get(args.protocol)
     params = protocol_params(args)
     names = {o.name for o in cls.options}
+    for flag, value, option in (("--protocol-eps", args.protocol_eps, "eps"),
+                                ("--protocol-delta", args.protocol_delta, "delta")):
+        if value is not None and option not in names:
+            raise ParameterError(f"{flag}: {args.protocol} has no {option} option of its own")
     if "eps" in names:
         params["eps"] = args.eps if args.protocol_eps is None else args.protocol_eps
     own_delta = args.delta if args.protocol_delta is None else args.protocol_delta
