@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from shufflesim.cli._common import float_arg, int_arg, print_json
+from shufflesim.cli._common import float_arg, int_arg
 from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 
 
