@@ -34,6 +34,7 @@ from shufflesim.accounting.bounds import (
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair, krr_gamma_from_eps0, krr_pair, rr2_pair
 from shufflesim.accounting.pairs.krr import krr_strong_pair
 from shufflesim.federated.accounting import paper_pipeline
+from shufflesim.maths.rr_count import rr2_count_pmfs
 
 FINDINGS = Path(__file__).resolve().parents[1] / "FINDINGS.md"
 NUM = r"([0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?)"
@@ -125,9 +126,7 @@ def test_item1_strong_1d_versus_full_view():
 
 def _rr2_mixed_delta(n: int, eps0: float, ones: int, eps: float) -> float:
     """Exact delta of the shuffled binary-RR count when ``ones`` of the other n-1 users hold 1."""
-    p = 1.0 / (math.exp(eps0) + 1.0)
-    base = np.convolve(binom.pmf(np.arange(n - ones), n - 1 - ones, p), binom.pmf(np.arange(ones + 1), ones, 1 - p))
-    P, Q = np.convolve(base, [1 - p, p]), np.convolve(base, [p, 1 - p])
+    P, Q = rr2_count_pmfs(n, eps0, ones)
     with np.errstate(divide="ignore"):
         return bf.hockey_stick(np.log(P), np.log(Q), eps)
 
