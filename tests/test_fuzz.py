@@ -35,6 +35,9 @@ from shufflesim.errors import ShufflesimError  # noqa: E402
 LIGHT = ("simulate", "account")
 FAST_TIMEOUT = 30
 SLOW_TIMEOUT = 120
+#: the long profile's limit for valid calls of the study commands (claims report, table balle2020, …): they
+#: legitimately take one or two minutes on an idle 2-core machine, several when it is shared
+STUDY_TIMEOUT = 600
 #: options that ask for a documented long run (the slow claims, a full table or scenario, a cluster): never
 #: drawn, so a valid call can answer within the timeout; scenario runs are always --quick
 LONG_BY_DESIGN = ("slow", "full", "yes", "scheduler", "tight")
@@ -212,7 +215,7 @@ def test_cli_fuzz_fast(argv, capsys, tmp_path_factory):
 @given(argv=argv_strategy(heavy_invalid=False))
 def test_cli_fuzz_long(argv, capsys, tmp_path_factory):
     check_cli([a.replace("/tmp/shufflesim-fuzz", str(tmp_path_factory.getbasetemp())) for a in argv], capsys,
-              SLOW_TIMEOUT)
+              SLOW_TIMEOUT if argv[0] in LIGHT else STUDY_TIMEOUT)
 
 
 # --- the Python API ---------------------------------------------------------------------------------------
