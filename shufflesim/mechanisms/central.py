@@ -9,6 +9,10 @@ closed-form privacy profiles (docs/theory.md#central), accounted by the method `
 * Gaussian with noise σ: δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) (Balle, Wang, ICML 2018,
   arXiv:1805.06530, Theorem 8), :func:`shufflesim.maths.central.gaussian_delta`.
 
+For the replacement histogram (``central-laplace-hist``: two bins move by ±1 under independent noise of
+scale 2/ε) the 1-D Laplace profile with sensitivity 2 is an upper bound on the two-bin view's profile at every
+ε′, which is exactly 1 − (1 + a/4)e^{−a/2}, a = (ε − ε′)₊ (docs/theory.md#central-laplace-hist-profile).
+
 The closed forms are evaluated in double precision; the reported interval widens each value by 1e-12
 relative (far above the evaluation's round-off) so that the upper end is never below the true δ.
 """

@@ -7,19 +7,22 @@ arXiv:1808.01394, as seed 004 describes it; docs/theory.md#summation-cheu).  The
 multiset of bits, i.e. the count of ones, Bin(U, 1 − γ/2) + Bin(nr − U, γ/2) with U = Σ x̄
 (:mod:`shufflesim.maths.rr_count`).
 
-Method ``blanket-binomial`` (shufflesim's bound, docs/theory.md#summation-cheu; :func:`cheu_delta`): an
-upper bound for the stronger adversary who also knows the others' inputs and which of their bits were
-blanketed.  Given those, the view is the target's count of ones plus Bin(M, ½), M ~ Bin((n−1)r, γ) the
-others' blanketed bits; the target's count is Bin(r, 1 − γ/2) (x̄ = r) against Bin(r, γ/2) (x̄ = 0), the
-worst pair (monotone likelihood ratio, checked by brute force in tests/test_sum_baselines.py), so
-δ = E_M[δ(P_M‖Q_M)]; δ(P_m‖Q_m) is non-increasing in m, so M is binned and each bin charged its smallest m,
-and the masses outside the computed windows are added.  Forgetting the coins is post-processing, so the
-bound holds for the analyser's view.  This is the computation ``cheu-sum`` calibrates γ with, so
-``account(protocol.mechanism(), eps=[eps])`` reproduces the protocol's δ exactly.
+Method ``blanket-binomial`` (shufflesim's bound, docs/theory.md#summation-cheu, derived in
+docs/theory.md#summation-cheu-profile; :func:`cheu_delta`): an upper bound for the stronger adversary who
+also knows the others' rounded inputs and which of their bits were blanketed.  Given those, the view is the
+target's count of ones plus Bin(M, ½), M ~ Bin((n−1)r, γ) the others' blanketed bits; the target's count is
+Bin(r, 1 − γ/2) (x̄ = r) against Bin(r, γ/2) (x̄ = 0), the worst pair (stochastic order and monotone
+likelihood ratio, docs/theory.md#summation-cheu-profile; checked by brute force in
+tests/test_sum_baselines.py), so δ = E_M[δ(P_M‖Q_M)]; δ(P_m‖Q_m) is non-increasing in m, so M is binned
+and each bin charged its smallest m, and the masses outside the computed windows are added.  Forgetting
+the coins is post-processing, so the bound holds for the analyser's view.  This is the computation
+``cheu-sum`` calibrates γ with, so ``account(protocol.mechanism(), eps=[eps])`` reproduces the protocol's δ
+exactly.
 
-Lower bound: the exact δ of the analyser's view for the neighbours "every user holds 0" against "the target
-holds 1" (the count of ones over (n−1)r zero bits plus the target's r bits; :func:`shufflesim.maths.rr_count.
-rr_count_pair_window`), less the PMFs' round-off (1e-10 relative each, times 1 + e^ε).
+Lower bound (docs/theory.md#summation-cheu-profile): the exact δ of the analyser's view for the neighbours
+"every user holds 0" against "the target holds 1" (the count of ones over (n−1)r zero bits plus the target's
+r bits; :func:`shufflesim.maths.rr_count.rr_count_pair_window`), less the PMFs' round-off (1e-10 relative
+each, times 1 + e^ε).
 
 Each user's r-bit report is r·log((2 − γ)/γ)-LDP (each bit is log((2 − γ)/γ)-LDP binary randomised
 response), which :meth:`CheuSum.local_guarantee` states: the accountant caps every answer there.

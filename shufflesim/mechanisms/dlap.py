@@ -6,14 +6,16 @@ is the central comparison mechanism of seed 004's IKOS protocol (Lemma 5.2, Appe
 precision p has Δ = p) and shufflesim's ``central-dlap-sum`` baseline.  Method ``closed-form``: the exact
 privacy profile of the worst pair, :func:`dlap_delta`.
 
-Exact profile **(shufflesim's derivation)**.  Write λ = ε0/Δ = −log α.  For the pair P = law(Z),
+Exact profile **(shufflesim's derivation; docs/theory.md#dlap-profile derives it in full)**.  Write
+λ = ε0/Δ = −log α.  For the pair P = law(Z),
 Q = law(Z + d) with 0 ≤ d ≤ Δ, the privacy loss log P(z)/Q(z) = λ(|z − d| − |z|) is non-increasing in z, so
 the optimal event of the hockey-stick divergence (docs/theory.md#hockey-stick) is a half-line {z ≤ t} and
 δ_d(ε) = sup_t [F(t) − e^ε F(t − d)] with F the CDF of Z.  As F(t − d) decreases in d, δ_d(ε) ≤ δ_Δ(ε): the
 largest shift is the worst.  A statistic R + Z whose R depends on the data through a user's randomised
 rounding (or any other randomness) is a mixture over the values of R of shifts by at most Δ, so by the
-joint convexity of the hockey-stick divergence its δ is at most δ_Δ(ε) too.  For d = Δ the loss is ε0 on
-z ≤ 0, λ(Δ − 2z) on 0 < z < Δ and −ε0 on z ≥ Δ; summing the positive parts (two geometric series) gives,
+joint convexity of the hockey-stick divergence (docs/theory.md#summation-privacy-profiles) its δ is at
+most δ_Δ(ε) too.  For d = Δ the loss is ε0 on z ≤ 0, λ(Δ − 2z) on 0 < z < Δ and −ε0 on z ≥ Δ; summing the
+positive parts (two geometric series) gives,
 for 0 ≤ ε < ε0 and J = #{z ∈ 1..Δ−1 : λ(Δ − 2z) > ε},
 
     δ(ε) = [1 − e^{ε−ε0} + α(1 − α^J)(1 − e^{ε − λ(Δ − J − 1)})] / (1 + α),

@@ -7,7 +7,7 @@ Lemma 5.2 and its proof in Appendix B, Lemma F.2) compares this view with a mech
 DLap(e^{−ε0/p}) to the rounded sum (sensitivity p) and then simulates the secure summation on the result:
 if the summation has worst-case statistical security σ (the views of two inputs with the same sum are within
 η = 2^{−σ} in total variation), the view is within η of M2's for every data set, so by Lemma F.2
-(docs/theory.md#dp-from-tv), for every ε ≥ 0,
+(docs/theory.md#dp-from-tv) applied at each ε (docs/theory.md#summation-ikos-profile), for every ε ≥ 0,
 
     δ(ε) ≤ δ_DLap(ε) + (1 + e^ε)·2^{−σ},
 
@@ -17,18 +17,19 @@ first term is 0 and the bound is the protocol's own claim (ε0, (1 + e^{ε0})2^{
 certifies the whole profile.  σ comes from shufflesim's reconstruction of seed 004's Theorem 6.1 / eq. (4)
 (docs/theory.md#summation-ikos-messages): the upper bound rests on it.
 
-Upper curve **(shufflesim)**.  The true δ(ε) is non-increasing in ε, so u(ε) = min over ε' ≤ ε of the bound
-above is still a bound.  As a function of s = e^ε the bound is convex (δ_DLap is a supremum of functions
-P(E) − sQ(E), affine in s; the second term is affine in s) and piecewise linear with slope
-η − Q(loss > ε) = η − α^{p−J}/(1 + α) (J as in :mod:`.dlap`), so its minimum over [0, ε0] is at the ε* where
-that slope turns non-negative, found in closed form; u(ε) = bound(min(ε, ε*)).  For realistic σ, ε* = ε0.
-Hence δ(ε) for ε ≥ ε0 is the constant (1 + e^{ε0})2^{−σ}, and ε(δ) is infinite for δ below it.
+Upper curve **(shufflesim, docs/theory.md#summation-ikos-profile)**.  The true δ(ε) is non-increasing in
+ε, so u(ε) = min over ε' ≤ ε of the bound above is still a bound.  As a function of s = e^ε the bound is
+convex (δ_DLap is a supremum of functions P(E) − sQ(E), affine in s; the second term is affine in s) and
+piecewise linear with slope η − Q(loss > ε) = η − α^{p−J}/(1 + α) (J as in :mod:`.dlap`), so its minimum
+over [0, ε0] is at the ε* where that slope turns non-negative, found in closed form;
+u(ε) = bound(min(ε, ε*)).  ε* = ε0 whenever the protocol's own δ, (1 + e^{ε0})2^{−σ}, is below ½.  Hence
+δ(ε) for ε ≥ ε0 is then the constant (1 + e^{ε0})2^{−σ}, and ε(δ) is infinite for δ below it.
 
-Lower bound **(shufflesim)**, independent of the reconstruction.  The view determines the sum of all shares,
-(Σ x̄_i + Z) mod q.  For the neighbours "every user holds 0" and "the target holds 1" (x̄ = 0 and p exactly)
-that sum is Z mod q against (Z + p) mod q, which differ from the unwrapped pair only when |Z| ≥
-a = ⌊q/2⌋ − p + 1, so the view's δ(ε) ≥ δ_DLap(ε) − (1 + e^ε)·P(|Z| ≥ a) with P(|Z| ≥ a) = 2α^a/(1 + α).
-Without ``q`` there is no lower bound.
+Lower bound **(shufflesim, docs/theory.md#summation-ikos-profile)**, independent of the reconstruction.  The
+view determines the sum of all shares, (Σ x̄_i + Z) mod q.  For the neighbours "every user holds 0" and "the
+target holds 1" (x̄ = 0 and p exactly) that sum is Z mod q against (Z + p) mod q, which differ from the
+unwrapped pair only when |Z| ≥ a = ⌊q/2⌋ − p + 1, so the view's δ(ε) ≥ δ_DLap(ε) − (1 + e^ε)·P(|Z| ≥ a)
+with P(|Z| ≥ a) = 2α^a/(1 + α).  Without ``q`` there is no lower bound.
 
 Both curves are evaluated in double precision and widened by 1e-12 relative (as :mod:`.central`).
 """
