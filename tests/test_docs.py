@@ -28,6 +28,12 @@ def test_every_cited_anchor_exists():
     assert not missing, "\n".join(missing)
 
 
+def test_anchors_are_unique():
+    """An anchor is never reused for something else (docs/theory.md's preamble): each id occurs once."""
+    ids = re.findall(r'<a id="([^"]+)"', THEORY.read_text())
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
+
+
 def test_package_cites_nothing_outside_the_repository():
     bad = []
     for path in [*(ROOT / "shufflesim").rglob("*.py"), *(ROOT / "protocols").glob("*.py")]:

@@ -133,6 +133,24 @@ def test_ikos_bound_is_dlap_plus_tv_minimised_over_smaller_eps():
     assert 0.0 < IKOSSum(5.0, 7, 6.0).argmin_eps() < 5.0  # an interior minimum is exercised
 
 
+def test_ikos_minimum_is_at_eps0_when_the_claimed_delta_is_below_half():
+    """docs/theory.md#summation-ikos-profile: (1 + e^ε0)2^-σ < ½ implies that the bound's slope in e^ε is
+    negative up to ε0, so ε* = ε0 and the upper curve is δ_DLap(ε) + (1 + e^ε)2^-σ itself below ε0."""
+    checked = 0
+    for eps0 in (0.1, 0.5, 1.0, 3.0, 8.0):
+        for p in (1, 2, 5, 32, 1000):
+            # sigma from "just below 1/2" to large
+            for claimed in (0.49, 0.3, 1e-3, 1e-9):
+                sigma = math.log2((1 + math.exp(eps0)) / claimed)
+                m = IKOSSum(eps0, p, sigma)
+                assert m.argmin_eps() == eps0
+                for e in (0.0, 0.5 * eps0, 0.99 * eps0):
+                    raw = dlap_delta(e, eps0, p) + (1 + math.exp(e)) * 2.0 ** -sigma
+                    assert m.delta(e).delta_upper == pytest.approx(min(1.0, raw), rel=1.1e-12)
+                checked += 1
+    assert checked == 100
+
+
 def test_ikos_lower_bound_below_the_wrapped_sum_enumerated():
     """The view's sum of shares is (R + Z) mod q: its δ for the neighbours 0 -> 1 (enumerated with small q,
     so that wrapping matters) is at least the lower bound, which is at most the upper bound."""
