@@ -429,3 +429,14 @@ def test_adult_squared_ages_are_the_derivation_of_the_shipped_ages(tmp_path):
     ages = pd.read_csv(shipped / "adult_age.csv")["age"].to_numpy()
     assert x.size == 32561 and x == pytest.approx((ages / 130.0) ** 2, rel=1e-15)
     assert np.all((x >= 0) & (x <= 1))
+
+
+def test_a_list_of_lists_is_an_axis_of_list_values(tmp_path):
+    from shufflesim.scenarios.steps import shown_data, sweep_points
+
+    text = SMALL.replace("params = { k = 4, eps0 = 1.0 }", "params = { k = [[4]], eps0 = [1.0, 2.0] }")
+    sc = load(_write(tmp_path, text))
+    pts = sweep_points(sc["sweep"][0], False)
+    assert [p.params for p in pts[:2]] == [{"eps0": 1.0, "k": [4]}, {"eps0": 2.0, "k": [4]}]
+    assert shown_data(sweep_points({**sc["sweep"][0], "data": "datasets/adult_age.csv:age"}, False)[0].data) == \
+        "datasets/adult_age.csv:age"

@@ -33,7 +33,7 @@ from shufflesim.scenarios.plots import (have_matplotlib, plot_agreement, plot_cu
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
 from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, curve_combos, curve_eps, curve_x,
-                                        estimate_seconds, reference_step, sweep_points, sweep_trials)
+                                        estimate_seconds, reference_step, shown_data, sweep_points, sweep_trials)
 
 __all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
 
@@ -59,6 +59,7 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
         raise KeyboardInterrupt
     df = res.summary.copy()
     df.insert(0, "step", step["name"])
+    df["data"] = df["data"].map(shown_data)
     template = step["label"] or step["protocol"]
     refs = None
     if step["matched_to"]:  # label fields ref_NAME: the parameters of the matched point of the reference sweep
@@ -189,6 +190,7 @@ def run_cells(step: dict, sc: dict, quick: bool) -> tuple[pd.DataFrame, pd.DataF
     points = sweep_points(step, quick, sc, "cells")
     refs = sweep_points(reference_step(step, sc, "cells"), quick, sc, "cells") if step["matched_to"] else None
     table, maps = run_cells_step(step, points, refs, cells_trials(step, quick), sc["seed"])
+    table["data"] = table["data"].map(shown_data)
     numbers = []
     if step["paper"] is not None:
         rows = [{"label": r["label"], "n": int(r["n"]), "x0": int(r["x0"]), "index": i % len(step["cells"]),

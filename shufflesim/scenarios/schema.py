@@ -88,7 +88,8 @@ SWEEP: dict[str, Key] = {
     "quick_n": Key((int,), False, None, listable=True, minimum=1),
     "data": Key((str,), False, "uniform", listable=True,
                 doc="a data spec (shufflesim simulate); datasets/FILE:COLUMN is a file shipped with shufflesim"),
-    "params": Key((dict,), False, {}, doc="protocol options; a list value is a grid axis; '1/n^2' is 1/n**2"),
+    "params": Key((dict,), False, {}, doc="protocol options; a list value is a grid axis (a list of lists: an axis "
+                  "of list values); '1/n^2' is 1/n**2"),
     "trials": Key((int,), True, minimum=1),
     "quick_trials": Key((int,), False, None, minimum=1),
     "engine": Key((str,), False, "auto", choices=ENGINES),

@@ -24,6 +24,15 @@ def resolve_data(spec: str) -> str:
     return spec
 
 
+def shown_data(spec: str) -> str:
+    """The data spec as the scenario gives it (a shipped file as ``datasets/NAME:COLUMN``, not this machine's
+    path), for result tables and reports."""
+    from importlib.resources import files
+
+    root = str(Path(str(files("shufflesim")))) + "/"
+    return spec[len(root):] if spec.startswith(root + "datasets/") else spec
+
+
 def matched_points(step: dict, reference: list) -> list:
     """One point per point of ``reference`` (an earlier sweep's points): same n and data, this step's params
     with ``eps`` and ``delta`` set to the reference protocol's certified central guarantee."""
