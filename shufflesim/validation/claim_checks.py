@@ -47,13 +47,10 @@ def rounds_to(x: float, printed: float, digits: int = 3) -> bool:
 
 def rr2_mixed_delta(n: int, eps0: float, ones: int, eps: float) -> float:
     """Exact δ of the shuffled binary-RR count when ``ones`` of the other n − 1 users hold 1."""
-    from scipy.stats import binom
-
     from shufflesim.accounting import bruteforce as bf
+    from shufflesim.maths.rr_count import rr2_count_pmfs
 
-    p = 1.0 / (math.exp(eps0) + 1.0)
-    base = np.convolve(binom.pmf(np.arange(n - ones), n - 1 - ones, p), binom.pmf(np.arange(ones + 1), ones, 1 - p))
-    P, Q = np.convolve(base, [1 - p, p]), np.convolve(base, [p, 1 - p])
+    P, Q = rr2_count_pmfs(n, eps0, ones)
     with np.errstate(divide="ignore"):
         return bf.hockey_stick(np.log(P), np.log(Q), eps)
 
