@@ -45,7 +45,8 @@ class KRR(Mechanism):
         Flag("k", "int", "number of categories"),
         Flag("gamma", "float", "blanket probability in (0, 1]", group="randomiser"),
         Flag("eps0", "float", "local epsilon > 0", group="randomiser"),
-        Flag("adversary", "choice", "neighbouring pair for tight/exact (required there)", required=False,
+        Flag("adversary", "choice", "view for tight/exact (required there): strong-1d, strong, weak (seed 001's "
+             "adversaries) or shuffled (the shuffled reports alone; stronger clone pair)", required=False,
              choices=tuple(r.value for r in Relation)),
     )
     methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *BLANKET_METHODS, *LDP_METHODS)
