@@ -119,8 +119,10 @@ class CentralLaplaceHistogram(_CentralHistogram):
         return 2.0 * self.params["scale"] ** 2 * self.k
 
     def mechanism(self) -> CentralLaplace:
-        """Laplace noise of scale Δ₁/ε on every bin (Δ₁ from the neighbouring relation)."""
-        return CentralLaplace(self.params["eps"], SENSITIVITY[self.params["neighbouring"]][0])
+        """Laplace noise of scale Δ₁/ε on every bin (Δ₁ from the neighbouring relation); under replacement two
+        bins move by one each, whose exact profile is below the 1-D one (docs/theory.md#central-laplace-hist-profile)."""
+        sens = SENSITIVITY[self.params["neighbouring"]][0]
+        return CentralLaplace(self.params["eps"], sens, bins=2 if self.params["neighbouring"] == "replace" else 1)
 
     def privacy(self) -> PrivacyGuarantee:
         return PrivacyGuarantee(self.params["eps"], 0.0, "laplace", (f"{self.params['neighbouring']} neighbours",))

@@ -10,8 +10,9 @@ closed-form privacy profiles (docs/theory.md#central), accounted by the method `
   arXiv:1805.06530, Theorem 8), :func:`shufflesim.maths.central.gaussian_delta`.
 
 For the replacement histogram (``central-laplace-hist``: two bins move by ±1 under independent noise of
-scale 2/ε) the 1-D Laplace profile with sensitivity 2 is an upper bound on the two-bin view's profile at every
-ε′, which is exactly 1 − (1 + a/4)e^{−a/2}, a = (ε − ε′)₊ (docs/theory.md#central-laplace-hist-profile).
+scale 2/ε) the two-bin view's exact profile is 1 − (1 + a/4)e^{−a/2}, a = (ε − ε′)₊
+(docs/theory.md#central-laplace-hist-profile): ``CentralLaplace(eps, 2, bins=2)``.  It is below the 1-D
+profile with sensitivity 2 by (a/4)e^{−a/2}.
 
 The closed forms are evaluated in double precision; the reported interval widens each value by 1e-12
 relative (far above the evaluation's round-off) so that the upper end is never below the true δ.
@@ -25,7 +26,7 @@ from typing import Any, ClassVar
 
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
-from shufflesim.core.checks import check_positive, check_real
+from shufflesim.core.checks import check_int, check_positive, check_real
 
 #: relative widening of a closed form evaluated in double precision
 _WIDEN = 1e-12
@@ -48,7 +49,11 @@ def _inverse(delta_fn, delta: float, hi: float, method: str, note: str) -> EpsBo
 
 @dataclass(frozen=True)
 class CentralLaplace(Mechanism):
-    """The Laplace mechanism of scale Δ/``eps`` on a statistic of L1 sensitivity ``sensitivity``."""
+    """The Laplace mechanism of scale Δ/``eps0`` on a statistic of L1 sensitivity Δ = ``sensitivity``.
+
+    ``bins`` is the number of coordinates a neighbouring change moves, each by Δ/``bins`` under independent
+    noise: 1 (the 1-D profile) or 2 (the replacement histogram's two bins, profile
+    1 − (1 + a/4)e^{−a/2}, a = (eps0 − ε′)₊; docs/theory.md#central-laplace-hist-profile)."""
 
     kind: ClassVar[str] = "central-laplace"
     summary: ClassVar[str] = "central baseline: the Laplace mechanism (exact privacy profile)"
@@ -58,17 +63,28 @@ class CentralLaplace(Mechanism):
     eps0: float
     sensitivity: float = 1.0
     n: int = 1
+    bins: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        object.__setattr__(self, "bins", check_int("bins", self.bins, minimum=1, maximum=2))
 
     def params(self) -> dict[str, Any]:
-        return {"eps0": self.eps0, "scale": self.sensitivity / self.eps0, "sensitivity": self.sensitivity}
+        out = {"eps0": self.eps0, "scale": self.sensitivity / self.eps0, "sensitivity": self.sensitivity}
+        return out if self.bins == 1 else {**out, "bins": self.bins}
 
     def delta(self, eps: float) -> DeltaBound:
-        d = 0.0 if eps >= self.eps0 else -math.expm1((eps - self.eps0) / 2.0)
-        return _interval(eps, d, "closed-form", "Laplace mechanism: delta(eps) = 1 - exp((eps - eps0)/2)")
+        if eps >= self.eps0:
+            return _interval(eps, 0.0, "closed-form", "Laplace mechanism: delta(eps) = 0 for eps >= eps0")
+        a = self.eps0 - eps
+        if self.bins == 1:
+            return _interval(eps, -math.expm1(-a / 2.0), "closed-form",
+                             "Laplace mechanism: delta(eps) = 1 - exp((eps - eps0)/2)")
+        # 1 - (1 + a/4) e^{-a/2} = (1 - e^{-a/2}) - (a/4) e^{-a/2}: both terms ~ a/2, a/4 as a -> 0, no cancellation
+        d = -math.expm1(-a / 2.0) - 0.25 * a * math.exp(-a / 2.0)
+        return _interval(eps, max(d, 0.0), "closed-form",
+                         "Laplace mechanism on two bins: delta(eps) = 1 - (1 + a/4) exp(-a/2), a = eps0 - eps")
 
     def bound(self, method: str, options: BoundOptions):
         note = "Laplace mechanism: closed-form privacy profile inverted by bisection"
