@@ -14,6 +14,7 @@ import pytest
 from scipy.stats import binom, multinomial
 
 from shufflesim.accounting import bruteforce as bf
+from shufflesim.accounting.calibrate import eps_interval_for_delta
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair
 from shufflesim.maths.rr_count import rr2_count_pmfs
 from shufflesim.mechanisms import KRR
@@ -28,16 +29,10 @@ from shufflesim.errors import ShufflesimError
 
 
 def _exact_eps(log_p, log_q, delta):
-    """Exact eps(delta) of a pair, both directions, by bisection on the hockey-stick divergence."""
+    """Exact eps(delta) of a pair, both directions: the accountant's inversion of the exact hockey-stick curve."""
     def d(e):
         return max(bf.hockey_stick(log_p, log_q, e), bf.hockey_stick(log_q, log_p, e))
-    lo, hi = 0.0, 50.0
-    if d(0.0) <= delta:
-        return 0.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
-    return hi
+    return eps_interval_for_delta(d, d, delta, 50.0)[1]
 
 
 def _coverage(setup, log_p, log_q, eps, delta, runs, trials, alpha=0.05):

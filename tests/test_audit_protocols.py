@@ -20,6 +20,7 @@ import pytest
 from scipy.stats import binom
 
 from shufflesim.accounting import bruteforce as bf
+from shufflesim.accounting.calibrate import eps_interval_for_delta
 from shufflesim.maths.central import gaussian_delta
 from shufflesim.maths.polya import dlap_logpmf
 from shufflesim.maths.rr_count import rr_count_pair
@@ -35,16 +36,6 @@ from shufflesim.validation.audit import (
 )
 
 RUNS, TRIALS, ALPHA = 120, 20_000, 0.05
-
-
-def _exact_eps(delta_fn, delta: float) -> float:
-    lo, hi = 0.0, 50.0
-    if delta_fn(0.0) <= delta:
-        return 0.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if delta_fn(mid) > delta else (lo, mid)
-    return hi
 
 
 def _pmf_delta(P: np.ndarray, Q: np.ndarray):
@@ -87,7 +78,7 @@ def test_lower_bounds_exceed_exact_values_no_more_often_than_alpha(case):
     make, delta_fn, eps = CASES[case]
     setup = make()
     delta = 0.01
-    exact_d, exact_e = delta_fn(eps), _exact_eps(delta_fn, delta)
+    exact_d, exact_e = delta_fn(eps), eps_interval_for_delta(delta_fn, delta_fn, delta, 50.0)[1]
     over_d = over_e = positive = 0
     for r in range(RUNS):
         res = run_audit(setup, eps=eps, delta=delta, trials=TRIALS, rng=r, alpha=ALPHA)
