@@ -10,7 +10,7 @@ outcome of the paper's own experiment if the protocol behaves as shufflesim simu
   fixed seed), or for R = 1 and the mean the T values themselves;
 * the verdict is ``reproduced`` when the printed number lies in the central ``level`` range of that
   distribution, else ``not reproduced`` (with the side).  ``level`` is 95 % Bonferroni-corrected over the
-  numbers of one table (:func:`table_level`), so that a table whose every number comes from the simulated
+  numbers of one table (:func:`~shufflesim.experiments.stats.bonferroni_level`), so that a table whose every number comes from the simulated
   setting is wholly ``reproduced`` with probability ≥ 95 %;
 * where the paper does not say how many runs a number summarises, R = 1 is used: the widest range (a mean
   of more runs would have a narrower one), so ``not reproduced`` is then conclusive and ``reproduced`` is not.
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.errors import ParameterError
+from shufflesim.experiments.stats import bonferroni_level
 
 #: bootstrap resamples of the reference distribution
 RESAMPLES = 20_000
@@ -44,11 +45,6 @@ class Agreement:
     percentile: float
     verdict: str
     side: str  # "" | "paper below" | "paper above"
-
-
-def table_level(count: int, level: float = 0.95) -> float:
-    """Per-number level for ``count`` numbers of one table (Bonferroni: jointly ≥ ``level``)."""
-    return 1.0 - (1.0 - level) / max(int(count), 1)
 
 
 def reference(values: np.ndarray, runs: int, statistic: str, rng: np.random.Generator) -> np.ndarray:
@@ -135,7 +131,7 @@ def evaluate(numbers: list[dict], seed: int) -> "pd.DataFrame":
     out = []
     for si, src in enumerate(sources):
         group = [x for x in numbers if x["source"] == src]
-        level = table_level(len(group))
+        level = bonferroni_level(0.95, max(len(group), 1))
         for i, x in enumerate(group):
             gen = np.random.Generator(np.random.PCG64(child(root, AGREEMENT_STREAM, si, i)))
             values = np.asarray(x["values"], dtype=float)
