@@ -40,11 +40,11 @@ def _interval(eps: float, delta: float, method: str, note: str) -> DeltaBound:
 def _inverse(delta_fn, delta: float, hi: float, method: str, note: str) -> EpsBound:
     from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
-    up, low, _ = invert_delta_curve(lambda e: delta_fn(e).delta_upper, delta, lo=0.0, hi=hi)
-    if low is not None:  # the largest eps at which even the lower curve exceeds delta
-        low2, _, _ = invert_delta_curve(lambda e: delta_fn(e).delta_lower, delta, lo=0.0, hi=hi)
-        low = min(low, low2)
-    return EpsBound(delta=delta, eps_upper=up, eps_lower=0.0 if low is None else low, method=method, notes=(note,))
+    up, _, _ = invert_delta_curve(lambda e: delta_fn(e).delta_upper, delta, lo=0.0, hi=hi)
+    # the lower end: an eps at which even the lower curve exceeds delta (the true eps(delta) is above it)
+    _, below, _ = invert_delta_curve(lambda e: delta_fn(e).delta_lower, delta, lo=0.0, hi=hi)
+    low = 0.0 if below is None else min(below, up)
+    return EpsBound(delta=delta, eps_upper=up, eps_lower=low, method=method, notes=(note,))
 
 
 @dataclass(frozen=True)
