@@ -36,3 +36,15 @@ def eps0_from_gamma(gamma: float, k: int) -> float:
         return math.log1p(ratio)
     return math.log(k * (1.0 - gamma)) - math.log(gamma)  # γ subnormal: k(1−γ)/γ overflows
 
+
+#: relative margin of :func:`eps0_upper`: ~90 ulps, far above the few roundings of :func:`eps0_from_gamma`
+#: (1 − γ, the product, the quotient and log1p: relative error below 6 ulps)
+EPS0_MARGIN = 1e-14
+
+
+def eps0_upper(eps0: float) -> float:
+    """A certified upper bound on a local ε0 computed in floating point (by :func:`eps0_from_gamma`, possibly
+    times an integer): ``eps0`` raised by :data:`EPS0_MARGIN` relative.  Pairs and caps built from it are
+    valid for the true ε0 (an ε0-LDP randomiser is ε0′-LDP for every ε0′ ≥ ε0)."""
+    return eps0 + abs(eps0) * EPS0_MARGIN
+

@@ -40,6 +40,7 @@ from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import ParameterError
+from shufflesim.maths.rr import eps0_upper
 
 #: most messages per user: the bound convolves O(r)-term PMFs in ~64 bins (measured: r = 1000 takes ~0.5 s
 #: per evaluation, r = 10^4 several seconds), and seed 004 Table 3 uses r <= 317
@@ -106,9 +107,12 @@ def cheu_components(n: int, r: int, gamma: float, *, bins: int = 64, tail: float
 def cheu_delta_from(components, eps: float) -> float:
     """:func:`cheu_delta` at ``eps`` from :func:`cheu_components`."""
     below, parts = components
-    total = below
+    # the PMFs (scipy's logpmf, exp, convolve) and the bin weights (CDF differences) carry round-off: each
+    # bin's divergence gets the same allowance the lower curve subtracts, and the weights 1e-15 each
+    err = _PMF_RTOL * (1.0 + math.exp(min(eps, 700.0)))
+    total = below + 1e-15 * len(parts)
     for w, pp, qq, dropped in parts:  # ~64 bins
-        total += w * min(1.0, _hockey(pp, qq, eps) + dropped)
+        total += w * min(1.0, _hockey(pp, qq, eps) + dropped + err)
     return min(1.0, total)
 
 
@@ -157,9 +161,9 @@ class CheuSum(Mechanism):
         return math.log1p(2.0 * (1.0 - self.gamma) / self.gamma)
 
     def local_guarantee(self) -> float | None:
-        """r·log((2 − γ)/γ), rounded up two ulps (None when it is 0 or infinite)."""
+        """r·log((2 − γ)/γ), raised by maths.rr.eps0_upper's margin (None when it is 0 or infinite)."""
         e = self.r * self._eps0_bit()
-        e = math.nextafter(math.nextafter(e, math.inf), math.inf)
+        e = eps0_upper(e)
         return e if math.isfinite(e) and e > 0 else None
 
     # --- the curves -------------------------------------------------------------------------------------

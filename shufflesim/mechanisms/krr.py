@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism, Relation
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
-from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
+from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 
 from ._common import BLANKET_METHODS, LDP_METHODS, blanket_bound, ldp_bound
 
@@ -94,13 +94,12 @@ class KRR(Mechanism):
         return cls.resolve(n, k, gamma, eps0, adversary)
 
     def local_guarantee(self) -> float | None:
-        """ε0 of the randomiser that γ implies (rounded up two ulps, never below a given ``eps0``) — but None
+        """ε0 of the randomiser that γ implies (raised by maths.rr.eps0_upper, never below a given ``eps0``) — but None
         for the strong adversary, who sees every user's blanket coin: the target's coin reveals whether its
         report is its input, so that view is not ε0-DP (docs/theory.md#adversaries)."""
         if self.relation in (Relation.STRONG, Relation.STRONG_1D):
             return None
-        eps0 = self.eps0 if self.gamma == 0.0 else max(self.eps0, eps0_from_gamma(self.gamma, self.k))
-        eps0 = math.nextafter(math.nextafter(eps0, math.inf), math.inf)
+        eps0 = eps0_upper(self.eps0 if self.gamma == 0.0 else max(self.eps0, eps0_from_gamma(self.gamma, self.k)))
         return eps0 if math.isfinite(eps0) and eps0 > 0 else None
 
     def params(self) -> dict[str, Any]:

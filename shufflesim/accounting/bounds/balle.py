@@ -40,7 +40,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from shufflesim.core.checks import check_int, check_probability, check_real
-from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
+from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
@@ -101,9 +101,9 @@ class KRRBlanket:
 
     @property
     def eps0(self) -> float:
-        """Local privacy of the randomiser: log(1 + k(1 - gamma)/gamma), rounded up by a few ulps so that
+        """Local privacy of the randomiser: log(1 + k(1 - gamma)/gamma), raised by maths.rr.eps0_upper so that
         "eps >= eps0 ⇒ delta = 0" is never applied below the true eps0."""
-        return math.nextafter(math.nextafter(eps0_from_gamma(self.gamma, self.k), math.inf), math.inf)
+        return eps0_upper(eps0_from_gamma(self.gamma, self.k))
 
     def max_l(self, eps: float) -> float:
         """b+ = gamma (1 - e^eps) + (1 - gamma) k."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
-from shufflesim.maths.rr import eps0_from_gamma, gamma_from_eps0
+from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 from shufflesim.accounting.pmf_pair import PMFPair
 from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
 from shufflesim.accounting.binomial_rows import BinomialRows
@@ -82,14 +82,13 @@ def krr_shuffled_pair(n, k, gamma, *, tail_bound: float = DEFAULT_TAIL_BOUND_MD,
 
     k-RR with blanket γ is ε0-LDP with ε0 = log(1 + k(1−γ)/γ), so Feldman, McMillan and Talwar's stronger
     clone pair at that ε0 bounds the shuffled reports for every data set of the other users
-    (docs/theory.md#pairs-stronger-clones).  ε0 is rounded up by two ulps (a larger ε0 gives a dominating
+    (docs/theory.md#pairs-stronger-clones).  ε0 is raised by :func:`~shufflesim.maths.rr.eps0_upper` (a larger ε0 gives a dominating
     pair: an ε0-LDP randomiser is ε0'-LDP for every ε0' ≥ ε0).
     """
     from shufflesim.accounting.pairs.variation import stronger_clones_pair
 
     n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
-    eps0 = eps0_from_gamma(gamma, k)
-    eps0 = math.nextafter(math.nextafter(eps0, math.inf), math.inf)
+    eps0 = eps0_upper(eps0_from_gamma(gamma, k))
     if not (eps0 > 0.0):  # gamma = 1: every report is uniform whatever the input; the smallest positive eps0
         eps0 = math.ulp(0.0)  # still gives a valid (and numerically trivial) pair
     return stronger_clones_pair(n, eps0, tail_bound=tail_bound, as_rows=as_rows)
