@@ -44,10 +44,6 @@ _SHUFFLED = ("issue 9 (session 3): the protocols certify the view they release, 
              "Re-recorded again after review: eps0 computed from gamma is raised by maths.rr.eps0_upper (1e-14 "
              "relative) instead of two ulps, which moves these values by ~1e-14 (recursive-sum's delta by 5e-10 "
              "relative)")
-_CHEU = ("review of session 3: the Cheu blanket-binomial upper bound now carries the round-off allowance of its "
-         "PMFs (1e-10 (1 + e^eps) per bin, as its lower curve) and of its bin weights; the calibrated gamma "
-         "moves by ~1e-4 relative (n=2000: 0.48464 -> 0.48470) and the table's CheuEtAl certified MSEs with it "
-         "(147.41 -> 147.66 at n=1e4, eps=0.5)")
 RERECORDED: dict[str, str] = {
     "simulate krr --n 2000 --k 5 --eps0 1 --data zipf:1.1 --trials 20 --seed 1": _SHUFFLED,
     "simulate krr --n 2000 --k 5 --gamma 0.3 --data uniform --trials 20 --seed 2": _SHUFFLED,
@@ -60,8 +56,7 @@ RERECORDED: dict[str, str] = {
     "account clones --n 10000 --eps0 4 --delta 1e-6 --compositions 4": _STRONGER,
     "account clones --n 8 --eps0 1 --eps 0.5 --method exact": _STRONGER,
     "account rr2 --n 10000 --eps0 0.5 --delta 1e-6 --method erlingsson --compositions 4 --composition advanced": _CAP,
-    "simulate cheu-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 8": _CLIP + "; " + _CHEU,
-    "table balle2020": _CHEU,
+    "simulate cheu-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 8": _CLIP,
     "simulate central-laplace-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 11": _CLIP,
 }
 #: command -> (relative tolerance, reason): floats of these commands may move by at most that much
@@ -71,6 +66,11 @@ _BENNETT_CALIBRATOR = (
 )
 #: (command, key-path substring) -> (relative tolerance, reason): wider tolerance for those paths only
 NEAR_PATHS: dict[tuple[str, str], tuple[float, str]] = {
+    ("table balle2020", "/certified_eps_split"): (
+        1e-3,
+        "the optimised recursive rows' eps split is the argmin of a flat objective (bounded Brent): the ~1e-9 "
+        "change of the Bennett gammas moves it by up to ~2e-5 relative while every MSE stays within 1e-6",
+    ),
 }
 _ROOT_LOG = (
     "issue 9 (slow corners): the exact single-use eps(delta) is found by Illinois on log delta with both bounds "
@@ -85,6 +85,7 @@ NEAR: dict[str, tuple[float, str]] = {
     "simulate blanket-sum --n 5000 --eps 1 --mode bennett --data uniform --trials 20 --seed 5": (1e-6, _BENNETT_CALIBRATOR),
     "simulate recursive-sum --n 100000 --eps 1 --messages 2 --mode bennett --data uniform --trials 20 --seed 6": (1e-6, _BENNETT_CALIBRATOR),
     "simulate recursive-sum --n 100000 --eps 1 --messages 2 --mode optimised --data uniform --trials 20 --seed 6": (1e-6, _BENNETT_CALIBRATOR),
+    "table balle2020": (1e-6, _BENNETT_CALIBRATOR),
 }
 
 

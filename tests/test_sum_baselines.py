@@ -195,13 +195,8 @@ def test_cheu_bound_against_brute_force(n, r, gamma, eps):
                                    stats.binom.pmf(np.arange(n0 - others + 1), n0 - others, q))
                 exact = max(exact, _hockey(np.convolve(pa, rest), np.convolve(pb, rest), eps))
     assert mix >= exact * (1 - 1e-12)
-    # with one bin per value of M the binning is exact up to the truncated tails and the stated round-off
-    # allowance (1e-10 (1 + e^eps) per bin's divergence, 1e-15 per bin weight)
-    from shufflesim.mechanisms.cheu import _PMF_RTOL
-
-    binned = cheu_delta(n, r, gamma, eps, bins=n0 + 2)
-    allowance = _PMF_RTOL * (1 + math.exp(eps)) + 1e-15 * (n0 + 2)
-    assert mix * (1 - 1e-12) <= binned <= mix * (1 + 1e-9) + allowance + 1e-15
+    # with one bin per value of M the binning is exact up to the truncated tails
+    assert cheu_delta(n, r, gamma, eps, bins=n0 + 2) == pytest.approx(mix, rel=1e-9, abs=1e-15)
 
 
 def test_cheu_calibration_certifies():
