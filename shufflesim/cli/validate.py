@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     check_int("seed", args.seed, minimum=0)
     check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     check_real("margin", args.margin, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_real("plant_error", args.plant_error, low=-1.0, low_open=True)
+    check_real("plant_error", args.plant_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     if args.trials is None:
         check_int("max_trials", args.max_trials, minimum=1024)
         check_real("max_seconds", args.max_seconds, low=0.0, low_open=True)

@@ -264,7 +264,7 @@ def validate_protocol(protocol, data: np.ndarray, *, trials: int | None = None, 
     from shufflesim.experiments.montecarlo import run_trial, run_trials
     from shufflesim.pipeline.fast import fast_records, resolve_engine, summarise_data
 
-    planted_error = check_real("planted_error", planted_error, low=-1.0, low_open=True)
+    planted_error = check_real("planted_error", planted_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     root = as_seed_sequence(rng)
     engine = resolve_engine(protocol, engine)
     theory = theory_values(protocol, data, planted_error)
