@@ -41,7 +41,7 @@ def _common(pp: argparse.ArgumentParser) -> None:
             a.help = "a fixed-size run of this many trials (default: sequential, until every check is decided)"
     _budget(c, MAX_SECONDS)
     c.add_argument("--workers", type=int_arg, default=1,
-                   help="local worker processes for a fixed-size run (--trials) (default: 1)")
+                   help="local worker processes (default: 1)")
     c.add_argument("--plant-error", dest="plant_error", type=float_arg, default=0.0, metavar="REL",
                    help="multiply every theory value by 1 + REL: a deliberately wrong theory, to see it caught")
     c.add_argument("--json", action="store_true", help="print one JSON object")

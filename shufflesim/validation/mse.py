@@ -248,21 +248,74 @@ def theory_values(protocol, data: np.ndarray, planted_error: float = 0.0) -> dic
     return {k: (None if v is None else float(v) * f) for k, v in vals.items()}
 
 
+_DRAW_STATE: dict[str, Any] = {}
+
+
+def _init_draw_worker(protocol, data, truth, summary, entropy, spawn_key) -> None:
+    """Worker (or in-process) state of the sequential design's trial draws."""
+    import signal
+
+    if _DRAW_STATE.get("in_worker"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides what an interrupt means
+    _DRAW_STATE.update(protocol=protocol, data=data, truth=truth, summary=summary,
+                       root=np.random.SeedSequence(entropy, spawn_key=spawn_key))
+
+
+def _init_pool_worker(*state) -> None:
+    _DRAW_STATE["in_worker"] = True
+    _init_draw_worker(*state)
+
+
+def _draw_chunk(start: int, stop: int, on_progress=None) -> np.ndarray:
+    """Squared errors of trials [start, stop): the trials of ``run_trials`` under the same root and engine."""
+    from shufflesim.experiments.montecarlo import run_trial
+    from shufflesim.pipeline.fast import fast_records
+
+    st = _DRAW_STATE
+    if st["summary"] is not None:
+        sq = np.asarray(fast_records(st["protocol"], st["summary"], st["truth"], st["root"], 0, start, stop)["sq_error"],
+                        dtype=float)
+        if on_progress:
+            on_progress(stop - start)
+        return sq
+    out = np.empty(stop - start)
+    for i, t in enumerate(range(start, stop)):
+        out[i] = run_trial(st["protocol"], st["data"], st["root"], 0, t, st["truth"])["sq_error"]
+        if on_progress:
+            on_progress(1)
+    return out
+
+
+def _pool(protocol, state, workers: int):
+    """A process pool for the sequential design's batches, or None (one worker, or no safe context)."""
+    if workers <= 1:
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    from shufflesim.experiments import parallel
+
+    ctx, reason = parallel.worker_context((protocol,))
+    if ctx is None:
+        parallel.warn_serial(reason, workers)
+        return None
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_pool_worker, initargs=state)
+
+
 def validate_protocol(protocol, data: np.ndarray, *, trials: int | None = None, rng=0, alpha: float = 0.05,
                       margin: float = DEFAULT_MARGIN, engine: str = "auto", max_trials: int = DEFAULT_MAX_TRIALS,
                       max_seconds: float | None = None, workers: int = 1, resamples: int = 2000,
                       planted_error: float = 0.0, on_progress=None, on_look=None) -> dict[str, Any]:
     """Validate ``protocol``'s theory hooks on ``data``: exact theory, then simulation.
 
-    ``trials=None`` (default): the sequential design (:func:`validate_sequential`; serial); ``trials=N``: a
-    fixed-size run of N trials (:func:`validate_errors`; ``workers`` processes).  Trial t is trial t of
+    ``trials=None`` (default): the sequential design (:func:`validate_sequential`); ``trials=N``: a
+    fixed-size run of N trials (:func:`validate_errors`); both on ``workers`` local processes.  Trial t is trial t of
     :func:`shufflesim.experiments.montecarlo.run_trials` under the root ``rng`` and the chosen ``engine``
     (``auto``: the exact fast engine where the protocol has one), so both designs see the same trials; the
     bootstrap uses the root's child ``spawn_key=(3,)``.  A run is reproducible from its seed unless it is
     stopped by ``max_seconds``.
     """
-    from shufflesim.experiments.montecarlo import run_trial, run_trials
-    from shufflesim.pipeline.fast import fast_records, resolve_engine, summarise_data
+    from shufflesim.experiments.montecarlo import run_trials
+    from shufflesim.pipeline.fast import resolve_engine, summarise_data
 
     planted_error = check_real("planted_error", planted_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     root = as_seed_sequence(rng)
@@ -281,23 +334,33 @@ def validate_protocol(protocol, data: np.ndarray, *, trials: int | None = None, 
         data = protocol.check_data(data)
         truth = protocol.truth(data)
         summary = summarise_data(protocol, data) if engine == "fast" else None
+        state = (protocol, data, truth, summary, root.entropy, tuple(root.spawn_key))
+        pool = _pool(protocol, state, workers)
+        try:
+            if pool is None:
+                _init_draw_worker(*state)
 
-        def draw(start: int, stop: int) -> np.ndarray:
-            if summary is not None:
-                sq = np.asarray(fast_records(protocol, summary, truth, root, 0, start, stop)["sq_error"], dtype=float)
-                if on_progress:
-                    on_progress(stop - start)
-                return sq
-            out_ = np.empty(stop - start)
-            for i, t in enumerate(range(start, stop)):
-                out_[i] = run_trial(protocol, data, root, 0, t, truth)["sq_error"]
-                if on_progress:
-                    on_progress(1)
-            return out_
+                def draw(start: int, stop: int) -> np.ndarray:
+                    return _draw_chunk(start, stop, on_progress)
+            else:
+                def draw(start: int, stop: int) -> np.ndarray:
+                    # whole fast-engine blocks per worker; the trials are the same for any split
+                    step = max(256, -(-(stop - start) // workers // 256) * 256)
+                    futs = [pool.submit(_draw_chunk, a, min(stop, a + step)) for a in range(start, stop, step)]
+                    parts = []
+                    for (a, f) in zip(range(start, stop, step), futs):
+                        parts.append(f.result())
+                        if on_progress:
+                            on_progress(len(parts[-1]))
+                    return np.concatenate(parts)
 
-        out = validate_sequential(draw, **theory, alpha=alpha, margin=margin, max_trials=max_trials,
-                                  max_seconds=max_seconds, on_look=on_look)
+            out = validate_sequential(draw, **theory, alpha=alpha, margin=margin, max_trials=max_trials,
+                                      max_seconds=max_seconds, on_look=on_look)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         out["complete"] = out["stopped"] != "interrupted"
+        out["workers"] = 1 if pool is None else workers
     out["engine"] = engine
     out["planted_error"] = planted_error
     return out
