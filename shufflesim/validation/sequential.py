@@ -35,6 +35,8 @@ docs/validation.md.
 One sequence decides every check.  All checks of a run compare the same mean μ = E[squared error] with
 constants (the theory values), and every wrong decision of any check needs μ ∉ C_t at the stopping time,
 so a single (1 − α) sequence controls the family-wise error of all checks at α with no further correction.
+Decisions use the running intersection of C_1, …, C_t, which covers μ whenever every C_s does (so a
+verdict, once reached, never flips back).
 """
 
 from __future__ import annotations
