@@ -212,7 +212,10 @@ def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: flo
             elapsed = time.perf_counter() - t0
             pending = [c for c in checks if _needs_simulation(c)]
             if on_look is not None:
-                need = [cs.trials_for_radius(required_radius(c, mom.mean) or 0.0, mom.sd) for c in pending]
+                # for the ETA only: an estimate near a band edge by chance would predict millions of trials,
+                # so the radius is taken as at least half the band's half-width
+                need = [cs.trials_for_radius(max(required_radius(c, mom.mean) or 0.0,
+                                                 0.5 * c.get("margin", 0.0) * c["theory"]), mom.sd) for c in pending]
                 eta_trials = max((n for n in need if n is not None), default=None)
                 on_look({"trials": mom.n, "seconds": elapsed, "interval": (lo, hi), "mse": mom.mean,
                          "undecided": [c["check"] for c in pending], "trials_needed": eta_trials,
