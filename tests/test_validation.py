@@ -151,8 +151,10 @@ def test_sequential_catches_planted_five_percent_error():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dist", ["chi2_1", "chi2_4", "laplace_sq"])
-def test_sequential_error_rates_heavy(dist):
+@pytest.mark.parametrize("dist, power", [("chi2_1", 0.99), ("chi2_4", 0.99), ("laplace_sq", 0.85)])
+def test_sequential_error_rates_heavy(dist, power):
+    # the power claims are docs/validation.md's: every run on χ² laws, >= 85 % on the squared Laplace law
+    # (σ/μ = 2.2) within the 10⁵-trial budget
     runs, alpha = 500, 0.05
     rates = {s: run_rates(dist, s, runs=runs, max_trials=100_000, seed=5, alpha=alpha)
              for s in ("exact", "edge-high", "edge-low", "bound-edge", "planted+5", "planted-5")}
@@ -161,7 +163,8 @@ def test_sequential_error_rates_heavy(dist):
         assert _not_above(rates[s][wrong], runs, alpha), rates[s]
         assert _not_above(rates[s]["miscovered"], runs, alpha), rates[s]
     for s in ("planted+5", "planted-5"):
-        assert _not_below(rates[s]["violated"], runs, 0.9), rates[s]
+        assert _not_below(rates[s]["violated"], runs, power), rates[s]
+        assert rates[s]["agrees"] == 0, rates[s]
 
 
 # --- protocols end to end ----------------------------------------------------------------------------------
