@@ -1,48 +1,135 @@
-"""``shufflesim validate PROTOCOL …``: Monte-Carlo squared errors tested against the protocol's theory.
+"""``shufflesim validate PROTOCOL …``: a protocol's theory checked exactly, then against Monte-Carlo trials
+until every check is decided; ``shufflesim validate --all``: every protocol at a few settings, as a table.
 
-See :mod:`shufflesim.validation.mse` for the tests (bootstrap-t, Holm) and docs/validation.md for why.
+See :mod:`shufflesim.validation.mse` (the checks and verdicts), :mod:`shufflesim.validation.sequential`
+(the anytime-valid confidence sequence) and docs/validation.md#mse-test.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from shufflesim.cli._common import float_arg, int_arg
 from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 
+MAX_SECONDS = 60.0
+
+
+def _budget(c: argparse._ArgumentGroup, max_seconds: float | None) -> None:
+    c.add_argument("--alpha", type=float_arg, default=0.05,
+                   help="family-wise error of all checks over all looks (default: 0.05)")
+    c.add_argument("--margin", type=float_arg, default=0.02,
+                   help="'agrees' means within this relative deviation of mse_expected (default: 0.02 = ±2 %%)")
+    c.add_argument("--engine", choices=("auto", "fast", "faithful"), default="auto",
+                   help="fast: the exact sufficient-statistic sampler; faithful: every message; auto (default): "
+                        "fast where the protocol has one")
+    c.add_argument("--max-trials", dest="max_trials", type=int_arg, default=10**7,
+                   help="sequential design: stop undecided after this many trials (default: 1e7)")
+    c.add_argument("--max-seconds", dest="max_seconds", type=float_arg, default=max_seconds,
+                   help=f"sequential design: stop undecided after this much simulation time (default: {max_seconds:g}; "
+                        "a run stopped by it is not reproducible to the trial)")
+
 
 def _common(pp: argparse.ArgumentParser) -> None:
     c = pp.add_argument_group("validation")
-    add_data_options(c, trials=400)
-    c.add_argument("--alpha", type=float_arg, default=0.05, help="family-wise level of the checks (default: 0.05)")
-    c.add_argument("--rel-effect", dest="rel_effect", type=float_arg, default=0.05,
-                   help="alternative for the power statement: relative deviation from the theory value (default: 0.05)")
-    c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
+    add_data_options(c, trials=0)
+    for a in c._group_actions:  # no trial count by default: the sequential design decides when to stop
+        if a.dest == "trials":
+            a.default = None
+            a.help = "a fixed-size run of this many trials (default: sequential, until every check is decided)"
+    _budget(c, MAX_SECONDS)
+    c.add_argument("--workers", type=int_arg, default=1,
+                   help="local worker processes (default: 1)")
+    c.add_argument("--plant-error", dest="plant_error", type=float_arg, default=0.0, metavar="REL",
+                   help="multiply every theory value by 1 + REL: a deliberately wrong theory, to see it caught")
     c.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "validate", help="test a protocol's Monte-Carlo MSE against its theory (consistent / violated / inconclusive)",
-        description="Run T trials and test H0: E[sq error] = mse_expected (two-sided), mse <= mse_worst and "
-        "mse <= mse_bound (one-sided): bootstrap-t p-values, Holm correction, power and trials needed.")
+        "validate", help="test a protocol's Monte-Carlo MSE against its theory (agrees / holds / violated)",
+        description="Exact theory first (a bound below the exact expected MSE is violated, one above the exact "
+        "worst case holds), then Monte-Carlo trials in batches until every check is decided: mse_expected as an "
+        "equivalence check (within ±margin), bounds as one-sided checks, one anytime-valid confidence sequence "
+        "for all of them. --all validates every protocol at a few settings and writes a table.")
+    p.add_argument("--all", action="store_true", help="validate every protocol at a few settings (a table)")
+    g = p.add_argument_group("--all")
+    g.add_argument("--output", metavar="FILE", help="with --all: also write the table (Markdown) to FILE")
+    g.add_argument("--seed", dest="all_seed", type=int_arg, default=0, help="with --all: root seed (default: 0)")
+    g.add_argument("--json", dest="all_json", action="store_true", help="with --all: print one JSON object")
+    _budget(g, 20.0)
     add_protocol_parsers(p, _common, run)
+    for a in p._subparsers._group_actions:  # PROTOCOL is optional with --all
+        if isinstance(a, argparse._SubParsersAction):
+            a.required = False
+    p.set_defaults(func=run_all)
+
+
+def _tty() -> bool:
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+class _Status:
+    """One status line on a terminal: trials, time, the interval, what is undecided and an ETA."""
+
+    def __init__(self, enabled: bool, label: str = ""):
+        self.enabled, self.label, self.width = enabled, label, 0
+
+    def __call__(self, st: dict) -> None:
+        if not self.enabled:
+            return
+        rate = st["trials"] / st["seconds"] if st["seconds"] > 0 else float("inf")
+        need = st["trials_needed"]
+        if not st["undecided"]:
+            eta = "decided"
+        elif need is None:
+            eta = "ETA ?"
+        else:
+            left = max(0, need - st["trials"])
+            secs = left / rate if rate > 0 else float("inf")
+            if st["max_seconds"] is not None:
+                secs = min(secs, max(0.0, st["max_seconds"] - st["seconds"]))
+            eta = f"ETA {secs:.1f} s (~{min(need, st['max_trials']):,} trials)"
+        lo, hi = st["interval"]
+        line = (f"{self.label}{st['trials']:,} trials  {st['seconds']:.1f} s  mse in [{lo:.6g}, {hi:.6g}]  "
+                f"undecided: {', '.join(st['undecided']) or '-'}  {eta}")
+        sys.stderr.write("\r" + line.ljust(self.width))
+        self.width = len(line)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
 
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.cli._common import cap_workers
-    from shufflesim.core.checks import check_int
+    from shufflesim.core.checks import check_int, check_real
     from shufflesim.core.rng import as_seed_sequence, data_seed
     from shufflesim.errors import ParameterError
     from shufflesim.experiments.data import load_data, parse_data_spec
     from shufflesim.pipeline import registry
+    from shufflesim.pipeline.fast import resolve_engine
     from shufflesim.validation.mse import validate_protocol
 
     t0 = time.perf_counter()
+    if args.all:
+        raise ParameterError("validate: --all takes no PROTOCOL (it validates every protocol)")
     cls = registry.get(args.protocol)
     params = protocol_params(args)
     check_int("seed", args.seed, minimum=0)
+    check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_real("margin", args.margin, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_real("plant_error", args.plant_error, low=-1.0, high=1.0, low_open=True, high_open=True)
+    if args.trials is None:
+        check_int("max_trials", args.max_trials, minimum=1024)
+        check_real("max_seconds", args.max_seconds, low=0.0, low_open=True)
+    else:
+        check_int("trials", args.trials, minimum=3)
+    workers = cap_workers(check_int("workers", args.workers, minimum=1))
     root = as_seed_sequence(args.seed)
     spec = parse_data_spec(args.data)
     if args.n is None and spec.kind not in ("file", "counts", "adult-age"):
@@ -52,24 +139,94 @@ def run(args: argparse.Namespace) -> int:
     data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=params.get("k"), rng=data_seed(root),
                      lower=args.lower, upper=args.upper)
     protocol = cls.create(len(data), **params)
-    res = validate_protocol(protocol, data, trials=args.trials, rng=root, alpha=args.alpha,
-                            rel_effect=args.rel_effect, workers=cap_workers(check_int("workers", args.workers, minimum=1)))
+    resolve_engine(protocol, args.engine)  # refuse --engine fast before any work
+    status = _Status(_tty() and not args.json and args.trials is None)
+    progress = None
+    if args.trials is not None and not args.json:
+        from shufflesim.experiments.progress import Progress
+
+        progress = Progress(args.trials)
+    try:
+        res = validate_protocol(protocol, data, trials=args.trials, rng=root, alpha=args.alpha, margin=args.margin,
+                                engine=args.engine, max_trials=args.max_trials, max_seconds=args.max_seconds,
+                                workers=workers, planted_error=args.plant_error,
+                                on_progress=progress.update if progress else None, on_look=status)
+    finally:
+        status.close()
+        if progress:
+            progress.close()
     from shufflesim.cli.audit import finish  # the output tail audit and validate share
 
     return finish(args, protocol, res, t0, _print, data=args.data)
 
 
+def _verdict_text(c: dict) -> str:
+    v = c["verdict"]
+    if v == "undecided" and c.get("trials_needed"):
+        return f"undecided (about {c['trials_needed']:,} trials would decide it)"
+    return f"{v} ({c['basis']})" if v != "undecided" else v
+
+
 def _print(out: dict) -> None:
-    print(f"validate {out['protocol']}  n={out['n']}  data={out['data']}  trials={out['trials']}  seed={out['seed']}  "
-          f"alpha={out['alpha']:g} (Holm)")
-    print(f"{'check':<13} {'theory':>12} {'mse':>12} {'interval':>27} {'p-value':>9} {'power':>6}  verdict")
+    design = ("sequential" if out["design"] == "sequential" else f"fixed {out['trials']} trials")
+    planted = f"  PLANTED ERROR {out['planted_error']:+g}" if out.get("planted_error") else ""
+    print(f"validate {out['protocol']}  n={out['n']}  data={out['data']}  seed={out['seed']}  engine={out['engine']}  "
+          f"{design}  alpha={out['alpha']:g}  margin=±{100 * out['margin']:g} %{planted}")
+    print(f"{'check':<13} {'theory':>12}  verdict")
     for c in out["checks"]:
-        lo, hi = c["interval"]
-        iv = f"[{lo:.6g}, {hi:.6g}]"
-        extra = f" (trials needed for power 0.8: {c['trials_needed']})" if "trials_needed" in c else ""
-        print(f"{c['check']:<13} {c['theory']:>12.6g} {c['mse']:>12.6g} {iv:>27} {c['p_value']:>9.3g} "
-              f"{c['power']:>6.2f}  {c['verdict']}{extra}")
+        print(f"{c['check']:<13} {c['theory']:>12.6g}  {_verdict_text(c)}: {c['reason']}")
     if not out["checks"]:
         print("(the protocol gives no theory value to check)")
-    print(f"verdict  {out['verdict']}   alternative for power: relative deviation {out['rel_effect']:g}")
+    lo, hi = out["interval"]
+    if out["trials"]:
+        stop = f"; stopped: {out['stopped']}, {out['looks']} looks" if out["design"] == "sequential" else ""
+        print(f"simulated {out['trials']:,} trials in {out['seconds']:.2f} s{stop}: mse {out['mse']:.6g}, "
+              f"{out['interval_level']:g} interval [{lo:.6g}, {hi:.6g}]")
+    else:
+        print("simulated nothing: exact theory decided every check")
+    print(f"verdict  {out['verdict']}")
+    print(f"meaning  {out['meaning']}")
     print(f"method   {out['method']}")
+
+
+# --------------------------------------------------------------------------------------------------------
+def run_all(args: argparse.Namespace) -> int:
+    from shufflesim.core.checks import check_int, check_real
+    from shufflesim.errors import ParameterError
+    from shufflesim.validation.suite import render_markdown, validate_all
+
+    if not args.all:
+        raise ParameterError("validate: name a PROTOCOL (see shufflesim validate --help) or use --all")
+    check_int("seed", args.all_seed, minimum=0)
+    check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_real("margin", args.margin, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_int("max_trials", args.max_trials, minimum=1024)
+    check_real("max_seconds", args.max_seconds, low=0.0, low_open=True)
+    if args.output is not None:
+        from pathlib import Path
+
+        out_path = Path(args.output)
+        if out_path.exists() and out_path.is_dir():
+            raise ParameterError(f"--output {args.output!r} is a directory; give a file name")
+        if not out_path.parent.exists():
+            raise ParameterError(f"--output: directory {str(out_path.parent)!r} does not exist")
+    status = _Status(_tty() and not args.all_json)
+    t0 = time.perf_counter()
+    try:
+        rows = validate_all(seed=args.all_seed, alpha=args.alpha, margin=args.margin, engine=args.engine,
+                            max_trials=args.max_trials, max_seconds=args.max_seconds, on_look=status,
+                            on_setting=lambda label: setattr(status, "label", f"{label}: "))
+    finally:
+        status.close()
+    table = render_markdown(rows, alpha=args.alpha, margin=args.margin, seed=args.all_seed)
+    if args.output is not None:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(table)
+    if args.all_json:
+        from shufflesim.cli._common import print_json
+
+        print_json({"rows": rows, "alpha": args.alpha, "margin": args.margin, "seed": args.all_seed,
+                    "seconds": time.perf_counter() - t0})
+    else:
+        print(table, end="")
+    return 0

@@ -713,7 +713,9 @@ def ikos_vs_central_laplace(params, paper_value) -> Outcome:
 
 @check("generic.mse_validation")
 def generic_mse_validation(params, paper_value) -> Outcome:
-    """``validate`` as a check: params protocol, n, data, trials, seed, alpha, options (protocol options)."""
+    """``validate`` as a check: params protocol, n, data, seed, alpha, margin, options (protocol options) and
+    either trials (a fixed-size run) or max_trials (the sequential design; default 10⁶, no time budget, so the
+    outcome is reproducible); focus names the check the claim is about (default: the run's verdict)."""
     from shufflesim.core.rng import as_seed_sequence, data_seed
     from shufflesim.experiments.data import load_data
     from shufflesim.pipeline import registry
@@ -724,18 +726,21 @@ def generic_mse_validation(params, paper_value) -> Outcome:
     root = as_seed_sequence(params["seed"])
     data = load_data(params["data"], data_kind=cls.data_kind, n=params["n"], k=opts.get("k"), rng=data_seed(root))
     proto = cls.create(len(data), **opts)
-    res = validate_protocol(proto, data, trials=params["trials"], rng=root, alpha=params.get("alpha", 0.05))
+    res = validate_protocol(proto, data, trials=params.get("trials"), rng=root, alpha=params.get("alpha", 0.05),
+                            margin=params.get("margin", 0.02), max_trials=params.get("max_trials", 10**6))
     checks = {c["check"]: c for c in res["checks"]}
     focus = params.get("focus")  # the theory value the claim is about (default: every check of the run)
     decided = checks[focus]["verdict"] if focus else res["verdict"]
-    verdict = {"consistent": "reproduced", "violated": "refuted", "inconclusive": "not-checkable"}[decided]
-    v = {f"{k}_p": c["p_value"] for k, c in checks.items()} | {"mse": res["mse"]}
-    text = "; ".join(f"{k}: theory {c['theory']:.6g}, simulated {c['mse']:.6g} (p = {c['p_value']:.3g}, "
-                     f"{c['verdict']})" for k, c in checks.items())
+    verdict = {"agrees": "reproduced", "holds": "reproduced", "consistent": "reproduced", "violated": "refuted",
+               "undecided": "not-checkable"}[decided]
+    v = {f"{k}_theory": c["theory"] for k, c in checks.items()} | {"mse": res["mse"], "trials": res["trials"]}
+    lo, hi = res["interval"]
+    text = "; ".join(f"{k}: theory {c['theory']:.6g}, {c['verdict']} ({c['basis']})" for k, c in checks.items())
+    text += f"; simulated {res['mse']:.6g}, {res['interval_level']:g} interval [{lo:.6g}, {hi:.6g}], {res['trials']} trials"
     return Outcome(verdict, text, v, caveat="" if verdict == "reproduced" else
-                   "not enough power at this many trials" if verdict == "not-checkable" else "",
-                   evidence={"method": res["method"], "trials": res["trials"], "seed": params["seed"],
-                             "checks": res["checks"]})
+                   "undecided within the trial budget" if verdict == "not-checkable" else "",
+                   evidence={"method": res["method"], "meaning": res["meaning"], "trials": res["trials"],
+                             "seed": params["seed"], "checks": res["checks"]})
 
 
 @check("generic.audit")

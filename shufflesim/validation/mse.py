@@ -1,112 +1,369 @@
-"""MSE validation: a protocol's Monte-Carlo squared errors tested against its theory hooks.
+"""MSE validation: a protocol's theory hooks checked exactly where theory decides, then against its
+Monte-Carlo squared errors (issue 20; docs/validation.md#mse-test).
 
-Checks (each present only when the protocol provides the value):
+**Exact theory first.**  Before any simulation the theory values are compared with each other:
+``mse_worst`` (the exact worst case of the expectation over all data sets) below the exact
+``mse_expected(data)`` is ``violated`` (exact); a paper's ``mse_bound`` below ``mse_expected(data)`` is
+violated in expectation at these data, one below ``mse_worst`` at the worst-case data, and one at or above
+``mse_worst`` holds for every data set (``holds``, exact).  Comparisons allow a relative round-off of
+:data:`ROUNDOFF`, so that two expressions of the same value never produce a verdict.
 
-* ``mse_expected`` — H0: E[squared error] = ``mse_expected(data)``, two-sided;
-* ``mse_worst``    — H0: E[squared error] ≤ ``mse_worst()``, one-sided (evidence of excess violates it);
-* ``mse_bound``    — H0: E[squared error] ≤ ``mse_bound()``, one-sided.
+**Then simulation tests what theory cannot settle**: that the implementation matches the theory.
 
-Each p-value is a studentised-bootstrap (bootstrap-t) p-value on the per-trial squared errors (why: see
-:mod:`shufflesim.validation.stats` and docs/validation.md); the checks of one run are corrected with
-Holm's step-down procedure at family-wise level α.  Verdicts:
+* ``mse_expected`` — an **equivalence** check: ``agrees`` when the confidence set for E[squared error]
+  lies within ± ``margin`` (relative) of ``mse_expected``; ``violated`` when it lies entirely outside
+  that band; ``undecided`` otherwise.
+* ``mse_worst`` / ``mse_bound`` not settled exactly (no ``mse_expected``) — **one-sided** checks of
+  E[squared error] ≤ value: ``violated`` when the confidence set lies above it, ``holds`` when below.
+  A bound settled exactly is not simulated: whether the implementation matches the theory is the
+  equivalence check's question (testing a bound equal to the expectation would only add false alarms).
 
-* ``violated``     — rejected by Holm at level α;
-* ``consistent``   — not rejected, and the run had power ≥ 0.8 (normal approximation, at level α/m)
-  against the stated alternative: a relative deviation ``rel_effect`` from the theory value (for the
-  one-sided checks: a mean ``(1 + rel_effect)`` × the bound);
-* ``inconclusive`` — not rejected, but with less power; ``trials_needed`` says how many trials would give
-  power 0.8 against the same alternative.
+Every decision comes from one confidence set for the one mean μ = E[squared error]; a wrong decision of any
+check needs that set to miss μ, so the family-wise error of all checks is at most α without correction.
+Two designs:
+
+* **sequential** (default, :func:`validate_sequential`): batches of trials until every check is decided or
+  a budget is spent, with the anytime-valid asymptotic confidence sequence of
+  :mod:`shufflesim.validation.sequential` (valid at every look);
+* **fixed** (``trials=N``, :func:`validate_errors`): one look after N trials with the equal-tailed
+  bootstrap-t interval at level 1 − α (:mod:`shufflesim.validation.stats`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import time
+from typing import Any, Callable
 
 import numpy as np
+from scipy import stats
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
-from shufflesim.validation.stats import bootstrap_t, bootstrap_t_interval, holm, normal_power, trials_for_power
+from shufflesim.errors import ParameterError
+from shufflesim.validation.sequential import FIRST_LOOK, METHOD as SEQ_METHOD, T_OPT, AsympCS, RunningMoments, next_look
+from shufflesim.validation.stats import bootstrap_t, bootstrap_t_interval
 
-POWER_TARGET = 0.8
-METHOD = ("bootstrap-t (studentised bootstrap, {B} resamples) on the per-trial squared errors; "
-          "Holm step-down over the {m} checks at family-wise level {alpha}")
+#: relative round-off allowed when theory values are compared exactly
+ROUNDOFF = 1e-9
+DEFAULT_MARGIN = 0.02
+DEFAULT_MAX_TRIALS = 10**7
+FIXED_METHOD = ("equal-tailed bootstrap-t interval (studentised bootstrap, {B} resamples) at level {level:g} after "
+                "{T} trials: one interval for every check (family-wise error {alpha:g})")
+
+
+def _pct(m: float) -> str:
+    return f"{100 * m:.3g} %"
+
+
+def theory_checks(expected: float | None, worst: float | None, bound: float | None,
+                  margin: float = DEFAULT_MARGIN) -> list[dict[str, Any]]:
+    """The checks of a run with what exact theory decides (see the module docstring)."""
+    ok = [v is not None and math.isfinite(v) for v in (expected, worst, bound)]
+    e, w, b = (float(v) if f else None for v, f in zip((expected, worst, bound), ok))
+    checks: list[dict[str, Any]] = []
+    if e is not None:
+        checks.append({"check": "mse_expected", "kind": "equivalence", "theory": e,
+                       "hypothesis": f"E[sq error] within ±{_pct(margin)} of mse_expected",
+                       "margin": margin, "band": [e * (1.0 - margin), e * (1.0 + margin)],
+                       "verdict": "undecided", "basis": "simulation", "reason": ""})
+
+    def below(x, y):  # x < y beyond round-off
+        return x < y * (1.0 - ROUNDOFF)
+
+    for name, v in (("mse_worst", w), ("mse_bound", b)):
+        if v is None:
+            continue
+        c = {"check": name, "kind": "bound", "theory": v, "hypothesis": f"E[sq error] <= {name}",
+             "verdict": "undecided", "basis": "simulation", "reason": ""}
+        if e is not None and below(v, e):
+            c.update(verdict="violated", basis="exact",
+                     reason=f"{name} {v:.6g} < exact mse_expected {e:.6g} of these data (violated in expectation)")
+        elif name == "mse_worst" and e is not None:
+            c.update(verdict="holds", basis="exact",
+                     reason=f"exact mse_expected {e:.6g} <= mse_worst {v:.6g} at these data")
+        elif name == "mse_bound" and w is not None and below(v, w):
+            c.update(verdict="violated", basis="exact",
+                     reason=f"mse_bound {v:.6g} < mse_worst {w:.6g}, the exact worst case (violated at the "
+                            "worst-case data)")
+        elif name == "mse_bound" and w is not None:
+            c.update(verdict="holds", basis="exact",
+                     reason=f"mse_bound {v:.6g} >= mse_worst {w:.6g}, the exact worst case (every data set)")
+        elif name == "mse_bound" and e is not None:
+            c.update(verdict="holds", basis="exact",
+                     reason=f"exact mse_expected {e:.6g} <= mse_bound {v:.6g} at these data")
+        checks.append(c)
+    return checks
+
+
+def _needs_simulation(c: dict) -> bool:
+    return c["basis"] == "simulation" and c["verdict"] == "undecided"
+
+
+def decide(checks: list[dict[str, Any]], lo: float, hi: float, level: float) -> None:
+    """Update the checks in place from a confidence set [lo, hi] for E[sq error] at ``level``."""
+    iv = f"the {level:.3g} interval [{lo:.6g}, {hi:.6g}]"
+    for c in checks:
+        v = c["theory"]
+        if c["kind"] == "equivalence":
+            a, b = c["band"]
+            c["theory_in_interval"] = bool(lo <= v <= hi)
+            if a <= lo and hi <= b:
+                c.update(verdict="agrees", reason=f"{iv} lies within ±{_pct(c['margin'])} of mse_expected: "
+                                                   f"[{a:.6g}, {b:.6g}]")
+            elif hi < a or lo > b:
+                c.update(verdict="violated", reason=f"{iv} lies outside [{a:.6g}, {b:.6g}] (mse_expected ± margin)")
+            else:
+                c.update(verdict="undecided", reason=f"{iv} overlaps the edge of [{a:.6g}, {b:.6g}]")
+        elif c["basis"] == "exact":
+            continue  # theory decided it; whether the implementation matches the theory is mse_expected's check
+        else:
+            if lo > v:
+                c.update(verdict="violated", reason=f"{iv} lies above {c['check']} {v:.6g}")
+            elif hi <= v:
+                c.update(verdict="holds", reason=f"{iv} lies at or below {c['check']} {v:.6g}")
+            else:
+                c.update(verdict="undecided", reason=f"{iv} contains {c['check']} {v:.6g}")
+
+
+def required_radius(c: dict[str, Any], mean: float) -> float | None:
+    """The interval radius around ``mean`` that would decide the undecided check ``c`` (None: none would)."""
+    if c["kind"] == "equivalence":
+        a, b = c["band"]
+        r = min(mean - a, b - mean) if a < mean < b else max(a - mean, mean - b)
+    else:
+        r = abs(mean - c["theory"])
+    return r if r > 0 else None
+
+
+def overall(checks: list[dict[str, Any]]) -> str:
+    verdicts = [c["verdict"] for c in checks]
+    if "violated" in verdicts:
+        return "violated"
+    if "undecided" in verdicts or not verdicts:
+        return "undecided"
+    return "consistent"
+
+
+def _meaning(margin: float, level: float) -> str:
+    return (f"'agrees': the {level:g} confidence set for E[sq error] lies within ±{_pct(margin)} of mse_expected; "
+            "'holds'/'violated' for a bound: the set lies below/above it, or theory decides exactly")
 
 
 def validate_errors(sq_errors: np.ndarray, *, expected: float | None, worst: float | None = None,
-                    bound: float | None = None, alpha: float = 0.05, rel_effect: float = 0.05,
+                    bound: float | None = None, alpha: float = 0.05, margin: float = DEFAULT_MARGIN,
                     resamples: int = 2000, rng=None) -> dict[str, Any]:
-    """Test per-trial squared errors against the theory values; see the module docstring."""
+    """Fixed-size validation of per-trial squared errors: exact theory, then one bootstrap-t interval."""
     alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
-    rel_effect = check_real("rel_effect", rel_effect, low=0.0, low_open=True)
+    margin = check_real("margin", margin, low=0.0, high=1.0, low_open=True, high_open=True)
     x = np.asarray(sq_errors, dtype=float)
     T = int(x.size)
-    specs = [(name, value, kind) for name, value, kind in
-             (("mse_expected", expected, "equal"), ("mse_worst", worst, "at_most"), ("mse_bound", bound, "at_most"))
-             if value is not None and math.isfinite(value)]
-    sd = float(x.std(ddof=1)) if T > 1 else math.nan
-    m = max(1, len(specs))
-    checks: list[dict[str, Any]] = []
-    pvals = []
-    seeds = as_seed_sequence(rng).spawn(max(1, len(specs)))
-    for (name, value, kind), ss in zip(specs, seeds):
-        boot = bootstrap_t(x, value, resamples=resamples, rng=ss)
-        if kind == "equal":
-            p = boot["p_two"]
-            lo, hi = bootstrap_t_interval(boot, 1.0 - alpha)
-            effect = rel_effect * value
-            sides = 2
-            hypothesis = f"E[sq error] = {name}"
-            alternative = f"|E[sq error] - {name}| = {rel_effect:g} x {name}"
-        else:
-            p = boot["p_greater"]
-            lo, hi = -math.inf, bootstrap_t_interval(boot, 1.0 - 2 * alpha)[1]
-            effect = rel_effect * value
-            sides = 1
-            hypothesis = f"E[sq error] <= {name}"
-            alternative = f"E[sq error] = (1 + {rel_effect:g}) x {name}"
-        power = normal_power(effect, sd, T, alpha / m, sides)
-        checks.append({"check": name, "hypothesis": hypothesis, "theory": value, "mse": boot["mean"],
-                       "p_value": p, "interval": [lo, hi], "interval_level": 1.0 - alpha,
-                       "alternative": alternative, "power": power,
-                       "_effect": effect, "_sides": sides})
-        pvals.append(p)
-    rejected = holm(pvals, alpha) if pvals else []
-    for c, rej in zip(checks, rejected):
-        effect, sides = c.pop("_effect"), c.pop("_sides")
-        if rej:
-            c["verdict"] = "violated"
-        elif c["power"] >= POWER_TARGET:
-            c["verdict"] = "consistent"
-        else:
-            c["verdict"] = "inconclusive"
-            c["trials_needed"] = trials_for_power(effect, sd, alpha / m, POWER_TARGET, sides)
-    verdicts = [c["verdict"] for c in checks]
-    overall = ("violated" if "violated" in verdicts else "inconclusive" if ("inconclusive" in verdicts or not verdicts)
-               else "consistent")
-    return {"checks": checks, "verdict": overall, "alpha": alpha, "rel_effect": rel_effect, "trials": T,
-            "mse": float(x.mean()) if T else math.nan, "sd": sd, "correction": "holm",
-            "method": METHOD.format(B=resamples, m=m, alpha=alpha), "power_target": POWER_TARGET}
+    if T < 3:
+        raise ParameterError(f"a fixed-size validation needs at least 3 trials; got {T}")
+    checks = theory_checks(expected, worst, bound, margin)
+    boot = bootstrap_t(x, float(x.mean()), resamples=resamples, rng=rng)
+    lo, hi = bootstrap_t_interval(boot, 1.0 - alpha)
+    decide(checks, lo, hi, 1.0 - alpha)
+    sd = float(x.std(ddof=1))
+    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    for c in checks:
+        if c["verdict"] == "undecided":
+            r = required_radius(c, boot["mean"])
+            c["trials_needed"] = None if r is None else int(math.ceil((z * sd / r) ** 2))
+    return {"design": "fixed", "checks": checks, "verdict": overall(checks), "alpha": alpha, "margin": margin,
+            "trials": T, "mse": boot["mean"], "sd": sd, "interval": [lo, hi], "interval_level": 1.0 - alpha,
+            "meaning": _meaning(margin, 1.0 - alpha),
+            "method": FIXED_METHOD.format(B=resamples, level=1.0 - alpha, T=T, alpha=alpha)}
 
 
-def validate_protocol(protocol, data: np.ndarray, *, trials: int, rng=0, alpha: float = 0.05,
-                      rel_effect: float = 0.05, workers: int = 1, resamples: int = 2000,
-                      on_progress=None) -> dict[str, Any]:
-    """Run ``trials`` Monte-Carlo trials of ``protocol`` on ``data`` and validate their squared errors.
+def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: float | None,
+                        worst: float | None = None, bound: float | None = None, alpha: float = 0.05,
+                        margin: float = DEFAULT_MARGIN, max_trials: int = DEFAULT_MAX_TRIALS,
+                        max_seconds: float | None = None, t_opt: int = T_OPT, first_look: int = FIRST_LOOK,
+                        block: int = 256, on_look: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Sequential validation: ``draw(start, stop)`` returns the squared errors of trials [start, stop).
 
-    Trial t uses the seed streams of :func:`shufflesim.experiments.montecarlo.run_trials` under the root
-    ``rng``; the bootstrap uses the root's child ``spawn_key=(2,)``, so a run is reproducible from the seed.
+    Looks after ``first_look`` trials and then every ~t/8 trials (:func:`~.sequential.next_look`) until
+    every check is decided, ``max_trials`` trials are drawn or ``max_seconds`` have passed (checked between
+    batches); an interrupt (Ctrl-C) stops at the last look.  ``on_look`` receives a progress dict."""
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    margin = check_real("margin", margin, low=0.0, high=1.0, low_open=True, high_open=True)
+    max_trials = check_int("max_trials", max_trials, minimum=first_look)
+    if max_seconds is not None:
+        max_seconds = check_real("max_seconds", max_seconds, low=0.0, low_open=True)
+    cs = AsympCS(alpha, t_opt)
+    checks = theory_checks(expected, worst, bound, margin)
+    mom = RunningMoments()
+    t0 = time.perf_counter()
+    lo = hi = math.nan
+    looks = 0
+    stopped = "decided"
+    if not any(_needs_simulation(c) for c in checks) and not checks:
+        stopped = "nothing to simulate"
+    try:
+        while any(_needs_simulation(c) for c in checks):
+            stop = min(next_look(mom.n, first_look, block), max_trials)
+            mom.update(draw(mom.n, stop))
+            looks += 1
+            a, b = cs.interval(mom.mean, mom.sd, mom.n)
+            # the running intersection: covered whenever every C_t is, so decisions never flip back
+            lo, hi = (a, b) if looks == 1 else (max(lo, a), min(hi, b))
+            decide(checks, lo, hi, 1.0 - alpha)
+            elapsed = time.perf_counter() - t0
+            pending = [c for c in checks if _needs_simulation(c)]
+            if on_look is not None:
+                # for the ETA only: an estimate near a band edge by chance would predict millions of trials,
+                # so the radius is taken as at least half the band's half-width
+                need = [cs.trials_for_radius(max(required_radius(c, mom.mean) or 0.0,
+                                                 0.5 * c.get("margin", 0.0) * c["theory"]), mom.sd) for c in pending]
+                eta_trials = max((n for n in need if n is not None), default=None)
+                on_look({"trials": mom.n, "seconds": elapsed, "interval": (lo, hi), "mse": mom.mean,
+                         "undecided": [c["check"] for c in pending], "trials_needed": eta_trials,
+                         "max_trials": max_trials, "max_seconds": max_seconds})
+            if not pending:
+                break
+            if mom.n >= max_trials:
+                stopped = "max-trials"
+                break
+            if max_seconds is not None and elapsed >= max_seconds:
+                stopped = "max-seconds"
+                break
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    for c in checks:
+        if c["verdict"] == "undecided" and mom.n > 1:
+            r = required_radius(c, mom.mean)
+            c["trials_needed"] = None if r is None else cs.trials_for_radius(r, mom.sd)
+    level = 1.0 - alpha
+    return {"design": "sequential", "checks": checks, "verdict": overall(checks), "alpha": alpha, "margin": margin,
+            "trials": mom.n, "looks": looks, "stopped": stopped, "mse": mom.mean if mom.n else math.nan,
+            "sd": mom.sd, "interval": [lo, hi], "interval_level": level, "max_trials": max_trials,
+            "max_seconds": max_seconds, "seconds_simulating": time.perf_counter() - t0,
+            "meaning": _meaning(margin, level),
+            "method": SEQ_METHOD.format(t_opt=t_opt, t0=first_look, level=level, alpha=alpha)}
+
+
+def theory_values(protocol, data: np.ndarray, planted_error: float = 0.0) -> dict[str, float | None]:
+    """The protocol's theory hooks at ``data``, each multiplied by 1 + ``planted_error`` (a deliberately
+    wrong theory, for showing that validation catches it; 0 leaves them alone)."""
+    f = 1.0 + planted_error
+    vals = {"expected": protocol.mse_expected(data), "worst": protocol.mse_worst(), "bound": protocol.mse_bound()}
+    return {k: (None if v is None else float(v) * f) for k, v in vals.items()}
+
+
+_DRAW_STATE: dict[str, Any] = {}
+
+
+def _init_draw_worker(protocol, data, truth, summary, entropy, spawn_key) -> None:
+    """Worker (or in-process) state of the sequential design's trial draws."""
+    import signal
+
+    if _DRAW_STATE.get("in_worker"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides what an interrupt means
+    _DRAW_STATE.update(protocol=protocol, data=data, truth=truth, summary=summary,
+                       root=np.random.SeedSequence(entropy, spawn_key=spawn_key))
+
+
+def _init_pool_worker(*state) -> None:
+    _DRAW_STATE["in_worker"] = True
+    _init_draw_worker(*state)
+
+
+def _draw_chunk(start: int, stop: int, on_progress=None) -> np.ndarray:
+    """Squared errors of trials [start, stop): the trials of ``run_trials`` under the same root and engine."""
+    from shufflesim.experiments.montecarlo import run_trial
+    from shufflesim.pipeline.fast import fast_records
+
+    st = _DRAW_STATE
+    if st["summary"] is not None:
+        sq = np.asarray(fast_records(st["protocol"], st["summary"], st["truth"], st["root"], 0, start, stop)["sq_error"],
+                        dtype=float)
+        if on_progress:
+            on_progress(stop - start)
+        return sq
+    out = np.empty(stop - start)
+    for i, t in enumerate(range(start, stop)):
+        out[i] = run_trial(st["protocol"], st["data"], st["root"], 0, t, st["truth"])["sq_error"]
+        if on_progress:
+            on_progress(1)
+    return out
+
+
+def _pool(protocol, state, workers: int):
+    """A process pool for the sequential design's batches, or None (one worker, or no safe context)."""
+    if workers <= 1:
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    from shufflesim.experiments import parallel
+
+    ctx, reason = parallel.worker_context((protocol,))
+    if ctx is None:
+        parallel.warn_serial(reason, workers)
+        return None
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_pool_worker, initargs=state)
+
+
+def validate_protocol(protocol, data: np.ndarray, *, trials: int | None = None, rng=0, alpha: float = 0.05,
+                      margin: float = DEFAULT_MARGIN, engine: str = "auto", max_trials: int = DEFAULT_MAX_TRIALS,
+                      max_seconds: float | None = None, workers: int = 1, resamples: int = 2000,
+                      planted_error: float = 0.0, on_progress=None, on_look=None) -> dict[str, Any]:
+    """Validate ``protocol``'s theory hooks on ``data``: exact theory, then simulation.
+
+    ``trials=None`` (default): the sequential design (:func:`validate_sequential`); ``trials=N``: a
+    fixed-size run of N trials (:func:`validate_errors`); both on ``workers`` local processes.  Trial t is trial t of
+    :func:`shufflesim.experiments.montecarlo.run_trials` under the root ``rng`` and the chosen ``engine``
+    (``auto``: the exact fast engine where the protocol has one), so both designs see the same trials; the
+    bootstrap uses the root's child ``spawn_key=(3,)``.  A run is reproducible from its seed unless it is
+    stopped by ``max_seconds``.
     """
     from shufflesim.experiments.montecarlo import run_trials
+    from shufflesim.pipeline.fast import resolve_engine, summarise_data
 
-    trials = check_int("trials", trials, minimum=3)
+    planted_error = check_real("planted_error", planted_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     root = as_seed_sequence(rng)
-    run = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=on_progress)
-    sq = run.records["sq_error"].to_numpy(dtype=float)
-    boot_seed = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 2))
-    out = validate_errors(sq, expected=protocol.mse_expected(data), worst=protocol.mse_worst(),
-                          bound=protocol.mse_bound(), alpha=alpha, rel_effect=rel_effect,
-                          resamples=resamples, rng=boot_seed)
-    out["complete"] = run.complete
+    engine = resolve_engine(protocol, engine)
+    theory = theory_values(protocol, data, planted_error)
+    if trials is not None:
+        trials = check_int("trials", trials, minimum=3)
+        run = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=on_progress,
+                         engine=engine)
+        sq = run.records["sq_error"].to_numpy(dtype=float)
+        boot_seed = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 3))
+        out = validate_errors(sq, **theory, alpha=alpha, margin=margin, resamples=resamples, rng=boot_seed)
+        out["complete"] = run.complete
+    else:
+        protocol.check_resources()
+        data = protocol.check_data(data)
+        truth = protocol.truth(data)
+        summary = summarise_data(protocol, data) if engine == "fast" else None
+        state = (protocol, data, truth, summary, root.entropy, tuple(root.spawn_key))
+        pool = _pool(protocol, state, workers)
+        try:
+            if pool is None:
+                _init_draw_worker(*state)
+
+                def draw(start: int, stop: int) -> np.ndarray:
+                    return _draw_chunk(start, stop, on_progress)
+            else:
+                def draw(start: int, stop: int) -> np.ndarray:
+                    # whole fast-engine blocks per worker; the trials are the same for any split
+                    step = max(256, -(-(stop - start) // workers // 256) * 256)
+                    futs = [pool.submit(_draw_chunk, a, min(stop, a + step)) for a in range(start, stop, step)]
+                    parts = []
+                    for (a, f) in zip(range(start, stop, step), futs):
+                        parts.append(f.result())
+                        if on_progress:
+                            on_progress(len(parts[-1]))
+                    return np.concatenate(parts)
+
+            out = validate_sequential(draw, **theory, alpha=alpha, margin=margin, max_trials=max_trials,
+                                      max_seconds=max_seconds, on_look=on_look)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        out["complete"] = out["stopped"] != "interrupted"
+        out["workers"] = 1 if pool is None else workers
+    out["engine"] = engine
+    out["planted_error"] = planted_error
     return out
