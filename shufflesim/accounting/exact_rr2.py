@@ -427,8 +427,51 @@ def _pair_log_err(n: int) -> float:
 
 
 def _candidates(n: int, eps0: float, eps: float) -> list[int]:
+    """The data sets whose composed δ the lower end evaluates: m = 0, m = n − 1 and the worst single-use m
+    at ``eps`` (per use)."""
     s = _search(n, eps0, min(eps, eps0 * 0.999), rtol=1e-6, max_evals=400)
     return sorted({0, n - 1, s.m})
+
+
+def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[float, int]:
+    """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms``: each
+    data set's pair (:func:`data_set_pair`) composed by the PLD engine, its lower end corrected for the
+    log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
+    from shufflesim.accounting.tight import tight_delta
+
+    eta = _pair_log_err(n) * k
+    best, best_m = 0.0, int(ms[0])
+    for m in ms:
+        (r,) = tight_delta(data_set_pair(n, eps0, int(m)), [eps + 2 * eta], compositions=k)
+        lo = (r.delta_lower or 0.0) * math.exp(-eta) * (1 - 1e-12)
+        if lo > best:
+            best, best_m = lo, int(m)
+    return best, best_m
+
+
+def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[float, int]:
+    """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms``
+    (ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
+    from shufflesim.accounting.tight import tight_epsilon
+
+    eta = _pair_log_err(n) * k
+    best, best_m = 0.0, int(ms[0])
+    d = delta * math.exp(eta)
+    if d >= 1.0:
+        return 0.0, best_m
+    for m in ms:
+        (r,) = tight_epsilon(data_set_pair(n, eps0, int(m)), [d], compositions=k)
+        lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
+        if lo > best:
+            best, best_m = lo, int(m)
+    return best, best_m
+
+
+def _composed_note(k: int, m: int, what: str) -> str:
+    return (f"{k} compositions: lower end = the composed {what} of the data set with m = {m} ones among the others "
+            "(the same data in every use: exact for that data set, so a genuine lower bound on the mechanism), "
+            "upper end = Feldman-McMillan-Talwar's stronger clone pair composed by the PLD engine (a dominating "
+            "pair for every data set); the mechanism's composed value is bracketed, not exact")
 
 
 def _composed_delta(n, eps0, eps, k) -> Bracket:
@@ -436,18 +479,8 @@ def _composed_delta(n, eps0, eps, k) -> Bracket:
     from shufflesim.accounting.tight import tight_delta
 
     (up,) = tight_delta(stronger_clones_pair(n, eps0), [eps], compositions=k)
-    eta = _pair_log_err(n) * k
-    best, best_m = 0.0, 0
-    for m in _candidates(n, eps0, eps / k):
-        (r,) = tight_delta(data_set_pair(n, eps0, m), [eps + 2 * eta], compositions=k)
-        lo = (r.delta_lower or 0.0) * math.exp(-eta) * (1 - 1e-12)
-        if lo > best:
-            best, best_m = lo, m
-    notes = (f"{k} compositions: lower end = the composed exact delta of the data set with m = {best_m} ones among "
-             "the others (the same data in every use; a genuine lower bound on the mechanism), upper end = "
-             "Feldman-McMillan-Talwar's stronger clone pair composed (a dominating pair for every data set); "
-             "the mechanism's composed delta is bracketed, not exact",)
-    return Bracket(min(best, up.delta_upper), up.delta_upper, best_m, notes)
+    best, best_m = composed_lower_delta(n, eps0, eps, k, _candidates(n, eps0, eps / k))
+    return Bracket(min(best, up.delta_upper), up.delta_upper, best_m, (_composed_note(k, best_m, "delta"),))
 
 
 def _composed_eps(n, eps0, delta, k) -> Bracket:
@@ -455,17 +488,19 @@ def _composed_eps(n, eps0, delta, k) -> Bracket:
     from shufflesim.accounting.tight import tight_epsilon
 
     (up,) = tight_epsilon(stronger_clones_pair(n, eps0), [delta], compositions=k)
-    eta = _pair_log_err(n) * k
     guess = up.eps_upper / k if math.isfinite(up.eps_upper) else eps0 / 2
-    best, best_m = 0.0, 0
-    for m in _candidates(n, eps0, guess):
-        (r,) = tight_epsilon(data_set_pair(n, eps0, m), [min(delta * math.exp(eta), 0.5 * (1 + delta))],
-                             compositions=k)
-        lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
-        if lo > best:
-            best, best_m = lo, m
-    notes = (f"{k} compositions: lower end = the composed exact eps of the data set with m = {best_m} ones among "
-             "the others (the same data in every use; a genuine lower bound on the mechanism), upper end = "
-             "Feldman-McMillan-Talwar's stronger clone pair composed (a dominating pair for every data set); "
-             "the mechanism's composed eps is bracketed, not exact",)
-    return Bracket(min(best, up.eps_upper), up.eps_upper, best_m, notes)
+    best, best_m = composed_lower_eps(n, eps0, delta, k, _candidates(n, eps0, guess))
+    return Bracket(min(best, up.eps_upper), up.eps_upper, best_m, (_composed_note(k, best_m, "eps"),))
+
+
+def data_sets_lower(n: int, eps0: float, *, eps: float | None = None, delta: float | None = None,
+                    ms=None) -> tuple[float, int]:
+    """A genuine single-use lower end from explicit data sets (default m = 0 and n − 1, i.e. "all others
+    hold 0" in both directions): (certified lower bound on δ(ε), m) or on ε(δ)."""
+    N = n - 1
+    ms = sorted({0, N}) if ms is None else list(ms)
+    if eps is not None:
+        vals = [(pair_bracket(N, m, eps0, eps)[0], m) for m in ms]
+        return max(vals)
+    a, _, m_a, _ = _bisect(n, eps0, math.log(delta), ms, 1e-9)
+    return a, m_a
