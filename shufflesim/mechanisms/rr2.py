@@ -135,6 +135,22 @@ class RR2(Mechanism):
         return None
 
     def bound(self, method: str, options: BoundOptions):
+        """The published bound's upper end; a lower end it reports (Feldman et al.'s numerical method evaluates
+        a dominating pair, whose own lower end can exceed the mechanism's δ) is replaced by the genuine one of
+        the data sets 'all others hold 0' / 'all others hold 1' (docs/theory.md#exact-rr2)."""
         if method in BLANKET_METHODS:
-            return blanket_bound(method, self.n, 2, self.gamma, options)
-        return ldp_bound(method, self.n, self.eps0)
+            dfun, efun = blanket_bound(method, self.n, 2, self.gamma, options)
+        else:
+            dfun, efun = ldp_bound(method, self.n, self.eps0)
+        return (lambda e: self._genuine_lower(dfun(e))), (lambda d: self._genuine_lower(efun(d)))
+
+    def _genuine_lower(self, r):
+        from shufflesim.accounting import exact_rr2 as X
+
+        if isinstance(r, DeltaBound) and r.delta_lower is not None:
+            lo, _ = X.data_sets_lower(self.n, self.eps0, eps=r.eps)
+            return replace(r, delta_lower=min(lo, r.delta_upper))
+        if isinstance(r, EpsBound) and r.eps_lower is not None:
+            lo, _ = X.data_sets_lower(self.n, self.eps0, delta=r.delta)
+            return replace(r, eps_lower=min(lo, r.eps_upper))
+        return r
