@@ -263,3 +263,32 @@ def test_worst_m_moves_with_eps():
         assert interior == want_interior
         ones = sum(others)
         assert (0 < ones < 3) == want_interior
+
+
+def test_far_interior_worst_m():
+    """docs/theory.md#exact-rr2 (iii): at n = 100, eps0 = 4, eps = 0.08 the worst data set is far inside
+    (m = 44 ones among the others in the direction P_m || Q_m): every m evaluated one by one agrees with the
+    branch and bound, which needs far fewer evaluations."""
+    n, eps0, eps = 100, 4.0, 0.08
+    each = [X.pair_bracket(n - 1, m, eps0, eps) for m in range(n)]
+    best = max(range(n), key=lambda m: each[m][0])
+    b = X.delta_bracket(n, eps0, eps)
+    assert b.m == best and 10 < best < n - 10
+    assert b.lower <= each[best][1] and each[best][0] <= b.upper
+    assert max(hi for _, hi in each) <= b.upper  # no m escapes the certified upper end
+    assert b.evaluations < n
+
+
+def test_scalar_log_pmf_matches_the_vectorised_one():
+    """The windows' mode value uses a scalar port of binomial.log_binom_pmf (same Loader formulas), so it is
+    under the same accuracy model: the two agree to far below BINOM_LOG_ERR."""
+    from shufflesim.accounting.binomial import BINOM_LOG_ERR, log_binom_pmf
+
+    rng = np.random.default_rng(17)
+    for _ in range(2000):
+        n = int(10 ** rng.uniform(0, 6.5))
+        k = int(rng.integers(0, n + 1))
+        p = min(float(10 ** rng.uniform(-6, 0)), 1 - 1e-9)
+        want = float(log_binom_pmf(np.array([k]), n, p, 1 - p)[0])
+        got = X._log_binom_pmf1(k, n, p, 1 - p)
+        assert abs(got - want) <= 0.05 * BINOM_LOG_ERR * max(1.0, abs(want) / 100.0), (n, k, p)

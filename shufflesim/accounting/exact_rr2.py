@@ -93,6 +93,42 @@ def _sigmoid_pair(t: float) -> tuple[float, float]:
     return e / (1.0 + e), 1.0 / (1.0 + e)
 
 
+_S = (1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188)
+
+
+def _stirlerr1(x: float) -> float:
+    """Scalar :func:`~.binomial._stirlerr` (same formulas, Loader 2000 eq 4)."""
+    if x <= 15:
+        return math.lgamma(x + 1.0) - (x + 0.5) * math.log(x) + x - 0.5 * math.log(2.0 * math.pi)
+    x2 = 1.0 / (x * x)
+    return (_S[0] - (_S[1] - (_S[2] - (_S[3] - _S[4] * x2) * x2) * x2) * x2) / x
+
+
+def _bd01(x: float, m: float) -> float:
+    """Scalar :func:`~.binomial._bd0` (same formulas: the series for |x − m| < 0.1 (x + m), 13 terms)."""
+    if abs(x - m) < 0.1 * (x + m):
+        v = (x - m) / (x + m)
+        s = (x - m) * v
+        ej = 2.0 * x * v
+        v2 = v * v
+        for j in range(1, 14):
+            ej *= v2
+            s += ej / (2 * j + 1)
+        return s
+    return x * math.log(x / m) + m - x
+
+
+def _log_binom_pmf1(k: int, n: int, p: float, q: float) -> float:
+    """Scalar log Bin(n, p)(k) by the formulas of :func:`~.binomial.log_binom_pmf` (Loader's saddle-point
+    form), hence under its accuracy model BINOM_LOG_ERR (tests/test_exact_rr2.py compares the two)."""
+    if k == 0:
+        return n * (math.log1p(-p) if p <= 0.5 else math.log(q))
+    if k == n:
+        return n * (math.log(p) if p <= 0.5 else math.log1p(-q))
+    return (_stirlerr1(n) - _stirlerr1(k) - _stirlerr1(n - k) - _bd01(k, n * p) - _bd01(n - k, n * q)
+            - 0.5 * (math.log(2.0 * math.pi) + math.log(k) + math.log1p(-k / n)))
+
+
 def _nkl(x: float, n: int, p: float, q: float) -> float:
     """n KL(x/n || p) for Bin(n, p) at a real x in [0, n] (scalar; 0 log 0 = 0)."""
     a = x * math.log(x / (n * p)) if x > 0 else 0.0
@@ -129,17 +165,37 @@ def _chernoff_side(n: int, p: float, q: float, need: float, side: int) -> tuple[
 
 
 def _log_binom_window(n: int, p: float, q: float, log_budget: float):
-    """(offset, log pmf on the window, log of the certified dropped mass) of Bin(n, p), q = 1 - p: the window
-    [lo, hi] drops at most half of exp(log_budget) on each side (Chernoff bound, :func:`_chernoff_side`)."""
+    """(offset, log pmf on the window, log of the certified dropped mass, bound on the log pmf's absolute
+    error) of Bin(n, p), q = 1 - p: the window [lo, hi] drops at most half of exp(log_budget) on each side
+    (Chernoff bound, :func:`_chernoff_side`).
+
+    The log-PMF is :func:`~.binomial.log_binom_pmf` at the mode (accuracy model BINOM_LOG_ERR) and the exact
+    ratio recurrence log B(k+1) − log B(k) = log((n−k)/(k+1)) + log(p/q) from there, summed by cumsum; the
+    error bound adds, per step, 4 ulps of each logarithm and one ulp of each partial sum, and n·4 ulps for
+    p and q being floats (each within 4 ulps of the exact value: a common factor e^{±4un})."""
     if n == 0:
-        return 0, np.zeros(1), -math.inf
+        return 0, np.zeros(1), -math.inf, 0.0
     need = -(log_budget - math.log(2.0))
     x_lo, t_lo = _chernoff_side(n, p, q, need, -1)
     x_hi, t_hi = _chernoff_side(n, p, q, need, +1)
     lo, hi = x_lo + 1, x_hi - 1
     hi = max(hi, lo)
-    k = np.arange(lo, hi + 1)
-    return lo, log_binom_pmf(k, n, p, q), float(np.logaddexp(t_lo, t_hi))
+    mode = min(max(int(math.floor((n + 1) * p)), lo), hi)
+    l_mode = _log_binom_pmf1(mode, n, p, q)
+    lpq = math.log(p) - math.log(q)
+    k_up = np.arange(mode, hi, dtype=float)  # steps k -> k + 1
+    k_dn = np.arange(mode - 1, lo - 1, -1, dtype=float)  # steps k + 1 -> k
+    t_up = np.log((n - k_up) / (k_up + 1.0)) + lpq
+    t_dn = -(np.log((n - k_dn) / (k_dn + 1.0)) + lpq)
+    s_up = l_mode + np.cumsum(t_up)
+    s_dn = l_mode + np.cumsum(t_dn)
+    out = np.concatenate((s_dn[::-1], [l_mode], s_up))
+    e_mode = BINOM_LOG_ERR * max(1.0, abs(l_mode) / 100.0)
+    step_up = 4 * _U * (np.abs(t_up) + 2 * abs(lpq) + 2) + _U * np.abs(s_up)
+    step_dn = 4 * _U * (np.abs(t_dn) + 2 * abs(lpq) + 2) + _U * np.abs(s_dn)
+    err = e_mode + max(float(step_up.sum()) if step_up.size else 0.0, float(step_dn.sum()) if step_dn.size else 0.0)
+    err += 4.04 * _U * n
+    return lo, out, float(np.logaddexp(t_lo, t_hi)), err
 
 
 def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple[float, float]:
@@ -157,14 +213,14 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     zeros = n_others - ones
     # log c = ones log(p + q e^theta) + zeros log(q + p e^theta)
     log_c = ones * (lp + _log1pexp(eps0 + theta)) + zeros * (lq + _log1pexp(theta - eps0))
-    o1, l1, t1 = _log_binom_window(ones, q1, q1c, _LOG_WINDOW)
-    o2, l2, t2 = _log_binom_window(zeros, p1, p1c, _LOG_WINDOW)
+    o1, l1, t1, e1 = _log_binom_window(ones, q1, q1c, _LOG_WINDOW)
+    o2, l2, t2, e2 = _log_binom_window(zeros, p1, p1c, _LOG_WINDOW)
     m1, m2 = float(l1.max()), float(l2.max())
     b1 = np.exp(l1 - m1)
     b2 = np.exp(l2 - m2)
     hs = np.convolve(b1, b2)  # h(o1 + o2 + i) e^-(m1 + m2), direct summation of non-negative terms
-    # relative error of hs: log-PMF model (|log B| <= 100 + |m| on the window), exp/subtraction, summation
-    err_log = BINOM_LOG_ERR * max(1.0, (abs(m1) + 80.0) / 100.0) + BINOM_LOG_ERR * max(1.0, (abs(m2) + 80.0) / 100.0)
+    # relative error of hs: the log-PMFs' error bounds, exp/subtraction, summation
+    err_log = e1 + e2
     rho = math.expm1(err_log + 8 * _U) + (min(b1.size, b2.size) + 4) * _U * 1.01
     prev = np.concatenate(([0.0], hs[:-1]))
     lo_d = hs * (1.0 - rho) - prev * (1.0 + rho)
@@ -225,6 +281,9 @@ class _Search:
     m: int
     evaluations: int
     resolved: bool  # True when the search stopped on its tolerance (not on its budget)
+    #: the final partition: (a, b, log upper) — a == b for an evaluated m, else a gap bounded by the data set
+    #: of n − (b − a) users with a ones among the others (valid at any eps: δ decreases in eps)
+    pieces: tuple = ()
 
 
 def _search(n: int, eps0: float, eps: float, *, rtol: float = SEARCH_RTOL, stop_below: float | None = None,
@@ -285,7 +344,8 @@ def _search(n: int, eps0: float, eps: float, *, rtol: float = SEARCH_RTOL, stop_
     best_m = max(exact, key=lambda k: exact[k][0])
     gap_ub = -heap[0][0] if heap else -math.inf
     ub = max(max(v[1] for v in exact.values()), gap_ub)
-    return _Search(exact[best_m][0], ub, best_m, evals, evals < max_evals)
+    pieces = tuple((m, m, v[1]) for m, v in exact.items()) + tuple((a, b, -nb) for nb, a, b in heap)
+    return _Search(exact[best_m][0], ub, best_m, evals, evals < max_evals, pieces)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -340,8 +400,14 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
     ld = math.log(delta)
     cands = {0, n - 1}
     evaluations = 0
+    a, b, m_lo, ev = _root(n, eps0, ld, sorted(cands), 1e-3)
+    evaluations += ev
+    # a rough search near the answer finds the worst data set before the precise root and the decision
+    s = _search(n, eps0, b, rtol=1e-4, max_evals=600, seeds=cands)
+    evaluations += s.evaluations
+    cands.add(s.m)
     for _ in range(8):
-        lo, hi, m_lo, ev = _bisect(n, eps0, ld, sorted(cands), rtol)
+        lo, hi, m_lo, ev = _root(n, eps0, ld, sorted(cands), rtol)
         evaluations += ev
         # decide at hi: is every data set's delta <= delta?
         s = _search(n, eps0, hi, rtol=0.0, stop_below=ld, stop_above=ld, seeds=cands)
@@ -352,41 +418,90 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
                      f"delta <= {delta:.3g} for every m at the upper end ({evaluations} evaluations)",)
             return Bracket(lo, hi, m_lo, notes, evaluations)
         if s.lower > ld and s.m not in cands:
-            cands.add(s.m)  # a worse data set than the candidates: bisect again with it
+            cands.add(s.m)  # a worse data set than the candidates: solve again with it
             continue
         break
-    # undecided within the search's budget: raise the upper end until the search certifies it
-    step = max(hi * 1e-9, 1e-15)
-    while hi < eps0:
-        hi = min(eps0, hi + step)
-        step *= 4.0
-        s = _search(n, eps0, hi, rtol=0.0, stop_below=ld, seeds=cands)
-        evaluations += s.evaluations
-        if s.upper <= ld:
-            break
-    notes = (f"worst m = {m_lo} at the lower end; the search over m certified the upper end only after widening "
-             f"it (relative width {(hi - lo) / hi:.2g}; {evaluations} evaluations)",)
+    # the search stopped on its budget: raise the upper end until every piece of its partition whose bound
+    # exceeds delta is certified below it (the other pieces stay below at larger eps: δ decreases in eps)
+    N = n - 1
+    viol = [(a, b) for a, b, up in s.pieces if up > ld]
+
+    def worst_up(e: float) -> float:
+        nonlocal evaluations
+        evaluations += len(viol)
+        return max(pair_log_bracket(N - (b - a), a, eps0, e)[1] for a, b in viol)
+
+    a_e, b_e = hi, eps0
+    while b_e - a_e > rtol * b_e:
+        c = 0.5 * (a_e + b_e)
+        if worst_up(c) <= ld:
+            b_e = c
+        else:
+            a_e = c
+    hi = b_e
+    notes = (f"worst m = {m_lo} ones among the others at the lower end; the branch and bound over m stopped on its "
+             f"budget of {MAX_EVALS} evaluations, so the upper end is the smallest eps at which every piece of its "
+             f"partition is certified below delta: a bracket of relative width {(hi - lo) / hi:.2g} "
+             f"({evaluations} evaluations)",)
     return Bracket(lo, hi, m_lo, notes, evaluations)
 
 
-def _bisect(n: int, eps0: float, ld: float, cands, rtol: float):
-    """Bisection on ε for max over ``cands`` of δ_m: (eps_lo, eps_hi, m at eps_lo, evaluations) with some
-    candidate's certified lower δ > δ at eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ
-    at eps_hi."""
+def _root(n: int, eps0: float, ld: float, cands, rtol: float):
+    """Root of max over ``cands`` of log δ_m(ε) = ``ld`` (Illinois on the certified ends, bisection while an
+    end is -inf): (eps_lo, eps_hi, m at eps_lo, evaluations) with some candidate's certified lower δ > δ at
+    eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at eps_hi, eps_hi - eps_lo <= rtol
+    eps_hi (or as close as the ends' round-off allows)."""
     N = n - 1
-    a, b = 0.0, eps0  # delta(eps0) = 0 <= delta
-    m_a = cands[0]
     ev = 0
-    while b - a > rtol * b:
-        c = 0.5 * (a + b)
+
+    def at(c):
+        nonlocal ev
         vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
         ev += len(cands)
         i = max(range(len(cands)), key=lambda j: vals[j][0])
-        if vals[i][0] > ld:
-            a, m_a = c, cands[i]
-        elif max(v[1] for v in vals) <= ld:
-            b = c
-        else:  # undecided within round-off: stop here
+        return vals[i][0], max(v[1] for v in vals), cands[i]
+
+    lo0, up0, m_a = at(0.0)
+    if up0 <= ld:
+        return 0.0, 0.0, m_a, ev
+    a, b = 0.0, eps0  # delta(eps0) = 0 <= delta
+    ga, gb = lo0 - ld, -math.inf
+    side = 0
+    for _ in range(200):
+        if b - a <= rtol * b:
+            break
+        if math.isfinite(gb) and math.isfinite(ga) and ga > gb:
+            c = (a * gb - b * ga) / (gb - ga)
+            w = b - a
+            c = min(max(c, a + 1e-3 * w), b - 1e-3 * w)
+            # near convergence, straddle the root so that both ends move
+            if w <= 1e3 * rtol * b:
+                c = min(max(c, a + 0.25 * w), b - 0.25 * w)
+        else:
+            c = 0.5 * (a + b)
+        lo, up, m = at(c)
+        if lo > ld:
+            a, ga, m_a = c, lo - ld, m
+            if side == -1:
+                gb *= 0.5  # Illinois: halve the end that stays
+            side = -1
+        elif up <= ld:
+            b, gb = c, up - ld
+            if side == 1:
+                ga *= 0.5
+            side = 1
+        else:  # c is within the ends' round-off of the root: probe on either side of it
+            h = max(rtol * b * 0.25, 1e-300)
+            for _ in range(40):
+                lo_a, _, m = at(max(a, c - h))
+                _, up_b, _ = at(min(b, c + h))
+                if lo_a > ld:
+                    a, ga, m_a = max(a, c - h), lo_a - ld, m
+                if up_b <= ld:
+                    b, gb = min(b, c + h), up_b - ld
+                if lo_a > ld and up_b <= ld:
+                    break
+                h *= 2.0
             break
     return a, b, m_a, ev
 
@@ -397,16 +512,18 @@ def _bisect(n: int, eps0: float, ld: float, cands, rtol: float):
 
 def data_set_pair(n: int, eps0: float, ones: int):
     """The exact pair (P_m, Q_m) of one data set as a PMFPair (for the PLD engine), on the Chernoff windows of
-    S_m (dropped mass in ``tail_p``/``tail_q``); the log-probabilities carry the accuracy model's error,
-    which :func:`_composed_delta` accounts for."""
+    S_m (each factor's window drops at most e^-340, so no kept product underflows; dropped mass in
+    ``tail_p``/``tail_q``).  ``params["log_err"]`` bounds the absolute error of every log-probability
+    (the windows' log-PMF bounds, the convolution's and the final logs' round-off); the composed lower
+    ends of :func:`composed_lower_delta` account for it."""
     from shufflesim.accounting.pmf_pair import PMFPair
 
     N = n - 1
     lp = -_log1pexp(eps0)
     lq = -_log1pexp(-eps0)
     p, q = math.exp(lp), math.exp(lq)
-    o1, l1, t1 = _log_binom_window(ones, q, p, -745.0)
-    o2, l2, t2 = _log_binom_window(N - ones, p, q, -745.0)
+    o1, l1, t1, e1 = _log_binom_window(ones, q, p, -340.0)
+    o2, l2, t2, e2 = _log_binom_window(N - ones, p, q, -340.0)
     m1, m2 = float(l1.max()), float(l2.max())
     f = np.convolve(np.exp(l1 - m1), np.exp(l2 - m2))
     with np.errstate(divide="ignore"):
@@ -415,15 +532,13 @@ def data_set_pair(n: int, eps0: float, ones: int):
     # P(y) = q f(y) + p f(y-1) (target holds 0: reports 0 w.p. q); Q(y) = p f(y) + q f(y-1)
     log_p = np.logaddexp(lq + lf[1:], lp + lf[:-1])
     log_q = np.logaddexp(lp + lf[1:], lq + lf[:-1])
+    finite = np.concatenate((log_p[np.isfinite(log_p)], log_q[np.isfinite(log_q)]))
+    err = (e1 + e2 + 2 * BINOM_LOG_ERR + (min(l1.size, l2.size) + 8) * _U * 1.01
+           + 8 * _U * (abs(m1) + abs(m2) + (float(np.max(np.abs(finite))) if finite.size else 0.0) + eps0))
     tail = float(math.exp(np.logaddexp(t1, t2))) * (1 + 1e-12) if max(t1, t2) > -math.inf else 0.0
     return PMFPair(log_p=log_p, log_q=log_q, name="rr2-data-set",
-                   params={"n": n, "eps0": eps0, "m": ones}, reference="docs/theory.md#exact-rr2",
+                   params={"n": n, "eps0": eps0, "m": ones, "log_err": err}, reference="docs/theory.md#exact-rr2",
                    tail_p=tail, tail_q=tail)
-
-
-#: absolute error of the log-probabilities of :func:`data_set_pair` (log-PMF model and the convolution)
-def _pair_log_err(n: int) -> float:
-    return 4 * BINOM_LOG_ERR * max(1.0, 8.0) + (n + 8) * _U * 2
 
 
 def _candidates(n: int, eps0: float, eps: float) -> list[int]:
@@ -439,10 +554,11 @@ def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[f
     log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
     from shufflesim.accounting.tight import tight_delta
 
-    eta = _pair_log_err(n) * k
     best, best_m = 0.0, int(ms[0])
     for m in ms:
-        (r,) = tight_delta(data_set_pair(n, eps0, int(m)), [eps + 2 * eta], compositions=k)
+        pair = data_set_pair(n, eps0, int(m))
+        eta = pair.params["log_err"] * k
+        (r,) = tight_delta(pair, [eps + 2 * eta], compositions=k)
         lo = (r.delta_lower or 0.0) * math.exp(-eta) * (1 - 1e-12)
         if lo > best:
             best, best_m = lo, int(m)
@@ -454,13 +570,14 @@ def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[f
     (ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
     from shufflesim.accounting.tight import tight_epsilon
 
-    eta = _pair_log_err(n) * k
     best, best_m = 0.0, int(ms[0])
-    d = delta * math.exp(eta)
-    if d >= 1.0:
-        return 0.0, best_m
     for m in ms:
-        (r,) = tight_epsilon(data_set_pair(n, eps0, int(m)), [d], compositions=k)
+        pair = data_set_pair(n, eps0, int(m))
+        eta = pair.params["log_err"] * k
+        d = delta * math.exp(eta)
+        if d >= 1.0:
+            continue
+        (r,) = tight_epsilon(pair, [d], compositions=k)
         lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
         if lo > best:
             best, best_m = lo, int(m)
@@ -502,5 +619,5 @@ def data_sets_lower(n: int, eps0: float, *, eps: float | None = None, delta: flo
     if eps is not None:
         vals = [(pair_bracket(N, m, eps0, eps)[0], m) for m in ms]
         return max(vals)
-    a, _, m_a, _ = _bisect(n, eps0, math.log(delta), ms, 1e-9)
+    a, _, m_a, _ = _root(n, eps0, math.log(delta), ms, 1e-9)
     return a, m_a
