@@ -165,8 +165,8 @@ def _chernoff_side(n: int, p: float, q: float, need: float, side: int) -> tuple[
 
 
 def _log_binom_window(n: int, p: float, q: float, log_budget: float):
-    """(offset, log pmf on the window, log of the certified dropped mass, bound on the log pmf's absolute
-    error) of Bin(n, p), q = 1 - p: the window [lo, hi] drops at most half of exp(log_budget) on each side
+    """(offset, log pmf on the window, log of the certified dropped mass, (varying, common) bounds on the
+    log pmf's absolute error) of Bin(n, p), q = 1 - p: the window [lo, hi] drops at most half of exp(log_budget) on each side
     (Chernoff bound, :func:`_chernoff_side`).
 
     The log-PMF is :func:`~.binomial.log_binom_pmf` at the mode (accuracy model BINOM_LOG_ERR) and the exact
@@ -174,7 +174,7 @@ def _log_binom_window(n: int, p: float, q: float, log_budget: float):
     error bound adds, per step, 4 ulps of each logarithm and one ulp of each partial sum, and n·4 ulps for
     p and q being floats (each within 4 ulps of the exact value: a common factor e^{±4un})."""
     if n == 0:
-        return 0, np.zeros(1), -math.inf, 0.0
+        return 0, np.zeros(1), -math.inf, (0.0, 0.0)
     need = -(log_budget - math.log(2.0))
     x_lo, t_lo = _chernoff_side(n, p, q, need, -1)
     x_hi, t_hi = _chernoff_side(n, p, q, need, +1)
@@ -190,12 +190,13 @@ def _log_binom_window(n: int, p: float, q: float, log_budget: float):
     s_up = l_mode + np.cumsum(t_up)
     s_dn = l_mode + np.cumsum(t_dn)
     out = np.concatenate((s_dn[::-1], [l_mode], s_up))
-    e_mode = BINOM_LOG_ERR * max(1.0, abs(l_mode) / 100.0)
+    # errors common to every entry (the mode value; p and q as floats) scale the PMF by one factor; the
+    # recurrence's errors vary from entry to entry
+    common = BINOM_LOG_ERR * max(1.0, abs(l_mode) / 100.0) + 4.04 * _U * n
     step_up = 4 * _U * (np.abs(t_up) + 2 * abs(lpq) + 2) + _U * np.abs(s_up)
     step_dn = 4 * _U * (np.abs(t_dn) + 2 * abs(lpq) + 2) + _U * np.abs(s_dn)
-    err = e_mode + max(float(step_up.sum()) if step_up.size else 0.0, float(step_dn.sum()) if step_dn.size else 0.0)
-    err += 4.04 * _U * n
-    return lo, out, float(np.logaddexp(t_lo, t_hi)), err
+    varying = max(float(step_up.sum()) if step_up.size else 0.0, float(step_dn.sum()) if step_dn.size else 0.0)
+    return lo, out, float(np.logaddexp(t_lo, t_hi)), (varying, common)
 
 
 def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple[float, float]:
@@ -219,8 +220,9 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     b1 = np.exp(l1 - m1)
     b2 = np.exp(l2 - m2)
     hs = np.convolve(b1, b2)  # h(o1 + o2 + i) e^-(m1 + m2), direct summation of non-negative terms
-    # relative error of hs: the log-PMFs' error bounds, exp/subtraction, summation
-    err_log = e1 + e2
+    # relative error of hs entry by entry: the log-PMFs' varying error bounds, exp/subtraction, summation;
+    # their common errors scale h (hence δ) by one factor and go into the final slack
+    err_log = e1[0] + e2[0]
     rho = math.expm1(err_log + 8 * _U) + (min(b1.size, b2.size) + 4) * _U * 1.01
     prev = np.concatenate(([0.0], hs[:-1]))
     lo_d = hs * (1.0 - rho) - prev * (1.0 + rho)
@@ -238,7 +240,7 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     s_hi = _logsumexp(lw_hi)
     base = log_a + log_c + m1 + m2
     # log-domain round-off of the constants: a few ulps of each magnitude
-    slack = _REL + 8 * _U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2))
+    slack = _REL + e1[1] + e2[1] + 8 * _U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2))
     log_tail_w = log_tail - theta * y_mode + log_a + log_c  # dropped mass at its largest weight, times A c
     upper = base + s_hi + slack
     upper = float(np.logaddexp(upper, log_tail_w + slack))
@@ -533,7 +535,7 @@ def data_set_pair(n: int, eps0: float, ones: int):
     log_p = np.logaddexp(lq + lf[1:], lp + lf[:-1])
     log_q = np.logaddexp(lp + lf[1:], lq + lf[:-1])
     finite = np.concatenate((log_p[np.isfinite(log_p)], log_q[np.isfinite(log_q)]))
-    err = (e1 + e2 + 2 * BINOM_LOG_ERR + (min(l1.size, l2.size) + 8) * _U * 1.01
+    err = (sum(e1) + sum(e2) + 2 * BINOM_LOG_ERR + (min(l1.size, l2.size) + 8) * _U * 1.01
            + 8 * _U * (abs(m1) + abs(m2) + (float(np.max(np.abs(finite))) if finite.size else 0.0) + eps0))
     tail = float(math.exp(np.logaddexp(t1, t2))) * (1 + 1e-12) if max(t1, t2) > -math.inf else 0.0
     return PMFPair(log_p=log_p, log_q=log_q, name="rr2-data-set",
