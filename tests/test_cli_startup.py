@@ -52,9 +52,22 @@ def test_account_help_imports_no_heavy_scipy():
 
 def test_single_use_tight_question_imports_no_heavy_scipy():
     """A typical question (exact single use) runs on numpy and scipy.special alone."""
-    mods = _modules_after(["account", "rr2", "--n", "1000", "--eps0", "2", "--eps", "0.5", "--json"])
+    mods = _modules_after(["account", "rr2", "--n", "1000", "--eps0", "2", "--eps", "0.5", "--method", "tight", "--json"])
     assert "shufflesim.accounting.tight" in mods
     assert not [m for m in SLOW_SCIPY + HEAVY if m in mods]
+
+
+@pytest.mark.parametrize("argv", [
+    ["account", "clones", "--n", "10000", "--eps0", "4", "--delta", "1e-6"],  # issue 17 item 5's question
+    ["account", "rr2", "--n", "1000", "--eps0", "2", "--delta", "1e-6"],  # rr2's exact default
+])
+def test_single_use_question_imports_no_scipy_at_all(argv):
+    """Issue 17 item 5: a single-use question needs numpy alone (scipy.special, scipy.fft and the version
+    lookup through importlib.metadata cost ~0.2 s of a 0.3 s process and are imported on use only)."""
+    mods = _modules_after(argv)
+    assert "shufflesim.accounting.account" in mods  # the question was answered
+    assert not [m for m in mods if m == "scipy" or m.startswith("scipy.")]
+    assert "importlib.metadata" not in mods
 
 
 def test_cli_main_imports_no_subcommand_machinery():

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 #: accuracy model of the binomial log-PMF values (:func:`log_binom_pmf` and its row recurrence
 #: :func:`binom_rows`; checked against mpmath in tests/test_pairs.py): the absolute error of log B is
@@ -30,13 +29,27 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _S0, _S1, _S2, _S3, _S4 = 1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188
 
 
+#: log(j!) for j = 0..16 (math.lgamma), for the small arguments of :func:`_stirlerr` without importing scipy
+_LOG_FACT = np.array([math.lgamma(j + 1.0) for j in range(17)])
+
+
+def _log_factorial_small(x: np.ndarray) -> np.ndarray:
+    """log(x!) for x <= 15: a table for integers; scipy's gammaln (imported on use) for any other value."""
+    j = x.astype(np.int64)
+    if np.all(j == x):
+        return _LOG_FACT[j]
+    from scipy.special import gammaln
+
+    return gammaln(x + 1.0)
+
+
 def _stirlerr(x: np.ndarray) -> np.ndarray:
     """log(x!) - [ (x + 1/2) log x - x + log(2 pi)/2 ] for integers x >= 1 (Loader 2000, eq 4)."""
     x = np.asarray(x, dtype=float)
     out = np.empty_like(x)
     small = x <= 15
     xs = x[small]
-    out[small] = gammaln(xs + 1.0) - (xs + 0.5) * np.log(xs) + xs - 0.5 * _LOG_2PI
+    out[small] = _log_factorial_small(xs) - (xs + 0.5) * np.log(xs) + xs - 0.5 * _LOG_2PI
     xl = x[~small]
     x2 = 1.0 / (xl * xl)
     out[~small] = (_S0 - (_S1 - (_S2 - (_S3 - _S4 * x2) * x2) * x2) * x2) / xl
@@ -304,7 +317,12 @@ def log_tail_sum(log_terms) -> float:
     arr = np.asarray(log_terms, dtype=float).ravel()
     if arr.size == 0:
         return -math.inf
-    return float(logsumexp(arr))
+    top = float(np.max(arr))
+    if top == -math.inf:
+        return -math.inf
+    if top == math.inf:
+        return math.inf
+    return top + math.log(float(np.sum(np.exp(arr - top))))
 
 
 
