@@ -208,5 +208,12 @@ class Composition(Mechanism):
     def params(self) -> dict[str, Any]:
         return {"parts": [{"mechanism": m.kind, "count": c, **m.params()} for m, c in self.parts]}
 
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """A homogeneous composition is its part used count × compositions times (the part's own answer)."""
+        if len(self.parts) == 1:
+            mech, count = self.parts[0]
+            return mech.direct(method, eps_l, delta_l, compositions * count, run_pair)
+        return None
+
     def uses(self) -> Iterator[tuple[Mechanism, int]]:
         yield from self.parts
