@@ -15,7 +15,10 @@ Rows: ``clones --n 10000 --eps0 4 --delta 1e-6`` (issue 17 item 5) and ``rr2`` a
 (eps0 = 2, delta = 1e-6; targets 1 s, 10 s, 60 s for exact), plus rr2 n = 1e6, eps0 = 4.
 
     PYTHONPATH=$PWD /tmp/venv/bin/python bench/bench_issue17.py [--rows 0 1 2 3 4] [--repeat 2] [--skip-dp]
-        [--dp-max-atoms 2000000]
+        [--dp-max-atoms 2000000] [--no-whole] [--baseline /work/main]
+
+Seconds are printed as wall (cpu); the ratios use CPU seconds (user + system of this process for warm runs,
+of the child for whole-process runs), which a shared machine disturbs far less than wall time.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -55,28 +59,33 @@ def warm(kind: str, n: int, eps0: float, method: str, repeat: int) -> dict:
     """Best-of-``repeat`` seconds of ``account(...)`` in this process, and its answer."""
     from shufflesim.accounting import account
 
-    best, rep = math.inf, None
+    best, cpu, rep = math.inf, math.inf, None
     for _ in range(repeat):
         _clear_caches()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rep = account(_mech(kind, n, eps0), delta=[DELTA], method=method)
-        best = min(best, time.perf_counter() - t0)
+        best, cpu = min(best, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
     (r,) = rep.results
-    return {"seconds": best, "eps_upper": r.eps_upper, "eps_lower": r.eps_lower}
+    return {"seconds": best, "cpu": cpu, "eps_upper": r.eps_upper, "eps_lower": r.eps_lower}
 
 
-def whole_process(argv: list[str], repeat: int, env: dict | None = None) -> float:
-    """Best-of-``repeat`` wall seconds of a fresh interpreter running ``argv``."""
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    best = math.inf
+def whole_process(argv: list[str], repeat: int, root: str = ROOT) -> float:
+    """Best-of-``repeat`` wall seconds of a fresh interpreter running ``argv`` (shufflesim from ``root``); the
+    child's CPU seconds (user + system) of the same runs are kept in ``whole_process.cpu``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    best, cpu = math.inf, math.inf
     for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
         dt = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if out.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
         best = min(best, dt)
+        cpu = min(cpu, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+    whole_process.cpu = cpu
     return best
 
 
@@ -129,20 +138,22 @@ def dp_row(n: int, eps0: float, repeat: int, max_atoms: int) -> dict:
         with open(script, "w") as fh:
             fh.write(_DP_SCRIPT)
         whole = whole_process([sys.executable, script, path, repr(DELTA)], repeat)
-    best, eps = math.inf, -math.inf
+        whole_cpu = whole_process.cpu
+    best, cpu, eps = math.inf, math.inf, -math.inf
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         eps = -math.inf
         for lower, upper in dirs:
             d = pldlib.from_two_probability_mass_functions(lower, upper, pessimistic_estimate=True,
                                                            value_discretization_interval=1e-5, symmetric=False)
             eps = max(eps, float(d.get_epsilon_for_delta(DELTA)))
-        best = min(best, time.perf_counter() - t0)
-    return {"whole": whole, "warm": best, "eps": eps, "atoms": int(pair.n_atoms)}
+        best, cpu = min(best, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    return {"whole": whole, "whole_cpu": whole_cpu, "warm": best, "warm_cpu": cpu, "eps": eps,
+            "atoms": int(pair.n_atoms)}
 
 
 def run_row(kind: str, n: int, eps0: float, *, repeat: int = 2, whole: bool = True, dp: bool = True,
-            dp_max_atoms: int = 2_000_000) -> dict:
+            dp_max_atoms: int = 2_000_000, baseline: str | None = None) -> dict:
     """One row: per method, warm (and whole-process) seconds and the answer; dp_accounting's cell."""
     methods = ("tight",) if kind == "clones" else ("exact", "tight")
     row = {"kind": kind, "n": n, "eps0": eps0, "cells": {}}
@@ -150,6 +161,10 @@ def run_row(kind: str, n: int, eps0: float, *, repeat: int = 2, whole: bool = Tr
         cell = warm(kind, n, eps0, m, repeat)
         if whole:
             cell["whole"] = whole_process(cli(kind, n, eps0, m), repeat)
+            cell["whole_cpu"] = whole_process.cpu
+            if baseline and kind == "clones":
+                cell["base_whole"] = whole_process(cli(kind, n, eps0, m), repeat, root=baseline)
+                cell["base_whole_cpu"] = whole_process.cpu
         row["cells"][m] = cell
     row["dp"] = dp_row(n, eps0, repeat, dp_max_atoms) if dp else {"note": "not run (--skip-dp)"}
     return row
@@ -159,47 +174,55 @@ def _fmt_s(x) -> str:
     return "-" if x is None else f"{x:7.3f}"
 
 
+def _pair(wall, cpu) -> str:
+    return "-" if wall is None else f"{wall:7.3f} s ({cpu:.3f} cpu)"
+
+
 def format_row(row: dict) -> list[str]:
+    """The row as text: seconds as wall (cpu); ratios on CPU seconds (the machine is shared)."""
     kind, n, eps0 = row["kind"], row["n"], row["eps0"]
     lines = [f"{kind} n={n:.0e} eps0={eps0:g} delta={DELTA:g}"]
-    for m, c in row["cells"].items():
-        lo = "-" if c["eps_lower"] is None else f"{c['eps_lower']:.6g}"
-        lines.append(f"  shufflesim {m:6s} eps in [{lo}, {c['eps_upper']:.6g}]   warm {_fmt_s(c['seconds'])} s   "
-                     f"whole-process {_fmt_s(c.get('whole'))} s")
     cells = row["cells"]
+    for m, c in cells.items():
+        lo = "-" if c["eps_lower"] is None else f"{c['eps_lower']:.8g}"
+        lines.append(f"  shufflesim {m:6s} eps in [{lo}, {c['eps_upper']:.8g}]   warm {_pair(c['seconds'], c['cpu'])}"
+                     f"   whole-process {_pair(c.get('whole'), c.get('whole_cpu'))}")
+        if "base_whole" in c:
+            lines.append(f"  baseline checkout, whole-process {_pair(c['base_whole'], c['base_whole_cpu'])}; "
+                         f"baseline/this (cpu) {c['base_whole_cpu'] / c['whole_cpu']:.2f}x")
     if "exact" in cells and "tight" in cells:
         e, t = cells["exact"], cells["tight"]
-        lines.append(f"  exact/tight: time warm {e['seconds'] / t['seconds']:.2f}x"
-                     + (f", whole-process {e['whole'] / t['whole']:.2f}x" if "whole" in e and "whole" in t else "")
-                     + f"; eps_upper {e['eps_upper'] / t['eps_upper']:.4f}x (tight's upper end is the pair's)")
+        lines.append(f"  exact/tight (cpu): warm {e['cpu'] / t['cpu']:.2f}x"
+                     + (f", whole-process {e['whole_cpu'] / t['whole_cpu']:.2f}x" if "whole" in e and "whole" in t else "")
+                     + f"; eps_upper exact/tight {e['eps_upper'] / t['eps_upper']:.4f} (tight's upper end is the pair's)")
         if n in TARGET:
-            ok = e["seconds"] <= TARGET[n]
-            lines.append(f"  target exact <= {TARGET[n]:g} s warm: {'met' if ok else 'NOT met'} ({e['seconds']:.2f} s)")
+            ok = e["cpu"] <= TARGET[n]
+            lines.append(f"  target exact <= {TARGET[n]:g} s (warm cpu): {'met' if ok else 'NOT met'} ({e['cpu']:.2f} s)")
     dp = row["dp"]
     if "note" in dp:
         lines.append(f"  dp_accounting: {dp['note']}")
     else:
-        ref = cells["tight"]
-        lines.append(f"  dp_accounting (stronger clone atoms, {dp['atoms']:,}; NOT certified) eps {dp['eps']:.6g}   "
-                     f"warm {_fmt_s(dp['warm'])} s   whole-process {_fmt_s(dp['whole'])} s")
-        lines.append(f"  ratio dp/shufflesim tight: warm {dp['warm'] / ref['seconds']:.2f}x"
-                     + (f", whole-process {dp['whole'] / ref['whole']:.2f}x" if "whole" in ref else ""))
-        if "exact" in cells and "whole" in cells["exact"]:
-            lines.append(f"  ratio dp/shufflesim exact: warm {dp['warm'] / cells['exact']['seconds']:.2f}x, "
-                         f"whole-process {dp['whole'] / cells['exact']['whole']:.2f}x")
+        lines.append(f"  dp_accounting (stronger clone atoms, {dp['atoms']:,}; NOT certified) eps {dp['eps']:.8g}   "
+                     f"warm {_pair(dp['warm'], dp['warm_cpu'])}   whole-process {_pair(dp['whole'], dp['whole_cpu'])}")
+        for m, c in cells.items():
+            lines.append(f"  ratio dp/shufflesim {m} (cpu): warm {dp['warm_cpu'] / c['cpu']:.2f}x"
+                         + (f", whole-process {dp['whole_cpu'] / c['whole_cpu']:.2f}x" if "whole" in c else ""))
     return lines
 
 
-def import_times(repeat: int) -> list[str]:
-    """Whole-process seconds of bare imports (what the first call pays)."""
+def import_times(repeat: int, baseline: str | None = None) -> list[str]:
+    """Whole-process seconds of bare imports (what the first call pays), wall (cpu)."""
     out = []
-    for label, code in [("python -c pass", "pass"), ("import shufflesim.cli.main", "import shufflesim.cli.main"),
-                        ("import dp_accounting.pld", "import dp_accounting.pld.privacy_loss_distribution")]:
+    rows = [("python -c pass", "pass", ROOT), ("import shufflesim.cli.main", "import shufflesim.cli.main", ROOT),
+            ("import numpy", "import numpy", ROOT), ("import numpy, scipy.special, scipy.fft",
+                                                     "import numpy, scipy.special, scipy.fft", ROOT),
+            ("import dp_accounting.pld", "import dp_accounting.pld.privacy_loss_distribution", ROOT)]
+    for label, code, root in rows:
         try:
-            t = whole_process([sys.executable, "-c", code], repeat)
-            out.append(f"  {label:32s} {t:7.3f} s")
+            t = whole_process([sys.executable, "-c", code], repeat, root=root)
+            out.append(f"  {label:40s} {_pair(t, whole_process.cpu)}")
         except RuntimeError as exc:
-            out.append(f"  {label:32s} failed: {str(exc)[-80:]}")
+            out.append(f"  {label:40s} failed: {str(exc)[-80:]}")
     return out
 
 
@@ -210,15 +233,18 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-dp", action="store_true")
     ap.add_argument("--no-whole", action="store_true", help="skip the whole-process timings")
     ap.add_argument("--dp-max-atoms", type=int, default=2_000_000)
+    ap.add_argument("--baseline", default=None, help="another checkout (e.g. /work/main): whole-process time of the "
+                    "clones row with its shufflesim, for the import trimming (item 5)")
     a = ap.parse_args(argv)
-    print(f"issue 17 bench: python {sys.version.split()[0]}, {os.cpu_count()} cores (shared); best of {a.repeat}")
+    print(f"issue 17 bench: python {sys.version.split()[0]}, {os.cpu_count()} cores (shared), load "
+          f"{os.getloadavg()[0]:.1f}; best of {a.repeat}; seconds are wall (cpu), ratios on cpu")
     print("imports (fresh interpreter):")
     for line in import_times(a.repeat):
         print(line, flush=True)
     for i in a.rows:
         kind, n, eps0 = ROWS[i]
         row = run_row(kind, n, eps0, repeat=a.repeat, whole=not a.no_whole, dp=not a.skip_dp,
-                      dp_max_atoms=a.dp_max_atoms)
+                      dp_max_atoms=a.dp_max_atoms, baseline=a.baseline)
         for line in format_row(row):
             print(line, flush=True)
     return 0
