@@ -78,7 +78,8 @@ def whole_process(argv: list[str], repeat: int, root: str = ROOT) -> float:
     for _ in range(repeat):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
+        # cwd = root: ``python -m`` puts the working directory first on sys.path
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600, cwd=root)
         dt = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if out.returncode != 0:

@@ -239,8 +239,9 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     s_lo = _logsumexp(lw_lo)
     s_hi = _logsumexp(lw_hi)
     base = log_a + log_c + m1 + m2
-    # log-domain round-off of the constants: a few ulps of each magnitude
-    slack = _REL + e1[1] + e2[1] + 8 * _U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2))
+    # log-domain round-off: the log-sum-exp's summation (one ulp per term) and a few ulps of each constant
+    slack = (_REL + e1[1] + e2[1] + (hs.size + 8) * _U * 1.01
+             + 8 * _U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2)))
     log_tail_w = log_tail - theta * y_mode + log_a + log_c  # dropped mass at its largest weight, times A c
     upper = base + s_hi + slack
     upper = float(np.logaddexp(upper, log_tail_w + slack))
