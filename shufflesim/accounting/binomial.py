@@ -29,8 +29,15 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _S0, _S1, _S2, _S3, _S4 = 1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188
 
 
-#: log(j!) for j = 0..16 (math.lgamma), for the small arguments of :func:`_stirlerr` without importing scipy
-_LOG_FACT = np.array([math.lgamma(j + 1.0) for j in range(17)])
+#: log(j!) for j = 0..16, for the small arguments of :func:`_stirlerr` without importing scipy: the values of
+#: scipy.special.gammaln(j + 1) bit for bit (tests/test_cli_startup.py asserts it), so no result moves
+_LOG_FACT = np.array([float.fromhex(h) for h in (
+    "0x0.0p+0", "0x0.0p+0", "0x1.62e42fefa39efp-1", "0x1.cab0bfa2a2002p+0",
+    "0x1.96ca77c922cf9p+1", "0x1.326643c4479c9p+2", "0x1.a51273acf01cap+2", "0x1.10ce1f32dcc30p+3",
+    "0x1.5358e82fcb70dp+3", "0x1.99a8921a7f7cfp+3", "0x1.e357590954d15p+3", "0x1.180973f3a8d74p+4",
+    "0x1.3fcba16d50143p+4", "0x1.68d5a9c3b32cdp+4", "0x1.930f3df162a43p+4", "0x1.be636a63fd347p+4",
+    "0x1.eabff061f1a85p+4",
+)])
 
 
 def _log_factorial_small(x: np.ndarray) -> np.ndarray:
@@ -317,12 +324,16 @@ def log_tail_sum(log_terms) -> float:
     arr = np.asarray(log_terms, dtype=float).ravel()
     if arr.size == 0:
         return -math.inf
-    top = float(np.max(arr))
-    if top == -math.inf:
-        return -math.inf
-    if top == math.inf:
-        return math.inf
-    return top + math.log(float(np.sum(np.exp(arr - top))))
+    # scipy.special.logsumexp's algorithm, reproduced bit for bit (tests/test_cli_startup.py) without importing
+    # scipy: the maximal terms are counted apart, the rest summed after the shift, log1p of their ratio
+    top = np.max(arr)
+    if top == -np.inf or top == np.inf:
+        return float(top)
+    is_max = arr == top
+    count = np.sum(is_max.astype(float))
+    rest = np.sum(np.exp(np.where(is_max, -np.inf, arr) - top))
+    rest = rest if rest == 0 else rest / count
+    return float(np.log1p(rest) + np.log(count) + top)
 
 
 
