@@ -52,9 +52,22 @@ def test_account_help_imports_no_heavy_scipy():
 
 def test_single_use_tight_question_imports_no_heavy_scipy():
     """A typical question (exact single use) runs on numpy and scipy.special alone."""
-    mods = _modules_after(["account", "rr2", "--n", "1000", "--eps0", "2", "--eps", "0.5", "--json"])
+    mods = _modules_after(["account", "rr2", "--n", "1000", "--eps0", "2", "--eps", "0.5", "--method", "tight", "--json"])
     assert "shufflesim.accounting.tight" in mods
     assert not [m for m in SLOW_SCIPY + HEAVY if m in mods]
+
+
+@pytest.mark.parametrize("argv", [
+    ["account", "clones", "--n", "10000", "--eps0", "4", "--delta", "1e-6"],  # issue 17 item 5's question
+    ["account", "rr2", "--n", "1000", "--eps0", "2", "--delta", "1e-6"],  # rr2's exact default
+])
+def test_single_use_question_imports_no_scipy_at_all(argv):
+    """Issue 17 item 5: a single-use question needs numpy alone (scipy.special, scipy.fft and the version
+    lookup through importlib.metadata cost ~0.2 s of a 0.3 s process and are imported on use only)."""
+    mods = _modules_after(argv)
+    assert "shufflesim.accounting.account" in mods  # the question was answered
+    assert not [m for m in mods if m == "scipy" or m.startswith("scipy.")]
+    assert "importlib.metadata" not in mods
 
 
 def test_cli_main_imports_no_subcommand_machinery():
@@ -70,3 +83,27 @@ def test_every_subcommand_still_parses_and_lists():
         assert name in full.format_help()
     lazy = build_parser(None)
     assert all(name in lazy.format_help() for name in SUBCOMMANDS)
+
+
+def test_scipy_free_replacements_are_bit_identical():
+    """Issue 17 item 5: the numpy replacements of scipy.special on the start-up path change no bit."""
+    import math
+
+    import numpy as np
+    from scipy.special import gammaln, logsumexp, xlogy
+
+    from shufflesim.accounting.binomial import _LOG_FACT, log_tail_sum
+    from shufflesim.accounting.mgf import log_c
+
+    assert [float(v) for v in _LOG_FACT] == [float(gammaln(j + 1.0)) for j in range(17)]  # exactness is the point
+    rng = np.random.default_rng(17)
+    for t in range(500):
+        a = rng.normal(0.0, rng.uniform(0.1, 50.0), int(rng.integers(1, 400)))
+        if t % 3 == 0:
+            a[int(rng.integers(0, a.size))] = a.max()  # ties at the maximum
+        if t % 7 == 0:
+            a[: a.size // 2] = -np.inf
+        assert log_tail_sum(a) == float(logsumexp(a))
+    assert log_tail_sum([]) == -math.inf and log_tail_sum([-np.inf]) == -math.inf
+    lam = np.concatenate(([0.0], rng.uniform(0.0, 50.0, 200)))
+    assert np.array_equal(log_c(lam), xlogy(lam, lam) - (lam + 1.0) * np.log1p(lam))

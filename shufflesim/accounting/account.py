@@ -105,7 +105,10 @@ def account(
         if method == "bennett":
             prm = dict(prm, bennett_variant=bennett_variant)
     else:
-        results, pair_notes = _pair_based(mechanism, method, eps_l, delta_l, compositions, dict(numerics or {}))
+        kw = dict(numerics or {})
+        answered = mechanism.direct(method, eps_l, delta_l, compositions,
+                                    lambda m: _pair_based(mechanism, m, eps_l, delta_l, compositions, kw))
+        results, pair_notes = answered or _pair_based(mechanism, method, eps_l, delta_l, compositions, kw)
         notes += pair_notes
     results, cap_notes = _cap_at_ldp(ldp_cap, results)
     for r in results:

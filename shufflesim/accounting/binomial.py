@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 #: accuracy model of the binomial log-PMF values (:func:`log_binom_pmf` and its row recurrence
 #: :func:`binom_rows`; checked against mpmath in tests/test_pairs.py): the absolute error of log B is
@@ -30,13 +29,34 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _S0, _S1, _S2, _S3, _S4 = 1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188
 
 
+#: log(j!) for j = 0..16, for the small arguments of :func:`_stirlerr` without importing scipy: the values of
+#: scipy.special.gammaln(j + 1) bit for bit (tests/test_cli_startup.py asserts it), so no result moves
+_LOG_FACT = np.array([float.fromhex(h) for h in (
+    "0x0.0p+0", "0x0.0p+0", "0x1.62e42fefa39efp-1", "0x1.cab0bfa2a2002p+0",
+    "0x1.96ca77c922cf9p+1", "0x1.326643c4479c9p+2", "0x1.a51273acf01cap+2", "0x1.10ce1f32dcc30p+3",
+    "0x1.5358e82fcb70dp+3", "0x1.99a8921a7f7cfp+3", "0x1.e357590954d15p+3", "0x1.180973f3a8d74p+4",
+    "0x1.3fcba16d50143p+4", "0x1.68d5a9c3b32cdp+4", "0x1.930f3df162a43p+4", "0x1.be636a63fd347p+4",
+    "0x1.eabff061f1a85p+4",
+)])
+
+
+def _log_factorial_small(x: np.ndarray) -> np.ndarray:
+    """log(x!) for x <= 15: a table for integers; scipy's gammaln (imported on use) for any other value."""
+    j = x.astype(np.int64)
+    if np.all(j == x):
+        return _LOG_FACT[j]
+    from scipy.special import gammaln
+
+    return gammaln(x + 1.0)
+
+
 def _stirlerr(x: np.ndarray) -> np.ndarray:
     """log(x!) - [ (x + 1/2) log x - x + log(2 pi)/2 ] for integers x >= 1 (Loader 2000, eq 4)."""
     x = np.asarray(x, dtype=float)
     out = np.empty_like(x)
     small = x <= 15
     xs = x[small]
-    out[small] = gammaln(xs + 1.0) - (xs + 0.5) * np.log(xs) + xs - 0.5 * _LOG_2PI
+    out[small] = _log_factorial_small(xs) - (xs + 0.5) * np.log(xs) + xs - 0.5 * _LOG_2PI
     xl = x[~small]
     x2 = 1.0 / (xl * xl)
     out[~small] = (_S0 - (_S1 - (_S2 - (_S3 - _S4 * x2) * x2) * x2) * x2) / xl
@@ -304,7 +324,16 @@ def log_tail_sum(log_terms) -> float:
     arr = np.asarray(log_terms, dtype=float).ravel()
     if arr.size == 0:
         return -math.inf
-    return float(logsumexp(arr))
+    # scipy.special.logsumexp's algorithm, reproduced bit for bit (tests/test_cli_startup.py) without importing
+    # scipy: the maximal terms are counted apart, the rest summed after the shift, log1p of their ratio
+    top = np.max(arr)
+    if top == -np.inf or top == np.inf:
+        return float(top)
+    is_max = arr == top
+    count = np.sum(is_max.astype(float))
+    rest = np.sum(np.exp(np.where(is_max, -np.inf, arr) - top))
+    rest = rest if rest == 0 else rest / count
+    return float(np.log1p(rest) + np.log(count) + top)
 
 
 

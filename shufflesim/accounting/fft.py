@@ -72,13 +72,20 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import scipy.fft
 
 from shufflesim.errors import AccuracyError
 from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_down, exp_up
 from shufflesim.accounting.mgf import log_c
 from shufflesim.accounting.placement import GridLoss, Placement
 from shufflesim.accounting.tails import composed_log_inf_mass, composed_tail
+
+
+def _sfft():
+    """scipy.fft, imported on first use: only an FFT composition needs it (issue 17: start-up time)."""
+    import scipy.fft
+
+    return scipy.fft
+
 
 #: margin factor of the FFT round-off model (see module docstring)
 FFT_KAPPA = 10.0
@@ -165,7 +172,7 @@ def choose_window(comps: GridComponents, lam: float, log_cs: Sequence[float], ta
     kmax = sum(n * g.kmax for g, n in comps)
     full = kmax - kmin + 1
     if full <= max(min_size, 1 << 12):
-        return Window(kmin, scipy.fft.next_fast_len(max(full, min_size), real=True))
+        return Window(kmin, _sfft().next_fast_len(max(full, min_size), real=True))
     log_tau = math.log(tau_w / 2)
     hi_a = _boundary(comps, log_cs, lam, log_tau, "upper")
     lo_a = _boundary(comps, log_cs, lam, log_tau, "lower")
@@ -176,7 +183,7 @@ def choose_window(comps: GridComponents, lam: float, log_cs: Sequence[float], ta
     width = hi - lo + 1
     if full <= 2 * width:
         lo, width = kmin, full
-    M = scipy.fft.next_fast_len(max(width, min_size), real=True)
+    M = _sfft().next_fast_len(max(width, min_size), real=True)
     if M > max_size:
         raise AccuracyError(
             f"the composed privacy loss needs a grid of {M} points at spacing h={h:.3g} "
@@ -429,11 +436,11 @@ def compose_grid(comps: GridComponents, *, lam: float, window: Window, workers: 
         theta = max(theta, 4 * U * (g.max_abs_log_mass + abs(lam) * float(np.max(np.abs(g.values))) + abs(lc) + 2)
                     + (math.log2(g.size + 1) + 10) * U + fold * U + g.atoms.mass_rel_err + g.agg_rel)
         n_atoms += g.size
-        X = scipy.fft.rfft(x, workers=workers)
+        X = _sfft().rfft(x, workers=workers)
         del x
         X = _cpow(X, int(n))
         spectrum = X if spectrum is None else spectrum * X
-    c = scipy.fft.irfft(spectrum, n=M, workers=workers)
+    c = _sfft().irfft(spectrum, n=M, workers=workers)
     del spectrum
     c = np.roll(c, -(lo % M))
     eps_f = FFT_KAPPA * U * math.ceil(math.log2(max(M, 2)))

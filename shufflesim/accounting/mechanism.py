@@ -153,6 +153,14 @@ class Mechanism(ABC):
         """(δ(ε) function, ε(δ) function) of the published bound ``method``."""
         raise NotApplicableError(f"{self.kind} has no published bound {method!r}")
 
+    def direct(self, method: str, eps_l: list[float] | None, delta_l: list[float] | None, compositions: int,
+               run_pair: Callable[[str], tuple[list, list[str]]]) -> tuple[list, list[str]] | None:
+        """Answer a pair-based ``method`` directly: ``(results, notes)``, or None (the default) to let the
+        accountant evaluate :meth:`pair` as usual.  ``run_pair(method)`` is that usual evaluation (its
+        results and notes), for a description that adjusts it — e.g. replaces a dominating pair's own lower
+        ends by genuine lower bounds on the mechanism (``rr2``'s ``tight``; docs/theory.md#exact-rr2)."""
+        return None
+
     def uses(self) -> Iterator[tuple["Mechanism", int]]:
         """The (mechanism, count) parts of this mechanism; one use of itself for a single mechanism."""
         yield self, 1
@@ -199,6 +207,13 @@ class Composition(Mechanism):
 
     def params(self) -> dict[str, Any]:
         return {"parts": [{"mechanism": m.kind, "count": c, **m.params()} for m, c in self.parts]}
+
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """A homogeneous composition is its part used count × compositions times (the part's own answer)."""
+        if len(self.parts) == 1:
+            mech, count = self.parts[0]
+            return mech.direct(method, eps_l, delta_l, compositions * count, run_pair)
+        return None
 
     def uses(self) -> Iterator[tuple[Mechanism, int]]:
         yield from self.parts

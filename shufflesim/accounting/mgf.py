@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import xlogy
 
 from shufflesim.accounting.logspace import NEG_INF, group_log_sum, log_sum
 
@@ -24,7 +23,9 @@ SKETCH_BLOCKS = 2048
 def log_c(lam: float | np.ndarray) -> float | np.ndarray:
     """log c(lam) = lam log lam - (lam + 1) log(lam + 1), the Chernoff constant of this module."""
     lam = np.asarray(lam, dtype=float)
-    out = xlogy(lam, lam) - (lam + 1.0) * np.log1p(lam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam_log_lam = np.where(lam == 0.0, 0.0, lam * np.log(np.where(lam == 0.0, 1.0, lam)))  # xlogy(lam, lam)
+    out = lam_log_lam - (lam + 1.0) * np.log1p(lam)
     return float(out) if out.ndim == 0 else out
 
 

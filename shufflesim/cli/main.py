@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from shufflesim import __version__
+import argparse
+
 from shufflesim.cli._common import Parser
 from shufflesim.errors import ShufflesimError
 
@@ -52,6 +53,16 @@ def _check_top_level_options(argv: list[str]) -> None:
                              f"--version are allowed (commands: {', '.join(SUBCOMMANDS)})")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version is looked up only when asked for (importlib.metadata is slow to import)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from shufflesim import __version__
+
+        sys.stdout.write(f"shufflesim {__version__}\n")
+        parser.exit()
+
+
 def build_parser(command: str | None = "*") -> Parser:
     """The ``shufflesim`` parser.
 
@@ -62,7 +73,7 @@ def build_parser(command: str | None = "*") -> Parser:
     import importlib
 
     p = Parser(prog="shufflesim", description="Simulation, tight accounting and validation for the shuffle model of DP.")
-    p.add_argument("--version", action="version", version=f"shufflesim {__version__}")
+    p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
     for name, (module, help_text) in SUBCOMMANDS.items():
         if command == "*" or command == name:

@@ -1,27 +1,44 @@
 """Shuffled binary randomised response in seed 001 §4's parametrisation: the mechanism description.
 
-``RR2(n, eps0)``: each of n users flips its bit with probability 1/(e^{ε0}+1).  Methods:
+``RR2(n, eps0)``: each of n users flips its bit with probability 1/(e^{ε0}+1); the analyser sees the
+shuffled reports (equivalently their count).  Methods (docs/theory.md#exact-rr2):
 
-* ``tight`` / ``exact`` — Feldman, McMillan, Talwar's stronger clone pair (SODA 2023, arXiv:2208.04591;
-  docs/theory.md#pairs-stronger-clones): a bound over every pair of neighbouring data sets, attained by
-  binary randomised response, accounted by the PLD engine (``exact``: enumerated, n ≤ 2000);
+* ``exact`` (the default) — the mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
+  data sets (others hold m ones, m = 0..n−1, the target switches 0 ↔ 1), computed and certified from both
+  sides by :mod:`shufflesim.accounting.exact_rr2` (a branch and bound over m that proves no m is worse).
+  With ``compositions > 1`` it is a bracket: the composed exact δ of the worst single-use data sets (a lower
+  bound) and the stronger clone pair composed (an upper bound); the notes say so;
+* ``tight`` — upper end: Feldman, McMillan, Talwar's stronger clone pair (SODA 2023, arXiv:2208.04591;
+  docs/theory.md#pairs-stronger-clones), a bound over every data set accounted by the PLD engine, which binary
+  RR does *not* attain in general (it would if the adversary knew which reports are clones); lower end: the
+  exact δ of the data sets "all others hold 0" / "all others hold 1" (genuine lower bounds on the mechanism),
+  never the pair's own numerical lower end;
 * ``tight-koskela`` / ``exact-koskela`` — Koskela, Heikkilä, Honkela's pair (arXiv:2106.00477 §4, eq 4.1;
-  docs/theory.md#pairs-rr2): exact for the data set "all others hold 0, the target switches 0 → 1" only,
-  which is *not* the worst data set (FINDINGS.md item 3), so it is no bound for the mechanism;
+  docs/theory.md#pairs-rr2): exact for the one data set "all others hold 0" only, which is not always the
+  worst (FINDINGS.md item 3), so it gives a *lower* end; the upper end is the local guarantee (ε ≤ ε0);
 * as k-RR it has k = 2 and γ = 2/(e^{ε0}+1), so Balle et al.'s blanket bounds and the ε0-LDP bounds apply.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive
-from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.errors import NotApplicableError
 from shufflesim.maths.rr import gamma_from_eps0
 
 from ._common import BLANKET_METHODS, LDP_METHODS, blanket_bound, ldp_bound
+
+_KOSKELA_NOTE = ("seed 001's eq 4.1 pair is exact for the one data set 'all others hold 0' (both directions), which "
+                 "is not always the worst: it gives a genuine lower end only; the upper end is the local guarantee "
+                 "(eps <= eps0 per use); use --method exact for the mechanism's value")
+_TIGHT_NOTE = ("upper end: the stronger clone pair (a bound for every data set, not attained by binary RR in "
+               "general); lower end: the exact value of the data sets 'all others hold 0' / 'all others hold 1' "
+               "(m = {m} ones among the others), a genuine lower bound on the mechanism")
 
 
 @dataclass(frozen=True)
@@ -31,7 +48,7 @@ class RR2(Mechanism):
     kind: ClassVar[str] = "rr2"
     summary: ClassVar[str] = 'shuffled binary randomised response (seed 001 §4)'
     flags: ClassVar[tuple[Flag, ...]] = (Flag("n", "int", "number of users"), Flag("eps0", "float", "local epsilon > 0"))
-    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", "tight-koskela", "exact-koskela", *BLANKET_METHODS,
+    methods: ClassVar[tuple[str, ...]] = ("exact", "tight", "tight-koskela", "exact-koskela", *BLANKET_METHODS,
                                           *LDP_METHODS)
 
     n: int
@@ -56,18 +73,84 @@ class RR2(Mechanism):
         from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
         from shufflesim.accounting.pairs.variation import stronger_clones_pair
 
-        if method == "tight":  # valid for every data set; binary RR attains it (docs/theory.md#pairs-stronger-clones)
+        if method == "tight":  # a bound for every data set (docs/theory.md#pairs-stronger-clones)
             tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
             return stronger_clones_pair(self.n, self.eps0, as_rows=True, tail_bound=tb)
         if method == "exact":
-            if self.n > 2000:
-                raise NotApplicableError(f"exact enumeration of the stronger clone pair needs n <= 2000; got n={self.n}")
-            return stronger_clones_pair(self.n, self.eps0, tail_bound=0.0, as_rows=False)
+            raise NotApplicableError("rr2's exact method is the maximum over every data set (accounting.exact_rr2); "
+                                     "it has no single pair to compose with other mechanisms: use tight")
         if method == "tight-koskela":  # seed 001 eq 4.1: the all-zeros data set only (FINDINGS.md item 3)
             return rr2_pair(self.n, self.eps0, **({} if tail_bound is None else {"tail_bound": tail_bound}))
         return BF.rr2_bruteforce(self.n, self.eps0)
 
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """``exact`` from :mod:`~shufflesim.accounting.exact_rr2`; ``tight`` and the Koskela methods with their
+        lower / upper ends made genuine bounds on the mechanism (module docstring)."""
+        from shufflesim.accounting import exact_rr2 as X
+
+        if method == "exact":
+            if eps_l is not None:
+                out = []
+                for e in eps_l:
+                    b = X.delta_bracket(self.n, self.eps0, e, compositions=compositions)
+                    out.append(DeltaBound(e, b.upper, b.lower, "exact", b.notes))
+            else:
+                out = []
+                for d in delta_l:
+                    b = X.eps_bracket(self.n, self.eps0, d, compositions=compositions)
+                    out.append(EpsBound(d, b.upper, b.lower, "exact", b.notes))
+            return out, ["mechanism: shuffled binary RR, exact over every neighbouring pair of data sets "
+                         "(docs/theory.md#exact-rr2)"]
+        if method in ("tight-koskela", "exact-koskela"):
+            results, notes = run_pair(method)
+            out = []
+            for r in results:
+                if isinstance(r, DeltaBound):
+                    out.append(replace(r, delta_upper=1.0 if r.eps < self.eps0 * compositions else 0.0))
+                elif isinstance(r, EpsBound):
+                    out.append(replace(r, eps_upper=math.inf))  # capped at the local guarantee by the accountant
+                else:
+                    out.append(r)
+            return out, notes + [_KOSKELA_NOTE]
+        if method == "tight":
+            results, notes = run_pair("tight")
+            ms = [0, self.n - 1]
+            out = []
+            for r in results:
+                if isinstance(r, DeltaBound):
+                    if compositions == 1:
+                        lo, m = X.data_sets_lower(self.n, self.eps0, eps=r.eps)
+                    else:
+                        lo, m = X.composed_lower_delta(self.n, self.eps0, r.eps, compositions, ms)
+                    out.append(replace(r, delta_lower=min(lo, r.delta_upper)))
+                elif isinstance(r, EpsBound):
+                    if compositions == 1:
+                        lo, m = X.data_sets_lower(self.n, self.eps0, delta=r.delta)
+                    else:
+                        lo, m = X.composed_lower_eps(self.n, self.eps0, r.delta, compositions, ms)
+                    out.append(replace(r, eps_lower=min(lo, r.eps_upper)))
+                else:
+                    out.append(r)
+            return out, notes + [_TIGHT_NOTE.format(m="0 or n-1")]
+        return None
+
     def bound(self, method: str, options: BoundOptions):
+        """The published bound's upper end; a lower end it reports (Feldman et al.'s numerical method evaluates
+        a dominating pair, whose own lower end can exceed the mechanism's δ) is replaced by the genuine one of
+        the data sets 'all others hold 0' / 'all others hold 1' (docs/theory.md#exact-rr2)."""
         if method in BLANKET_METHODS:
-            return blanket_bound(method, self.n, 2, self.gamma, options)
-        return ldp_bound(method, self.n, self.eps0)
+            dfun, efun = blanket_bound(method, self.n, 2, self.gamma, options)
+        else:
+            dfun, efun = ldp_bound(method, self.n, self.eps0)
+        return (lambda e: self._genuine_lower(dfun(e))), (lambda d: self._genuine_lower(efun(d)))
+
+    def _genuine_lower(self, r):
+        from shufflesim.accounting import exact_rr2 as X
+
+        if isinstance(r, DeltaBound) and r.delta_lower is not None:
+            lo, _ = X.data_sets_lower(self.n, self.eps0, eps=r.eps)
+            return replace(r, delta_lower=min(lo, r.delta_upper))
+        if isinstance(r, EpsBound) and r.eps_lower is not None:
+            lo, _ = X.data_sets_lower(self.n, self.eps0, delta=r.delta)
+            return replace(r, eps_lower=min(lo, r.eps_upper))
+        return r

@@ -1,0 +1,626 @@
+"""The exact privacy of shuffled binary randomised response, over every neighbouring pair of data sets.
+
+Each of n users reports its bit, flipped with probability p = 1/(e^{ε0}+1) (q = 1 − p); the analyser sees
+the shuffled reports, i.e. their count.  A neighbouring pair of data sets is fixed by m, the number of ones
+held by the n − 1 *other* users (m = 0..n−1), and the target's switch 0 ↔ 1.  With
+S_m = Bin(m, q) + Bin(n−1−m, p) the others' count,
+
+    P_m = S_m + Bern(p)   (target holds 0),        Q_m = S_m + Bern(q)   (target holds 1),
+
+and the mechanism's δ(ε) is max over m of max(δ(P_m‖Q_m), δ(Q_m‖P_m)) (docs/theory.md#exact-rr2).
+
+* **One direction suffices.** y ↦ n − y maps Q_m to P_{n−1−m} and P_m to Q_{n−1−m} (ones and zeros swap),
+  so δ(Q_m‖P_m) = δ(P_{n−1−m}‖Q_{n−1−m}); the maximum over m of δ(P_m‖Q_m) alone is the mechanism's δ.
+* **One data set, in closed form.** With A = q − e^ε p, B = e^ε q − p and f the PMF of S_m,
+  P_m(y) − e^ε Q_m(y) = A f(y) − B f(y−1).  Tilting f by e^{θy}, θ = log(A/B) ≤ 0, gives again a sum of two
+  binomials, h = PMF of Bin(m, q′) + Bin(n−1−m, p′) (log-odds ε0 + θ and θ − ε0), with
+  f(y) = c e^{−θy} h(y), so δ(P_m‖Q_m) = A c Σ_y e^{−θy} (h(y) − h(y−1))₊ — the sum runs up to the mode of
+  h, which the tilt puts at the threshold, so every term that matters is of order one: no underflow at
+  any δ (all in log space), and h is a direct (not FFT) convolution of non-negative terms, whose relative
+  round-off is bounded.  :func:`pair_bracket` certifies this value from both sides: the log-PMF accuracy
+  model of :mod:`.binomial` (BINOM_LOG_ERR), the convolution's round-off, the Chernoff windows' dropped
+  mass (added to the upper end, subtracted at its largest weight from the lower end) and the final
+  exponentials.
+* **Every m, certified.** Revealing to the adversary the reports of L of the other users (a
+  post-processing in reverse: the view with them is finer) shows that for every m in [a, a + L],
+  δ(P_m‖Q_m) ≤ the δ of the data set with n − L users of whom a of the others hold ones.  A
+  branch-and-bound over m (:func:`_search`) evaluates the exact δ at some m's, bounds every gap between
+  two evaluated m's that way, and splits the gap with the largest bound until no gap can hold a larger δ
+  than the best one found (or until a stated relative tolerance): the worst m is then *proved* worst.
+
+``compositions > 1`` (the same mechanism used k times on the same data): the lower end is the composed δ
+of the worst single-use data set(s) — exact for that data set, hence a lower bound on the mechanism —
+and the upper end is Feldman, McMillan, Talwar's stronger clone pair composed by the PLD engine
+(:mod:`.tight`), a dominating pair for every data set (and for adaptive composition).  Only single use
+is exact; compositions are bracketed, and the bracket's notes say so.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.accounting.binomial import BINOM_LOG_ERR, log_binom_pmf
+from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.errors import ParameterError
+
+_U = 2.0 ** -53
+#: log of the Chernoff budget of each tilted binomial's window (dropped mass e^-60 ~ 8.8e-27 of h's total)
+_LOG_WINDOW = -60.0
+#: relative slack for the final log-sum-exp and exponentials (far above their actual round-off)
+_REL = 1e-12
+#: default relative tolerance of the search over m (the upper end exceeds the best exact δ found by at most
+#: this much, or the notes say how much)
+SEARCH_RTOL = 1e-9
+#: largest number of exact evaluations the search may spend
+MAX_EVALS = 4000
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """Certified ``lower <= value <= upper`` of the mechanism's δ(ε) (or ε(δ)); ``m`` the worst number of
+    ones among the other users found; ``notes`` what was certified and how."""
+
+    lower: float
+    upper: float
+    m: int
+    notes: tuple[str, ...] = ()
+    evaluations: int = 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# one data set
+
+
+def _log1pexp(x: float) -> float:
+    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+
+
+def _log_expm1(x: float) -> float:
+    """log(e^x − 1) for x > 0."""
+    return x + math.log1p(-math.exp(-x)) if x > 1.0 else math.log(math.expm1(x))
+
+
+def _sigmoid_pair(t: float) -> tuple[float, float]:
+    """(1/(1+e^-t), 1/(1+e^t)), each computed without cancellation."""
+    if t >= 0:
+        e = math.exp(-t)
+        return 1.0 / (1.0 + e), e / (1.0 + e)
+    e = math.exp(t)
+    return e / (1.0 + e), 1.0 / (1.0 + e)
+
+
+_S = (1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188)
+
+
+def _stirlerr1(x: float) -> float:
+    """Scalar :func:`~.binomial._stirlerr` (same formulas, Loader 2000 eq 4)."""
+    if x <= 15:
+        return math.lgamma(x + 1.0) - (x + 0.5) * math.log(x) + x - 0.5 * math.log(2.0 * math.pi)
+    x2 = 1.0 / (x * x)
+    return (_S[0] - (_S[1] - (_S[2] - (_S[3] - _S[4] * x2) * x2) * x2) * x2) / x
+
+
+def _bd01(x: float, m: float) -> float:
+    """Scalar :func:`~.binomial._bd0` (same formulas: the series for |x − m| < 0.1 (x + m), 13 terms)."""
+    if abs(x - m) < 0.1 * (x + m):
+        v = (x - m) / (x + m)
+        s = (x - m) * v
+        ej = 2.0 * x * v
+        v2 = v * v
+        for j in range(1, 14):
+            ej *= v2
+            s += ej / (2 * j + 1)
+        return s
+    return x * math.log(x / m) + m - x
+
+
+def _log_binom_pmf1(k: int, n: int, p: float, q: float) -> float:
+    """Scalar log Bin(n, p)(k) by the formulas of :func:`~.binomial.log_binom_pmf` (Loader's saddle-point
+    form), hence under its accuracy model BINOM_LOG_ERR (tests/test_exact_rr2.py compares the two)."""
+    if k == 0:
+        return n * (math.log1p(-p) if p <= 0.5 else math.log(q))
+    if k == n:
+        return n * (math.log(p) if p <= 0.5 else math.log1p(-q))
+    return (_stirlerr1(n) - _stirlerr1(k) - _stirlerr1(n - k) - _bd01(k, n * p) - _bd01(n - k, n * q)
+            - 0.5 * (math.log(2.0 * math.pi) + math.log(k) + math.log1p(-k / n)))
+
+
+def _nkl(x: float, n: int, p: float, q: float) -> float:
+    """n KL(x/n || p) for Bin(n, p) at a real x in [0, n] (scalar; 0 log 0 = 0)."""
+    a = x * math.log(x / (n * p)) if x > 0 else 0.0
+    b = (n - x) * math.log((n - x) / (n * q)) if x < n else 0.0
+    return a + b
+
+
+def _chernoff_side(n: int, p: float, q: float, need: float, side: int) -> tuple[int, float]:
+    """The last value dropped on one side of Bin(n, p) (``side`` -1: the largest x < np, +1: the smallest
+    x > np, with n KL(x/n || p) >= ``need``) and the log of its certified Chernoff tail bound
+    P(X <= x) (resp. P(X >= x)) <= exp(-n KL); (-1, -inf) or (n + 1, -inf) when nothing need be dropped.
+    The scalar KL's round-off (relative ~1e-13 away from the mean) is covered by a 1e-9 relative margin."""
+    mean = n * p
+    end = 0 if side < 0 else n
+    if _nkl(end, n, p, q) * (1 - 1e-9) < need:
+        return (-1 if side < 0 else n + 1), -math.inf
+    # bisection on the real line between the mean and the end, then the integer on the dropped side
+    a, b = mean, float(end)  # KL(a) < need <= KL(b)
+    for _ in range(200):
+        c = 0.5 * (a + b)
+        if abs(b - a) < 0.5:
+            break
+        if _nkl(c, n, p, q) * (1 - 1e-9) >= need:
+            b = c
+        else:
+            a = c
+    x = math.floor(b) if side < 0 else math.ceil(b)
+    # move towards the mean while the next value still satisfies, away from it until one does
+    while 0 <= x - side <= n and side * (x - side - mean) > 0 and _nkl(x - side, n, p, q) * (1 - 1e-9) >= need:
+        x -= side
+    while _nkl(x, n, p, q) * (1 - 1e-9) < need:
+        x += side
+    return x, -_nkl(x, n, p, q) * (1 - 1e-9) + 1e-9
+
+
+def _log_binom_window(n: int, p: float, q: float, log_budget: float):
+    """(offset, log pmf on the window, log of the certified dropped mass, (varying, common) bounds on the
+    log pmf's absolute error) of Bin(n, p), q = 1 - p: the window [lo, hi] drops at most half of exp(log_budget) on each side
+    (Chernoff bound, :func:`_chernoff_side`).
+
+    The log-PMF is :func:`~.binomial.log_binom_pmf` at the mode (accuracy model BINOM_LOG_ERR) and the exact
+    ratio recurrence log B(k+1) − log B(k) = log((n−k)/(k+1)) + log(p/q) from there, summed by cumsum; the
+    error bound adds, per step, 4 ulps of each logarithm and one ulp of each partial sum, and n·4 ulps for
+    p and q being floats (each within 4 ulps of the exact value: a common factor e^{±4un})."""
+    if n == 0:
+        return 0, np.zeros(1), -math.inf, (0.0, 0.0)
+    need = -(log_budget - math.log(2.0))
+    x_lo, t_lo = _chernoff_side(n, p, q, need, -1)
+    x_hi, t_hi = _chernoff_side(n, p, q, need, +1)
+    lo, hi = x_lo + 1, x_hi - 1
+    hi = max(hi, lo)
+    mode = min(max(int(math.floor((n + 1) * p)), lo), hi)
+    l_mode = _log_binom_pmf1(mode, n, p, q)
+    lpq = math.log(p) - math.log(q)
+    k_up = np.arange(mode, hi, dtype=float)  # steps k -> k + 1
+    k_dn = np.arange(mode - 1, lo - 1, -1, dtype=float)  # steps k + 1 -> k
+    t_up = np.log((n - k_up) / (k_up + 1.0)) + lpq
+    t_dn = -(np.log((n - k_dn) / (k_dn + 1.0)) + lpq)
+    s_up = l_mode + np.cumsum(t_up)
+    s_dn = l_mode + np.cumsum(t_dn)
+    out = np.concatenate((s_dn[::-1], [l_mode], s_up))
+    # errors common to every entry (the mode value; p and q as floats) scale the PMF by one factor; the
+    # recurrence's errors vary from entry to entry
+    common = BINOM_LOG_ERR * max(1.0, abs(l_mode) / 100.0) + 4.04 * _U * n
+    step_up = 4 * _U * (np.abs(t_up) + 2 * abs(lpq) + 2) + _U * np.abs(s_up)
+    step_dn = 4 * _U * (np.abs(t_dn) + 2 * abs(lpq) + 2) + _U * np.abs(s_dn)
+    varying = max(float(step_up.sum()) if step_up.size else 0.0, float(step_dn.sum()) if step_dn.size else 0.0)
+    return lo, out, float(np.logaddexp(t_lo, t_hi)), (varying, common)
+
+
+def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple[float, float]:
+    """(log lower, log upper) of δ(P‖Q) for the data set with ``ones`` ones among ``n_others`` other users,
+    target 0 under P and 1 under Q (module docstring); -inf where δ = 0."""
+    if eps >= eps0:
+        return -math.inf, -math.inf  # every loss is in [-eps0, eps0]
+    lp = -_log1pexp(eps0)  # log p
+    lq = -_log1pexp(-eps0)  # log q
+    log_a = lp + eps + _log_expm1(eps0 - eps)  # A = q - e^eps p = p e^eps (e^(eps0-eps) - 1)
+    log_b = lp + _log_expm1(eps0 + eps)  # B = e^eps q - p = p (e^(eps0+eps) - 1)
+    theta = log_a - log_b  # <= 0
+    q1, q1c = _sigmoid_pair(eps0 + theta)  # tilted success probability of a one-holder's report
+    p1, p1c = _sigmoid_pair(theta - eps0)  # ... of a zero-holder's report
+    zeros = n_others - ones
+    # log c = ones log(p + q e^theta) + zeros log(q + p e^theta)
+    log_c = ones * (lp + _log1pexp(eps0 + theta)) + zeros * (lq + _log1pexp(theta - eps0))
+    o1, l1, t1, e1 = _log_binom_window(ones, q1, q1c, _LOG_WINDOW)
+    o2, l2, t2, e2 = _log_binom_window(zeros, p1, p1c, _LOG_WINDOW)
+    m1, m2 = float(l1.max()), float(l2.max())
+    b1 = np.exp(l1 - m1)
+    b2 = np.exp(l2 - m2)
+    hs = np.convolve(b1, b2)  # h(o1 + o2 + i) e^-(m1 + m2), direct summation of non-negative terms
+    # relative error of hs entry by entry: the log-PMFs' varying error bounds, exp/subtraction, summation;
+    # their common errors scale h (hence δ) by one factor and go into the final slack
+    err_log = e1[0] + e2[0]
+    rho = math.expm1(err_log + 8 * _U) + (min(b1.size, b2.size) + 4) * _U * 1.01
+    prev = np.concatenate(([0.0], hs[:-1]))
+    lo_d = hs * (1.0 - rho) - prev * (1.0 + rho)
+    hi_d = hs * (1.0 + rho) - prev * (1.0 - rho)
+    y = o1 + o2 + np.arange(hs.size)  # outcome y of the others' count (the term pairs f(y) and f(y-1))
+    log_w = -theta * y  # weight e^(-theta y)
+    # the last y of the true positive set is the mode of h (log-concave), within 1 of its mean (Darroch)
+    mean_t = ones * q1 + zeros * p1
+    y_mode = math.floor(mean_t) + 1
+    log_tail = float(np.logaddexp(t1, t2))  # dropped mass of h (<= sum of the two windows' tails)
+    with np.errstate(divide="ignore"):
+        lw_lo = np.where(lo_d > 0, np.log(np.where(lo_d > 0, lo_d, 1.0)), -np.inf) + log_w
+        lw_hi = np.where(hi_d > 0, np.log(np.where(hi_d > 0, hi_d, 1.0)), -np.inf) + log_w
+    s_lo = _logsumexp(lw_lo)
+    s_hi = _logsumexp(lw_hi)
+    base = log_a + log_c + m1 + m2
+    # log-domain round-off: the log-sum-exp's summation (one ulp per term) and a few ulps of each constant
+    slack = (_REL + e1[1] + e2[1] + (hs.size + 8) * _U * 1.01
+             + 8 * _U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2)))
+    log_tail_w = log_tail - theta * y_mode + log_a + log_c  # dropped mass at its largest weight, times A c
+    upper = base + s_hi + slack
+    upper = float(np.logaddexp(upper, log_tail_w + slack))
+    lower = base + s_lo - slack
+    if log_tail_w > -math.inf and lower > -math.inf:
+        gap = log_tail_w + slack - lower
+        lower = lower + math.log1p(-math.exp(gap)) if gap < 0 else -math.inf
+    return lower, upper
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    mx = float(np.max(x)) if x.size else -math.inf
+    if mx == -math.inf:
+        return -math.inf
+    return mx + math.log(float(np.sum(np.exp(x - mx))))
+
+
+def pair_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple[float, float]:
+    """(lower, upper) of δ(P‖Q) for one data set (:func:`pair_log_bracket`), as floats rounded outwards."""
+    lo, hi = pair_log_bracket(n_others, ones, eps0, eps)
+    return _exp_down(lo), _exp_up(hi)
+
+
+def _exp_down(x: float) -> float:
+    return 0.0 if x == -math.inf else max(0.0, math.nextafter(math.exp(min(x, 0.0)), 0.0))
+
+
+def _exp_up(x: float) -> float:
+    return 0.0 if x == -math.inf else min(1.0, math.nextafter(math.exp(min(x, 0.0)), math.inf))
+
+
+# ---------------------------------------------------------------------------------------------------
+# every data set: branch and bound over m
+
+
+@dataclass
+class _Search:
+    lower: float  # log of the best certified lower end found
+    upper: float  # log of the certified upper end over every m
+    m: int
+    evaluations: int
+    resolved: bool  # True when the search stopped on its tolerance (not on its budget)
+    #: the final partition: (a, b, log upper) — a == b for an evaluated m, else a gap bounded by the data set
+    #: of n − (b − a) users with a ones among the others (valid at any eps: δ decreases in eps)
+    pieces: tuple = ()
+
+
+def _search(n: int, eps0: float, eps: float, *, rtol: float = SEARCH_RTOL, stop_below: float | None = None,
+            stop_above: float | None = None, max_evals: int = MAX_EVALS, seeds=()) -> _Search:
+    """Branch and bound over m = 0..n−1 (module docstring) in log space.
+
+    Stops when the upper end over every m is within ``rtol`` (relative) of the best lower end, or — for
+    a decision — as soon as the global upper end is <= ``stop_below`` or some lower end is > ``stop_above``
+    (both logs)."""
+    N = n - 1
+    evals = 0
+    exact: dict[int, tuple[float, float]] = {}
+
+    def ev(m: int) -> tuple[float, float]:
+        nonlocal evals
+        if m not in exact:
+            exact[m] = pair_log_bracket(N, m, eps0, eps)
+            evals += 1
+        return exact[m]
+
+    if N + 1 <= 48:
+        grid = list(range(N + 1))
+    else:
+        grid = sorted(set(np.linspace(0, N, 33).round().astype(int).tolist()) | {int(s) for s in seeds if 0 <= s <= N})
+    for m in grid:
+        ev(m)
+    heap: list[tuple[float, int, int]] = []  # (-log bound, a, b) for gaps with interior points
+
+    def push(a: int, b: int) -> None:
+        if b - a >= 2:
+            ub = pair_log_bracket(N - (b - a), a, eps0, eps)[1]
+            nonlocal evals
+            evals += 1
+            heapq.heappush(heap, (-ub, a, b))
+
+    for a, b in zip(grid[:-1], grid[1:]):
+        push(a, b)
+    log_rtol = math.log1p(rtol)
+    while True:
+        best_m = max(exact, key=lambda k: exact[k][0])
+        best_lo = exact[best_m][0]
+        top_exact = max(v[1] for v in exact.values())
+        gap_ub = -heap[0][0] if heap else -math.inf
+        ub = max(top_exact, gap_ub)
+        if stop_above is not None and best_lo > stop_above:
+            break
+        if stop_below is not None and ub <= stop_below:
+            break
+        if ub <= best_lo + log_rtol or ub == -math.inf or gap_ub <= best_lo + log_rtol:
+            break
+        if evals >= max_evals:
+            break
+        _, a, b = heapq.heappop(heap)
+        mid = (a + b) // 2
+        ev(mid)
+        push(a, mid)
+        push(mid, b)
+    best_m = max(exact, key=lambda k: exact[k][0])
+    gap_ub = -heap[0][0] if heap else -math.inf
+    ub = max(max(v[1] for v in exact.values()), gap_ub)
+    pieces = tuple((m, m, v[1]) for m, v in exact.items()) + tuple((a, b, -nb) for nb, a, b in heap)
+    return _Search(exact[best_m][0], ub, best_m, evals, evals < max_evals, pieces)
+
+
+# ---------------------------------------------------------------------------------------------------
+# public API
+
+
+def _check(n, eps0, compositions):
+    n = check_int("n", n, minimum=1)
+    eps0 = check_positive("eps0", eps0)
+    if not math.isfinite(eps0) or eps0 > 700.0:
+        raise ParameterError(f"eps0 must be finite and <= 700 for the exact computation; got {eps0}")
+    compositions = check_int("compositions", compositions, minimum=1)
+    return n, eps0, compositions
+
+
+def delta_bracket(n: int, eps0: float, eps: float, *, compositions: int = 1, rtol: float = SEARCH_RTOL) -> Bracket:
+    """Certified bracket of the mechanism's δ(ε): max over every neighbouring pair of data sets.
+
+    Single use: exact up to round-off and the search's ``rtol`` (notes give the width).  ``compositions``
+    > 1: the module docstring's bracket (worst single-use data sets composed / stronger clone pair)."""
+    n, eps0, compositions = _check(n, eps0, compositions)
+    eps = check_real("eps", eps, low=0.0)
+    if compositions > 1:
+        return _composed_delta(n, eps0, eps, compositions)
+    if eps >= eps0:
+        return Bracket(0.0, 0.0, 0, ("delta(eps) = 0 for eps >= eps0: every privacy loss is in [-eps0, eps0]",))
+    s = _search(n, eps0, eps, rtol=rtol)
+    notes = [f"exact over every neighbouring pair of data sets (all m = 0..{n - 1} ones among the others, both "
+             f"directions); worst m = {s.m} (or, in the other direction, {n - 1 - s.m}); {s.evaluations} "
+             "evaluations of the branch and bound"]
+    if not s.resolved:
+        notes.append("the search stopped on its evaluation budget: the interval is certified but wider than "
+                     f"its tolerance (relative width {_rel_width(s.lower, s.upper):.2g})")
+    return Bracket(_exp_down(s.lower), _exp_up(s.upper), s.m, tuple(notes), s.evaluations)
+
+
+def _rel_width(lo: float, hi: float) -> float:
+    if lo == -math.inf:
+        return math.inf
+    return math.expm1(hi - lo)
+
+
+def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rtol: float = 1e-9) -> Bracket:
+    """Certified bracket of the mechanism's ε(δ), the smallest ε with δ(ε) <= δ over every data set.
+
+    ``lower``: an ε at which some data set's certified δ exceeds ``delta``; ``upper``: an ε at which the
+    branch and bound certifies δ <= ``delta`` for every data set.  Their relative gap is ~``rtol``."""
+    n, eps0, compositions = _check(n, eps0, compositions)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    if compositions > 1:
+        return _composed_eps(n, eps0, delta, compositions)
+    ld = math.log(delta)
+    cands = {0, n - 1}
+    evaluations = 0
+    a, b, m_lo, ev = _root(n, eps0, ld, sorted(cands), 1e-3)
+    evaluations += ev
+    # a rough search near the answer finds the worst data set before the precise root and the decision
+    s = _search(n, eps0, b, rtol=1e-4, max_evals=600, seeds=cands)
+    evaluations += s.evaluations
+    cands.add(s.m)
+    for _ in range(8):
+        lo, hi, m_lo, ev = _root(n, eps0, ld, sorted(cands), rtol)
+        evaluations += ev
+        # decide at hi: is every data set's delta <= delta?
+        s = _search(n, eps0, hi, rtol=0.0, stop_below=ld, stop_above=ld, seeds=cands)
+        evaluations += s.evaluations
+        if s.upper <= ld:
+            notes = (f"exact over every neighbouring pair of data sets; worst m = {m_lo} ones among the others at "
+                     f"the lower end (or {n - 1 - m_lo} in the other direction); the branch and bound certified "
+                     f"delta <= {delta:.3g} for every m at the upper end ({evaluations} evaluations)",)
+            return Bracket(lo, hi, m_lo, notes, evaluations)
+        if s.lower > ld and s.m not in cands:
+            cands.add(s.m)  # a worse data set than the candidates: solve again with it
+            continue
+        break
+    # the search stopped on its budget: raise the upper end until every piece of its partition whose bound
+    # exceeds delta is certified below it (the other pieces stay below at larger eps: δ decreases in eps)
+    N = n - 1
+    viol = [(a, b) for a, b, up in s.pieces if up > ld]
+
+    def worst_up(e: float) -> float:
+        nonlocal evaluations
+        evaluations += len(viol)
+        return max(pair_log_bracket(N - (b - a), a, eps0, e)[1] for a, b in viol)
+
+    a_e, b_e = hi, eps0
+    while b_e - a_e > rtol * b_e:
+        c = 0.5 * (a_e + b_e)
+        if worst_up(c) <= ld:
+            b_e = c
+        else:
+            a_e = c
+    hi = b_e
+    notes = (f"worst m = {m_lo} ones among the others at the lower end; the branch and bound over m stopped on its "
+             f"budget of {MAX_EVALS} evaluations, so the upper end is the smallest eps at which every piece of its "
+             f"partition is certified below delta: a bracket of relative width {(hi - lo) / hi:.2g} "
+             f"({evaluations} evaluations)",)
+    return Bracket(lo, hi, m_lo, notes, evaluations)
+
+
+def _root(n: int, eps0: float, ld: float, cands, rtol: float):
+    """Root of max over ``cands`` of log δ_m(ε) = ``ld`` (Illinois on the certified ends, bisection while an
+    end is -inf): (eps_lo, eps_hi, m at eps_lo, evaluations) with some candidate's certified lower δ > δ at
+    eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at eps_hi, eps_hi - eps_lo <= rtol
+    eps_hi (or as close as the ends' round-off allows)."""
+    N = n - 1
+    ev = 0
+
+    def at(c):
+        nonlocal ev
+        vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
+        ev += len(cands)
+        i = max(range(len(cands)), key=lambda j: vals[j][0])
+        return vals[i][0], max(v[1] for v in vals), cands[i]
+
+    lo0, up0, m_a = at(0.0)
+    if up0 <= ld:
+        return 0.0, 0.0, m_a, ev
+    a, b = 0.0, eps0  # delta(eps0) = 0 <= delta
+    ga, gb = lo0 - ld, -math.inf
+    side = 0
+    for _ in range(200):
+        if b - a <= rtol * b:
+            break
+        if math.isfinite(gb) and math.isfinite(ga) and ga > gb:
+            c = (a * gb - b * ga) / (gb - ga)
+            w = b - a
+            c = min(max(c, a + 1e-3 * w), b - 1e-3 * w)
+            # near convergence, straddle the root so that both ends move
+            if w <= 1e3 * rtol * b:
+                c = min(max(c, a + 0.25 * w), b - 0.25 * w)
+        else:
+            c = 0.5 * (a + b)
+        lo, up, m = at(c)
+        if lo > ld:
+            a, ga, m_a = c, lo - ld, m
+            if side == -1:
+                gb *= 0.5  # Illinois: halve the end that stays
+            side = -1
+        elif up <= ld:
+            b, gb = c, up - ld
+            if side == 1:
+                ga *= 0.5
+            side = 1
+        else:  # c is within the ends' round-off of the root: probe on either side of it
+            h = max(rtol * b * 0.25, 1e-300)
+            for _ in range(40):
+                lo_a, _, m = at(max(a, c - h))
+                _, up_b, _ = at(min(b, c + h))
+                if lo_a > ld:
+                    a, ga, m_a = max(a, c - h), lo_a - ld, m
+                if up_b <= ld:
+                    b, gb = min(b, c + h), up_b - ld
+                if lo_a > ld and up_b <= ld:
+                    break
+                h *= 2.0
+            break
+    return a, b, m_a, ev
+
+
+# ---------------------------------------------------------------------------------------------------
+# compositions
+
+
+def data_set_pair(n: int, eps0: float, ones: int):
+    """The exact pair (P_m, Q_m) of one data set as a PMFPair (for the PLD engine), on the Chernoff windows of
+    S_m (each factor's window drops at most e^-340, so no kept product underflows; dropped mass in
+    ``tail_p``/``tail_q``).  ``params["log_err"]`` bounds the absolute error of every log-probability
+    (the windows' log-PMF bounds, the convolution's and the final logs' round-off); the composed lower
+    ends of :func:`composed_lower_delta` account for it."""
+    from shufflesim.accounting.pmf_pair import PMFPair
+
+    N = n - 1
+    lp = -_log1pexp(eps0)
+    lq = -_log1pexp(-eps0)
+    p, q = math.exp(lp), math.exp(lq)
+    o1, l1, t1, e1 = _log_binom_window(ones, q, p, -340.0)
+    o2, l2, t2, e2 = _log_binom_window(N - ones, p, q, -340.0)
+    m1, m2 = float(l1.max()), float(l2.max())
+    f = np.convolve(np.exp(l1 - m1), np.exp(l2 - m2))
+    with np.errstate(divide="ignore"):
+        lf = np.log(f) + m1 + m2
+    lf = np.concatenate(([-np.inf], lf, [-np.inf]))  # outcomes y = o1+o2-1 .. o1+o2+len
+    # P(y) = q f(y) + p f(y-1) (target holds 0: reports 0 w.p. q); Q(y) = p f(y) + q f(y-1)
+    log_p = np.logaddexp(lq + lf[1:], lp + lf[:-1])
+    log_q = np.logaddexp(lp + lf[1:], lq + lf[:-1])
+    finite = np.concatenate((log_p[np.isfinite(log_p)], log_q[np.isfinite(log_q)]))
+    err = (sum(e1) + sum(e2) + 2 * BINOM_LOG_ERR + (min(l1.size, l2.size) + 8) * _U * 1.01
+           + 8 * _U * (abs(m1) + abs(m2) + (float(np.max(np.abs(finite))) if finite.size else 0.0) + eps0))
+    tail = float(math.exp(np.logaddexp(t1, t2))) * (1 + 1e-12) if max(t1, t2) > -math.inf else 0.0
+    return PMFPair(log_p=log_p, log_q=log_q, name="rr2-data-set",
+                   params={"n": n, "eps0": eps0, "m": ones, "log_err": err}, reference="docs/theory.md#exact-rr2",
+                   tail_p=tail, tail_q=tail)
+
+
+def _candidates(n: int, eps0: float, eps: float) -> list[int]:
+    """The data sets whose composed δ the lower end evaluates: m = 0, m = n − 1 and the worst single-use m
+    at ``eps`` (per use)."""
+    s = _search(n, eps0, min(eps, eps0 * 0.999), rtol=1e-6, max_evals=400)
+    return sorted({0, n - 1, s.m})
+
+
+def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[float, int]:
+    """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms``: each
+    data set's pair (:func:`data_set_pair`) composed by the PLD engine, its lower end corrected for the
+    log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
+    from shufflesim.accounting.tight import tight_delta
+
+    best, best_m = 0.0, int(ms[0])
+    for m in ms:
+        pair = data_set_pair(n, eps0, int(m))
+        eta = pair.params["log_err"] * k
+        (r,) = tight_delta(pair, [eps + 2 * eta], compositions=k)
+        lo = (r.delta_lower or 0.0) * math.exp(-eta) * (1 - 1e-12)
+        if lo > best:
+            best, best_m = lo, int(m)
+    return best, best_m
+
+
+def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[float, int]:
+    """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms``
+    (ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
+    from shufflesim.accounting.tight import tight_epsilon
+
+    best, best_m = 0.0, int(ms[0])
+    for m in ms:
+        pair = data_set_pair(n, eps0, int(m))
+        eta = pair.params["log_err"] * k
+        d = delta * math.exp(eta)
+        if d >= 1.0:
+            continue
+        (r,) = tight_epsilon(pair, [d], compositions=k)
+        lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
+        if lo > best:
+            best, best_m = lo, int(m)
+    return best, best_m
+
+
+def _composed_note(k: int, m: int, what: str) -> str:
+    return (f"{k} compositions: lower end = the composed {what} of the data set with m = {m} ones among the others "
+            "(the same data in every use: exact for that data set, so a genuine lower bound on the mechanism), "
+            "upper end = Feldman-McMillan-Talwar's stronger clone pair composed by the PLD engine (a dominating "
+            "pair for every data set); the mechanism's composed value is bracketed, not exact")
+
+
+def _composed_delta(n, eps0, eps, k) -> Bracket:
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
+    from shufflesim.accounting.tight import tight_delta
+
+    (up,) = tight_delta(stronger_clones_pair(n, eps0), [eps], compositions=k)
+    best, best_m = composed_lower_delta(n, eps0, eps, k, _candidates(n, eps0, eps / k))
+    return Bracket(min(best, up.delta_upper), up.delta_upper, best_m, (_composed_note(k, best_m, "delta"),))
+
+
+def _composed_eps(n, eps0, delta, k) -> Bracket:
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
+    from shufflesim.accounting.tight import tight_epsilon
+
+    (up,) = tight_epsilon(stronger_clones_pair(n, eps0), [delta], compositions=k)
+    guess = up.eps_upper / k if math.isfinite(up.eps_upper) else eps0 / 2
+    best, best_m = composed_lower_eps(n, eps0, delta, k, _candidates(n, eps0, guess))
+    return Bracket(min(best, up.eps_upper), up.eps_upper, best_m, (_composed_note(k, best_m, "eps"),))
+
+
+def data_sets_lower(n: int, eps0: float, *, eps: float | None = None, delta: float | None = None,
+                    ms=None) -> tuple[float, int]:
+    """A genuine single-use lower end from explicit data sets (default m = 0 and n − 1, i.e. "all others
+    hold 0" in both directions): (certified lower bound on δ(ε), m) or on ε(δ)."""
+    N = n - 1
+    ms = sorted({0, N}) if ms is None else list(ms)
+    if eps is not None:
+        vals = [(pair_bracket(N, m, eps0, eps)[0], m) for m in ms]
+        return max(vals)
+    a, _, m_a, _ = _root(n, eps0, math.log(delta), ms, 1e-9)
+    return a, m_a
