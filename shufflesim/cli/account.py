@@ -6,7 +6,7 @@ import argparse
 
 from shufflesim.cli._common import float_arg, int_arg, print_json
 
-_TYPES = {"int": int_arg, "float": float_arg}
+_TYPES = {"int": int_arg, "float": float_arg, "str": str}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
