@@ -190,6 +190,7 @@ class NeighbouringTable:
     multisets: list
     pairs: np.ndarray
     moved: np.ndarray
+    law_k: int = 0
 
     def deltas(self, eps: float) -> np.ndarray:
         """Exact δ(ε) (both directions) of every neighbouring pair (floating point)."""
@@ -223,7 +224,7 @@ class NeighbouringTable:
         x0, x1 = (int(v) for v in self.moved[i])
         others = list(self.multisets[self.pairs[i, 0]])
         others.remove(x0)
-        counts = np.bincount(others, minlength=1).tolist() if others else []
+        counts = np.bincount(np.array(others, dtype=np.int64), minlength=self.law_k).tolist()
         return f"(the other users' input counts {counts}; the target holds {x0} or {x1})"
 
 
@@ -246,4 +247,4 @@ def neighbouring_table(R: np.ndarray, n: int) -> NeighbouringTable:
         for x0, x1 in itertools.combinations(range(k), 2):
             pairs.append((index[tuple(sorted((*others, x0)))], index[tuple(sorted((*others, x1)))]))
             moved.append((x0, x1))
-    return NeighbouringTable(law, multisets, np.array(pairs, dtype=np.int64), np.array(moved, dtype=np.int64))
+    return NeighbouringTable(law, multisets, np.array(pairs, dtype=np.int64), np.array(moved, dtype=np.int64), k)

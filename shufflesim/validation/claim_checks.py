@@ -722,7 +722,7 @@ def generic_mse_validation(params, paper_value) -> Outcome:
     cls = registry.get(params["protocol"])
     opts = dict(params.get("options", {}))
     root = as_seed_sequence(params["seed"])
-    data = load_data(params["data"], data_kind=cls.data_kind, n=params["n"], k=opts.get("k"), rng=data_seed(root))
+    data = load_data(params["data"], data_kind=cls.data_kind, n=params["n"], k=cls.data_k(opts), rng=data_seed(root))
     proto = cls.create(len(data), **opts)
     res = validate_protocol(proto, data, trials=params["trials"], rng=root, alpha=params.get("alpha", 0.05))
     checks = {c["check"]: c for c in res["checks"]}
