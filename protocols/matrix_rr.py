@@ -60,6 +60,9 @@ def _resolve_delta(n: int, delta) -> float:
 class _WithDelta(HistogramProtocol):
     """Adds the ``delta`` option to every subclass that does not declare it, and the shared privacy()."""
 
+    #: offered by ``shufflesim account NAME`` (its mechanism() accounted; cli/account.py)
+    account_by_name: ClassVar[bool] = True
+
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
         if "options" in cls.__dict__ and not any(o.name == "delta" for o in cls.options):
