@@ -13,8 +13,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from shufflesim.mechanisms import kinds
 
     p = sub.add_parser("account", help="certified privacy (eps, delta) of a shuffled mechanism",
-                       description="Certified upper and lower bounds on delta(eps) or eps(delta).")
+                       description="Certified upper and lower bounds on delta(eps) or eps(delta). MECHANISM may also "
+                       "name a protocol built on a matrix randomiser (matrix-rr, plug-ins; docs/plugins.md): "
+                       "shufflesim account PROTOCOL --n N <its options> --eps ...")
     ms = p.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True, parser_class=type(p))
+    ms._name_parser_map = ms.choices = _MechanismsOrProtocols(ms)
     for name, cls in kinds().items():
         q = ms.add_parser(name, help=cls.summary, description=cls.summary)
         groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
@@ -45,20 +48,39 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="relative width of the certified interval for FFT composition (default 1e-3)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
         q.set_defaults(func=run, mechanism_class=cls)
-    _add_protocol_parsers(ms, set(kinds()))
+    ms.choices.building = False  # from now on an unknown name may be a protocol's
 
 
-def _add_protocol_parsers(ms, taken: set[str]) -> None:
-    """``shufflesim account PROTOCOL --n N <its options> --eps ...``: the mechanism of a registered protocol that
-    asks for it (class attribute ``account_by_name``: matrix-rr and the plug-ins built on protocols/matrix_rr.py,
-    issue 22), accounted as the protocol's ``mechanism()``."""
+class _MechanismsOrProtocols(dict):
+    """The sub-parsers of ``account``: the mechanism kinds, and — built only when named, so that ``account KIND``
+    imports no protocol — every registered protocol with ``account_by_name`` (matrix-rr, plug-ins built on
+    protocols/matrix_rr.py; issue 22): ``shufflesim account PROTOCOL --n N <its options> --eps ...`` accounts the
+    protocol's ``mechanism()``."""
+
+    def __init__(self, action):
+        super().__init__()
+        self.action = action
+
+    building = True  # while the kinds are added (argparse's own duplicate check asks for each)
+
+    def __contains__(self, name) -> bool:
+        if not (self.building or dict.__contains__(self, name)) and isinstance(name, str) and not name.startswith("-"):
+            self.building = True
+            try:
+                _add_protocol_parser(self.action, name)
+            finally:
+                self.building = False
+        return dict.__contains__(self, name)
+
+
+def _add_protocol_parser(ms, name: str) -> None:
     from shufflesim.cli._protocol_args import _CONVERT
     from shufflesim.pipeline import registry
 
-    for name in registry.names():
-        cls = registry.get(name)
-        if name in taken or not getattr(cls, "account_by_name", False):
-            continue
+    if name not in registry.names():
+        return  # argparse names the unknown choice
+    cls = registry.get(name)
+    if getattr(cls, "account_by_name", False):
         q = ms.add_parser(name, help=f"the shuffled mechanism of protocol {name}: {cls.summary}", description=cls.summary)
         q.add_argument("--n", type=int_arg, required=True, help="number of users")
         for opt in cls.options:
