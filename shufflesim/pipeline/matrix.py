@@ -199,9 +199,13 @@ def matrix_histogram(counts: np.ndarray, R: np.ndarray, rng: np.random.Generator
 
 
 def matrix_histogram_batch(counts: np.ndarray, R: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-    """``size`` independent draws of :func:`matrix_histogram`, one per row (vectorised over trials)."""
+    """``size`` independent draws of :func:`matrix_histogram`, one per row: vectorised over trials, one
+    Multinomial(c_x, R[x]) block per input value held by some user (memory size × m, whatever k)."""
     counts = np.asarray(counts, dtype=np.int64)
-    return rng.multinomial(counts, R[: counts.shape[0]], size=(size, counts.shape[0])).sum(axis=1)
+    out = np.zeros((size, R.shape[1]), dtype=np.int64)
+    for x in np.flatnonzero(counts):
+        out += rng.multinomial(counts[x], R[x], size=size)
+    return out
 
 
 # --- channel inversion ------------------------------------------------------------------------------------------
