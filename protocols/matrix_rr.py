@@ -82,7 +82,8 @@ class _WithDelta(HistogramProtocol):
                 return self._privacy
             (r,) = rep.results
             lower = "n/a" if r.eps_lower is None else f"{r.eps_lower:.6g}"
-            self._privacy = PrivacyGuarantee(min(r.eps_upper, eps0), delta, "tight",
+            # account() caps eps_upper at the certified local guarantee (eps0 raised by maths.rr.eps0_upper)
+            self._privacy = PrivacyGuarantee(r.eps_upper, delta, "tight",
                                              (f"eps in [{lower}, {r.eps_upper:.6g}]", *rep.notes))
         return self._privacy
 

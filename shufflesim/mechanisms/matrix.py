@@ -32,7 +32,7 @@ import numpy as np
 
 from shufflesim.accounting.mechanism import Flag, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
-from shufflesim.core.checks import check_int
+from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.rr import eps0_upper
 
@@ -72,8 +72,7 @@ class ShuffledMatrix(Mechanism):
         if self.matrix is None:
             if self.eps0 is None:
                 raise ParameterError("give the randomiser's matrix, or (for a sampler) its declared eps0")
-            check_declared_eps0(float(self.eps0), self.eps0)  # a finite number > 0
-            object.__setattr__(self, "eps0", float(self.eps0))
+            object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
             object.__setattr__(self, "eps0_source", "declared (no matrix: not derived, not checked)")
             return
         R = check_matrix(self.matrix)
@@ -84,8 +83,8 @@ class ShuffledMatrix(Mechanism):
             x, x2, y = eps0_witness(R)
             raise ParameterError(f"the matrix is not eps0-LDP for any finite eps0: output {y} has probability "
                                  f"{R[x, y]:g} for input {x} and 0 for input {x2}; the shuffled accounting needs LDP")
-        check_declared_eps0(eps0, self.eps0)
         declared = self.eps0 is not None
+        check_declared_eps0(eps0, check_positive("eps0", self.eps0) if declared else None)
         object.__setattr__(self, "matrix", tuple(tuple(float(v) for v in row) for row in R))
         object.__setattr__(self, "eps0", eps0)
         object.__setattr__(self, "eps0_source", "derived from the matrix" + (" (matches the declared value)"
