@@ -202,7 +202,38 @@ def test_random_ldp_matrices_bracket_brute_force(k, m, n, spread, seed):
             assert worst_neighbouring_delta(R, n, r.eps_lower)[0] >= d * (1 - 1e-9)
 
 
-def test_lower_end_is_none_beyond_enumeration_and_for_samplers():
+@pytest.mark.parametrize("k,m,n,spread,seed", [(2, 3, 6, 2.0, 0), (3, 3, 4, 1.5, 1), (4, 2, 5, 1.0, 3)])
+def test_projected_lower_end_below_brute_force(monkeypatch, k, m, n, spread, seed):
+    """Beyond the enumeration the lower end is a projected count of explicit data sets; forced at small n, it is
+    below the brute-force worst case (both directions of the question)."""
+    import shufflesim.mechanisms.matrix as M
+
+    monkeypatch.setattr(M, "ENUMERATION_BUDGET", 0)
+    R = check_matrix(random_ldp_matrix(np.random.default_rng(seed), k, m, spread))
+    mech = ShuffledMatrix(n, R.tolist())
+    rep = account(mech, eps=[0.0, 0.1, 0.5 * mech.eps0])
+    assert any("through the count of report" in nt for nt in rep.notes)
+    for r in rep.results:
+        truth = worst_neighbouring_delta(R, n, r.eps)[0]
+        assert r.delta_lower is not None and r.delta_lower <= truth * (1 + 1e-9) and truth <= r.delta_upper
+    r = account(mech, delta=[0.05]).results[0]
+    if r.eps_lower > 0:
+        assert worst_neighbouring_delta(R, n, r.eps_lower)[0] >= 0.05 * (1 - 1e-9)
+
+
+def test_projected_lower_end_at_large_n_against_krr_weak():
+    """k-RR as a matrix at n = 2000: the projected lower end lies below the weak adversary's certified upper end
+    (the weak adversary sees more than the shuffled reports, so its upper end bounds their true eps)."""
+    R = krr_matrix(4, 1.0)
+    mine = account(ShuffledMatrix(2000, R.tolist()), delta=[1e-6]).results[0]
+    weak = account(KRR.from_eps0(2000, 4, 1.0, "weak"), delta=[1e-6]).results[0]
+    assert 0 < mine.eps_lower <= weak.eps_upper <= mine.eps_upper * (1 + 1e-9)
+
+
+def test_lower_end_is_none_beyond_projection_and_for_samplers(monkeypatch):
+    import shufflesim.mechanisms.matrix as M
+
+    monkeypatch.setattr(M, "MAX_N_PROJECTED", 1000)  # (10^7 in use; a small n keeps the test fast)
     r = account(ShuffledMatrix(2000, krr_matrix(4, 1.0).tolist()), eps=[0.2])
     assert r.results[0].delta_lower is None and any("no lower end" in nt for nt in r.notes)
     s = account(ShuffledMatrix(50, None, 1.0), eps=[0.2])

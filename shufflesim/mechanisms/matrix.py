@@ -14,7 +14,9 @@ histogram).  Neighbouring data sets differ in one user's input.  Accounted two-s
   (:func:`shufflesim.accounting.shuffle_oracle.histogram_law`), and the neighbouring pair with the largest
   δ(ε) (or ε(δ)) at the question is accounted by the PLD accountant, whose *lower* end is then a lower bound
   on the mechanism's own δ (a lower bound on δ of one pair of data sets, which the mechanism's δ — a maximum
-  over all pairs — is at least).  Beyond the enumeration's budget the lower end is None, with a note.
+  over all pairs — is at least).  Beyond the enumeration's budget: the count of one report y when the other
+  n − 1 users all hold one value c and the target holds x or x′ (y, x, x′ attaining ε0) — a post-processing of
+  those data sets' view, so its δ is again a valid lower end (n ≤ 10⁷); beyond that, None with a note.
 
 Never the clone pair's own numerical bracket as the lower end: that pair dominates the mechanism and is not
 attained in general (issue 17).  ``ShuffledMatrix(n, None, eps0=...)`` describes a randomiser known only as
@@ -137,9 +139,11 @@ class ShuffledMatrix(Mechanism):
         R = self.array
         cost = enumeration_cost(self.n, R.shape[0], R.shape[1])
         if cost > ENUMERATION_BUDGET:
-            return _strip(results), notes + [
-                f"no lower end: enumerating every data set of n={self.n} users ({cost:.3g} steps) exceeds the budget "
-                f"({ENUMERATION_BUDGET:.3g}); the lower end is computed for small n only"]
+            if self.n > MAX_N_PROJECTED:
+                return _strip(results), notes + [
+                    f"no lower end: n={self.n} exceeds both the enumeration (budget {ENUMERATION_BUDGET:.3g} steps) and "
+                    f"the projected count's range (n <= {MAX_N_PROJECTED:.0e})"]
+            return self._projected_lower_ends(R, results, compositions, numerics, notes)
         table = neighbouring_table(R, self.n)
         out, used = [], []
         from shufflesim.accounting.tight import tight_delta, tight_epsilon
@@ -162,6 +166,75 @@ class ShuffledMatrix(Mechanism):
             notes.append(f"lower end: explicit neighbouring data sets {d} ({how}; the worst of "
                          f"{table.pairs.shape[0]} enumerated pairs at the question, shuffle_oracle.histogram_law)")
         return out, notes
+
+
+    def _projected_lower_ends(self, R: np.ndarray, results: list, compositions: int, numerics: dict,
+                              notes: list[str]) -> tuple[list, list[str]]:
+        """Lower ends at any n from a post-processing of explicit data sets' view: the count N_y of one report y
+        (y, x, x′ attaining ε0) when the other n − 1 users all hold c and the target holds x or x′ — N_y is
+        Bin(n − 1, R[c, y]) plus the target's Bernoulli(R[x, y]) or Bernoulli(R[x′, y]).  By post-processing
+        its δ is at most that of the shuffled histograms of these data sets, itself at most the mechanism's.
+        The PMFs carry a relative error ~1e-13 (Loader's binomial): the lower ends are lowered by
+        :data:`PROJECTED_ALLOWANCE` × (1 + e^ε) (δ) or asked at δ raised by it (ε)."""
+        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+        from shufflesim.pipeline.matrix import eps0_witness
+
+        x, x2, y = eps0_witness(R)
+        col = R[:, y].copy()
+        if R.shape[0] > 2:
+            col[[x, x2]] = np.inf
+        cands = sorted({int(np.argmin(col)), x, x2})
+        pairs = {c: projected_pair(R, self.n, x, x2, c, y) for c in cands}
+        out, used = [], set()
+        for r in results:
+            if isinstance(r, DeltaBound):
+                best = max(((tight_delta(p, [r.eps], compositions=compositions, **numerics)[0].delta_lower or 0.0), c)
+                           for c, p in pairs.items())
+                lo = max(0.0, best[0] - PROJECTED_ALLOWANCE * compositions * (1.0 + math.exp(min(r.eps, 700.0))))
+                out.append(replace(r, delta_lower=lo))
+            elif isinstance(r, EpsBound):
+                d = r.delta + PROJECTED_ALLOWANCE * compositions * (1.0 + math.exp(min(eps0_upper(self.eps0), 700.0)))
+                if d >= 1.0:
+                    out.append(replace(r, eps_lower=0.0))
+                    continue
+                best = max(((tight_epsilon(p, [d], compositions=compositions, **numerics)[0].eps_lower or 0.0), c)
+                           for c, p in pairs.items())
+                out.append(replace(r, eps_lower=best[0]))
+            else:
+                out.append(r)
+                continue
+            used.add(best[1])
+        for c in sorted(used):
+            notes.append(f"lower end: explicit data sets (the other {self.n - 1} users hold {c}; the target holds {x} or "
+                         f"{x2}), through the count of report {y} (a post-processing of their view, so a valid lower end"
+                         + (", composed" if compositions > 1 else "") + f"; every data set is enumerated for small n only)")
+        return out, notes
+
+
+#: relative error allowance of the projected count's PMFs (Loader's binomial is ~1e-13 in the log)
+PROJECTED_ALLOWANCE = 1e-11
+#: largest n for the projected count's lower end (its PMF has n + 1 atoms)
+MAX_N_PROJECTED = 10**7
+
+
+def projected_pair(R: np.ndarray, n: int, x: int, x2: int, c: int, y: int):
+    """PMFs of N_y (the count of report y) when n − 1 users hold c and the target holds x (P) or x2 (Q)."""
+    from shufflesim.accounting.binomial import log_binom_pmf
+    from shufflesim.accounting.pmf_pair import PMFPair
+
+    j = np.arange(n + 1)
+    lb = log_binom_pmf(j, n - 1, float(R[c, y]), float(1.0 - R[c, y]))
+    lb_shift = np.concatenate(([-np.inf], lb[:-1]))
+
+    def mix(a: float) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(np.log1p(-a) + lb if a < 1 else np.full_like(lb, -np.inf),
+                                np.log(a) + lb_shift if a > 0 else np.full_like(lb, -np.inf))
+
+    lp, lq = mix(float(R[x, y])), mix(float(R[x2, y]))
+    keep = np.isfinite(lp) | np.isfinite(lq)
+    return PMFPair(lp[keep], lq[keep], "projected count of explicit data sets",
+                   {"n": n, "x": x, "x2": x2, "c": c, "y": y})
 
 
 def _strip(results) -> list:
