@@ -159,8 +159,8 @@ def test_guide_in_process(tmp_path, monkeypatch, capsys, fresh_registry):
             assert "delta in [n/a" not in out.out and "lower end: explicit" in out.out
         if "--n 10000 --delta" in line:
             assert "eps in [n/a" not in out.out and "through the count of report" in out.out
-        if line.startswith(("shufflesim audit", "shufflesim validate")):
-            assert "violated" not in out.out, out.out
+        if line.startswith(("shufflesim audit", "shufflesim validate")):  # fixed seeds: deterministic verdicts
+            assert "verdict  consistent" in out.out or "verdict     consistent" in out.out, out.out
         if line == "shufflesim simulate --help":
             assert "subset-selection" in out.out
         ran += 1
