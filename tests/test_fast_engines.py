@@ -56,6 +56,7 @@ CASES = [
     ("central-laplace-sum", 10, dict(eps=0.5), "beta:0.5,3"),
     ("central-dlap-sum", 20, dict(eps=1.0), "constant:0.45"),
     ("central-dlap-sum", 200, dict(eps=0.5), "beta:0.5,3"),
+    ("matrix-rr", 150, dict(matrix=[[0.5, 0.15, 0.15, 0.2], [0.15, 0.5, 0.15, 0.2], [0.15, 0.15, 0.5, 0.2]]), "zipf:1.5"),
 ]
 IDS = [f"{c[0]}-n{c[1]}-{c[3]}" for c in CASES]
 
@@ -68,7 +69,7 @@ Z_MOM = float(stats.norm.isf(0.01 / (2 * N_MOM)))  # two-sided, Bonferroni
 
 def _setup(name, n, params, data):
     cls = registry.get(name)
-    x = load_data(data, data_kind=cls.data_kind, n=n, k=params.get("k"), rng=7)
+    x = load_data(data, data_kind=cls.data_kind, n=n, k=cls.data_k(params), rng=7)
     return cls.create(n, **params), x
 
 

@@ -281,7 +281,8 @@ def mechanism_call(draw):
     kind, cls = draw(st.sampled_from(sorted(kinds().items())))
     flags = {}
     for f in cls.flags:
-        pool = {"int": [1, 2, 3, 10, 100], "float": [0.5, 1.0, 2.0, 1000.0]}.get(f.type, list(f.choices or ()))
+        pool = {"int": [1, 2, 3, 10, 100], "float": [0.5, 1.0, 2.0, 1000.0],
+                "str": list(MATRICES)}.get(f.type, list(f.choices or ()))
         if f.required or draw(st.booleans()):
             flags[f.dest] = draw(st.sampled_from(pool + WRONG))
     which = draw(st.sampled_from(["eps", "delta"]))
@@ -308,6 +309,10 @@ def test_api_account_fuzz(call):
         check_intervals(rep, (mech, which, vals, method, comp))
 
 
+#: valid randomiser matrices (issue 22's matrix mechanism takes a file or, from Python, the rows)
+MATRICES = ([[0.75, 0.25], [0.25, 0.75]], [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.3, 0.4, 0.3]])
+
+
 @st.composite
 def valid_mechanism_call(draw):
     """A question with valid values only (one flag of each exclusive group, a method the description lists), so
@@ -320,7 +325,8 @@ def valid_mechanism_call(draw):
         if f.group is not None:
             groups.setdefault(f.group, []).append(f)
             continue
-        pool = {"int": [2, 3, 10, 100], "float": [0.3, 0.5, 1.0, 2.0]}.get(f.type, list(f.choices or ()))
+        pool = {"int": [2, 3, 10, 100], "float": [0.3, 0.5, 1.0, 2.0],
+                "str": list(MATRICES)}.get(f.type, list(f.choices or ()))  # "str": the matrix file, given inline
         if f.required or draw(st.booleans()):
             flags[f.dest] = draw(st.sampled_from(pool))
     for members in groups.values():

@@ -110,6 +110,9 @@ def account(
                                     lambda m: _pair_based(mechanism, m, eps_l, delta_l, compositions, kw))
         results, pair_notes = answered or _pair_based(mechanism, method, eps_l, delta_l, compositions, kw)
         notes += pair_notes
+        results, lower_notes = _genuine_lower_ends(mechanism, method, results, eps_l, delta_l, compositions,
+                                                   dict(numerics or {}))
+        notes += lower_notes
     results, cap_notes = _cap_at_ldp(ldp_cap, results)
     for r in results:
         for nt in r.notes:
@@ -250,6 +253,20 @@ def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions:
     if tail:
         notes.append(f"truncated tails (mass <= {tail:.3g}) added to the upper bounds")
     return results, notes
+
+
+def _genuine_lower_ends(mechanism: Mechanism, method: str, results, eps_l, delta_l, compositions: int, kw: dict):
+    """A description that accounts a *dominating* pair (issue 22: :class:`~shufflesim.mechanisms.matrix.ShuffledMatrix`)
+    supplies its own lower ends (``genuine_lower_ends``: explicit data sets' exact delta, or None); inside a
+    composition such parts' pair brackets are not lower ends of the mechanism, so they are dropped."""
+    own = getattr(mechanism, "genuine_lower_ends", None)
+    if own is not None:
+        return own(method, list(results), eps_l, delta_l, compositions, kw)
+    if not any(getattr(m, "genuine_lower_ends", None) for m, _ in mechanism.uses()):
+        return results, []
+    out = [replace(r, delta_lower=None) if isinstance(r, DeltaBound) else
+           replace(r, eps_lower=None) if isinstance(r, EpsBound) else r for r in results]
+    return out, ["no lower end: a part accounts a dominating pair whose bracket is not a lower end of the mechanism"]
 
 
 def _tight(pair, eps_l, delta_l, compositions, kw):

@@ -6,15 +6,18 @@ import argparse
 
 from shufflesim.cli._common import float_arg, int_arg, print_json
 
-_TYPES = {"int": int_arg, "float": float_arg}
+_TYPES = {"int": int_arg, "float": float_arg, "str": str}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from shufflesim.mechanisms import kinds
 
     p = sub.add_parser("account", help="certified privacy (eps, delta) of a shuffled mechanism",
-                       description="Certified upper and lower bounds on delta(eps) or eps(delta).")
+                       description="Certified upper and lower bounds on delta(eps) or eps(delta). MECHANISM may also "
+                       "name a protocol built on a matrix randomiser (matrix-rr, plug-ins; docs/plugins.md): "
+                       "shufflesim account PROTOCOL --n N <its options> --eps ...")
     ms = p.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True, parser_class=type(p))
+    ms._name_parser_map = ms.choices = _MechanismsOrProtocols(ms)
     for name, cls in kinds().items():
         q = ms.add_parser(name, help=cls.summary, description=cls.summary)
         groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
@@ -45,13 +48,79 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        help="relative width of the certified interval for FFT composition (default 1e-3)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
         q.set_defaults(func=run, mechanism_class=cls)
+    ms.choices.building = False  # from now on an unknown name may be a protocol's
+
+
+class _MechanismsOrProtocols(dict):
+    """The sub-parsers of ``account``: the mechanism kinds, and — built only when named, so that ``account KIND``
+    imports no protocol — every registered protocol with ``account_by_name`` (matrix-rr, plug-ins built on
+    protocols/matrix_rr.py; issue 22): ``shufflesim account PROTOCOL --n N <its options> --eps ...`` accounts the
+    protocol's ``mechanism()``."""
+
+    def __init__(self, action):
+        super().__init__()
+        self.action = action
+
+    building = True  # while the kinds are added (argparse's own duplicate check asks for each)
+
+    def __contains__(self, name) -> bool:
+        if not (self.building or dict.__contains__(self, name)) and isinstance(name, str) and not name.startswith("-"):
+            self.building = True
+            try:
+                _add_protocol_parser(self.action, name)
+            finally:
+                self.building = False
+        return dict.__contains__(self, name)
+
+
+def _add_protocol_parser(ms, name: str) -> None:
+    from shufflesim.cli._protocol_args import _CONVERT
+    from shufflesim.pipeline import registry
+
+    if name not in registry.names():
+        return  # argparse names the unknown choice
+    cls = registry.get(name)
+    if getattr(cls, "account_by_name", False):
+        q = ms.add_parser(name, help=f"the shuffled mechanism of protocol {name}: {cls.summary}", description=cls.summary)
+        q.add_argument("--n", type=int_arg, required=True, help="number of users")
+        for opt in cls.options:
+            if opt.name != "delta":
+                q.add_argument(opt.flag, dest=opt.name, type=_CONVERT.get(opt.type, opt.type), default=None,
+                               help=opt.help, choices=opt.choices, metavar=opt.metavar)
+        t = q.add_mutually_exclusive_group(required=True)
+        t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
+        t.add_argument("--delta", type=float_arg, nargs="+", help="delta values: report eps(delta)")
+        q.add_argument("--compositions", type=int_arg, default=1, help="number of compositions (default 1)")
+        q.add_argument("--method", default=None, help="accounting method (default: the mechanism's first, tight); best")
+        q.add_argument("--compare", action="store_true", help="every applicable method side by side")
+        q.add_argument("--composition", choices=("basic", "advanced", "best"), default="basic",
+                       help="composition theorem for analytic methods with --compositions > 1 (default basic)")
+        q.add_argument("--bennett-variant", choices=("fixed", "original-2019"), default="fixed", help=argparse.SUPPRESS)
+        q.add_argument("--target-accuracy", type=float_arg, default=None,
+                       help="relative width of the certified interval for FFT composition (default 1e-3)")
+        q.add_argument("--json", action="store_true", help="print one JSON object")
+        q.set_defaults(func=run, mechanism_class=None, protocol_class=cls)
+
+
+def _mechanism(args: argparse.Namespace):
+    cls = args.mechanism_class
+    if cls is not None:
+        return cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
+    from shufflesim.errors import ParameterError
+
+    pcls = args.protocol_class
+    params = {o.name: getattr(args, o.name) for o in pcls.options
+              if o.name != "delta" and getattr(args, o.name, None) is not None}
+    mech = pcls.create(args.n, **params).mechanism()
+    if mech is None:
+        raise ParameterError(f"protocol {pcls.name} describes no mechanism to account")
+    return mech
 
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.accounting.account import account
 
-    cls = args.mechanism_class
-    mech = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
+    mech = _mechanism(args)
     numerics = {"target_accuracy": args.target_accuracy} if args.target_accuracy is not None else None
     _warn_slow(args, mech)
     if args.compare:

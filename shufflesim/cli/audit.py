@@ -38,14 +38,14 @@ def _common(pp: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from shufflesim.validation.audit import AUDITABLE
+    from shufflesim.validation.audit import auditable
 
     p = sub.add_parser(
         "audit", help="empirical privacy audit: certified lower bound on delta(eps) vs the accountant",
         description="Sample the analyser's view (an exact sufficient statistic) under two neighbouring data sets, "
         "bound delta(eps) and eps(delta) below (Clopper-Pearson, threshold chosen on a held-out half) and compare "
-        "with the accountant's upper bound. Protocols: " + ", ".join(AUDITABLE) + ".")
-    add_protocol_parsers(p, _common, run, list(AUDITABLE), shared=SHARED)
+        "with the accountant's upper bound. Protocols: " + ", ".join(auditable()) + ".")
+    add_protocol_parsers(p, _common, run, auditable(), shared=SHARED)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.pair:
         from shufflesim.experiments.data import load_data
 
-        pair_data = [load_data(s, data_kind="categorical", n=args.n, k=params.get("k"), rng=0) for s in args.pair]
+        pair_data = [load_data(s, data_kind="categorical", n=args.n, k=cls.data_k(params), rng=0) for s in args.pair]
         n = len(pair_data[0])
     elif args.n is None:
         raise ParameterError("give --n (the number of users) or --pair with two data sets")

@@ -92,7 +92,23 @@ def _silence_stdout() -> None:
         pass
 
 
+_default_showwarning = None
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A plug-in that failed to load is reported as one ``warning: ...`` line (other warnings as Python shows them)."""
+    if category.__name__ == "PluginWarning":
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
+    global _default_showwarning
+    if warnings.showwarning is not _show_warning:
+        _default_showwarning, warnings.showwarning = warnings.showwarning, _show_warning
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         _check_top_level_options(argv)

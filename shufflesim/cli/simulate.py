@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace, output) -> int:
         check_int("n", args.n, minimum=1)
     if args.n is None and spec.kind not in ("file", "counts", "adult-age"):
         raise ParameterError(f"--n is required with the synthetic data spec {args.data!r} (n >= 1)")
-    k = params.get("k")
+    k = cls.data_k(params)
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
     if args.n is not None:

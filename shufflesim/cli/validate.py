@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--n is required with the synthetic data spec {args.data!r} (n >= 1)")
     if args.n is not None:
         cls.create(check_int("n", args.n, minimum=1), **params)
-    data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=params.get("k"), rng=data_seed(root),
+    data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=cls.data_k(params), rng=data_seed(root),
                      lower=args.lower, upper=args.upper)
     protocol = cls.create(len(data), **params)
     resolve_engine(protocol, args.engine)  # refuse --engine fast before any work

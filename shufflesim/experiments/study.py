@@ -20,7 +20,7 @@ from shufflesim.core.rng import RngLike, as_seed_sequence, data_seed
 
 def _run_point(cls, protocol: str, g: int, params: Mapping[str, Any], root, *, data, n, trials, workers, level,
                lower, upper, on_progress, engine="faithful"):
-    x = load_data(data, data_kind=cls.data_kind, n=n, k=params.get("k"), rng=data_seed(root),
+    x = load_data(data, data_kind=cls.data_kind, n=n, k=cls.data_k(params), rng=data_seed(root),
                   lower=lower, upper=upper)
     proto = cls.create(len(x), **params)
     run = run_trials(proto, x, trials=trials, rng=root, point=g, workers=workers, on_progress=on_progress,

@@ -141,7 +141,7 @@ def build_point(spec: Mapping, g: int):
     pt = spec["points"][g]
     cls = registry.get(pt["protocol"])
     root = np.random.SeedSequence(int(spec["seed"]))
-    x = load_data(pt["data"], data_kind=cls.data_kind, n=pt["n"], k=pt["params"].get("k"), rng=data_seed(root),
+    x = load_data(pt["data"], data_kind=cls.data_kind, n=pt["n"], k=cls.data_k(pt["params"]), rng=data_seed(root),
                   lower=pt["lower"], upper=pt["upper"])
     proto = cls.create(len(x), **pt["params"])
     x = proto.check_data(x)

@@ -88,6 +88,12 @@ class Protocol(ABC):
         """Validate ``params`` (raising :class:`~shufflesim.errors.ParameterError`) and build the protocol."""
 
     # --- data ---------------------------------------------------------------------------------------
+    @classmethod
+    def data_k(cls, params: Mapping[str, Any]) -> int | None:
+        """k for loading categorical data before the protocol is built: the option ``k`` by default; a protocol
+        whose k is implied by other options (e.g. a matrix's rows, protocols/matrix_rr.py) overrides this."""
+        return params.get("k")
+
     @property
     def domain_size(self) -> int | None:
         """k for categorical protocols, ``None`` for real-valued ones."""

@@ -454,6 +454,59 @@ AUDITABLE = ("krr", "blanket-sum", "local-rr-sum", "cheu-sum", "ikos-sum", "cent
              "central-laplace-sum", "central-laplace-hist", "central-gaussian-hist")
 
 
+def auditable() -> list[str]:
+    """The built-in :data:`AUDITABLE` protocols and every registered protocol (plug-ins included) that describes
+    its audit by ``audit_matrix`` (the matrix protocols of protocols/matrix_rr.py, issue 22)."""
+    from shufflesim.pipeline import registry
+
+    extra = [nm for nm in registry.names() if nm not in AUDITABLE and callable(getattr(registry.get(nm), "audit_matrix", None))]
+    return [*AUDITABLE, *extra]
+
+
+#: most histograms of the exact law for :func:`matrix_setup`'s likelihood-ratio statistic
+MATRIX_LLR_HISTOGRAMS = 20_000
+
+
+def matrix_setup(R: np.ndarray, counts_x: np.ndarray, counts_x2: np.ndarray, *, pair: str, mechanism=None) -> AuditSetup:
+    """A finite randomiser R shuffled, on two neighbouring data sets given by their input counts.
+
+    Where the exact law of the released histogram is small (at most :data:`MATRIX_LLR_HISTOGRAMS` histograms)
+    the statistic is its exact log-likelihood ratio (shuffle_oracle.histogram_law, drawn by :func:`pmf_setup`);
+    otherwise Σ_y N_y log(R[a,y]/R[b,y]) (the target's own log-likelihood ratio summed over all reports; a
+    threshold statistic), with N drawn exactly as Σ_x Multinomial(c_x, R[x]).
+    """
+    R = np.asarray(R, dtype=float)
+    cx, cy = np.asarray(counts_x, dtype=np.int64), np.asarray(counts_x2, dtype=np.int64)
+    a, b = int(np.argmax(cx - cy)), int(np.argmin(cx - cy))
+    n, m = int(cx.sum()), R.shape[1]
+    details = {"kind": "matrix", "n": n, "a": a, "b": b, "counts_x": cx.tolist(), "counts_x2": cy.tolist()}
+    if math.comb(n + m - 1, m - 1) <= MATRIX_LLR_HISTOGRAMS and n * math.comb(n + m - 1, m - 1) * m <= 2_000_000:
+        from shufflesim.accounting.shuffle_oracle import histogram_law
+
+        lp, lq = (histogram_law(R, np.repeat(np.arange(R.shape[0]), c)) for c in (cx, cy))
+        keys = sorted(set(lp) | set(lq))
+        with np.errstate(divide="ignore"):
+            P = np.log(np.array([lp.get(h, 0.0) for h in keys]))
+            Q = np.log(np.array([lq.get(h, 0.0) for h in keys]))
+        return pmf_setup(P, Q, pair=pair, mechanism=mechanism, details=details,
+                         statistic="exact log-likelihood ratio of the released histogram (its exact law enumerated)")
+    with np.errstate(divide="ignore"):
+        w = np.log(R[a]) - np.log(R[b])
+    w = np.where(np.isfinite(w), w, np.sign(w) * 1e6)
+
+    def sample(gen: np.random.Generator, T: int, side: int) -> np.ndarray:
+        counts = cx if side == 0 else cy
+        out = np.empty(T)
+        step = max(1, 2_000_000 // (R.shape[0] * m))
+        for s in range(0, T, step):  # blocks of trials bound the memory; vectorised within a block
+            t = min(step, T - s)
+            out[s:s + t] = gen.multinomial(counts, R, size=(t, R.shape[0])).sum(axis=1) @ w
+        return out
+
+    return AuditSetup(pair=pair, statistic=f"sum over reports of log R[{a},y]/R[{b},y] (threshold chosen on the "
+                      "held-out half)", sample=sample, llr=False, mechanism=mechanism, details=details)
+
+
 def setup_for_protocol(protocol, *, pair=None, leak: float = 0.0) -> AuditSetup:
     """The audit setup of a protocol: its named worst case, or the explicit ``pair`` of data sets.
 
@@ -471,6 +524,11 @@ def setup_for_protocol(protocol, *, pair=None, leak: float = 0.0) -> AuditSetup:
     ``adversary``).
     """
     name = getattr(protocol, "name", "")
+    if name not in AUDITABLE and callable(getattr(protocol, "audit_matrix", None)):
+        if leak:
+            raise ParameterError(f"--leak is supported for krr and blanket-sum (k >= 3) only; got {name}")
+        R, cx, cy, what = protocol.audit_matrix(pair)
+        return matrix_setup(R, cx, cy, pair=what, mechanism=protocol.mechanism())
     if name not in AUDITABLE:
         raise ParameterError(f"audit supports the protocols {', '.join(AUDITABLE)} (an exact sampler of their "
                              f"view's sufficient statistic); got {name!r}")

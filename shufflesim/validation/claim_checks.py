@@ -724,7 +724,7 @@ def generic_mse_validation(params, paper_value) -> Outcome:
     cls = registry.get(params["protocol"])
     opts = dict(params.get("options", {}))
     root = as_seed_sequence(params["seed"])
-    data = load_data(params["data"], data_kind=cls.data_kind, n=params["n"], k=opts.get("k"), rng=data_seed(root))
+    data = load_data(params["data"], data_kind=cls.data_kind, n=params["n"], k=cls.data_k(opts), rng=data_seed(root))
     proto = cls.create(len(data), **opts)
     res = validate_protocol(proto, data, trials=params.get("trials"), rng=root, alpha=params.get("alpha", 0.05),
                             margin=params.get("margin", 0.02), max_trials=params.get("max_trials", 10**6))
