@@ -107,6 +107,9 @@ def account(
     else:
         results, pair_notes = _pair_based(mechanism, method, eps_l, delta_l, compositions, dict(numerics or {}))
         notes += pair_notes
+    if ldp_cap is None or not notes or not notes[0].startswith(("eps0 < ", "eps0 > ")):  # not a local-guarantee answer
+        results, honest_notes = _honest(mechanism, method, results, eps_l, delta_l, compositions)
+        notes += [nt for nt in honest_notes if nt not in notes]
     results, cap_notes = _cap_at_ldp(ldp_cap, results)
     for r in results:
         for nt in r.notes:
@@ -115,6 +118,27 @@ def account(
     notes += [nt for nt in cap_notes + _infinite_notes(results) if nt not in notes]
     return AccountReport(mechanism.kind, prm, method, compositions, tuple(results), tuple(notes),
                          time.perf_counter() - t0, comp_used)
+
+
+def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, compositions: int):
+    """Issue 17: a method whose pair only dominates the mechanism's view reports that pair's bracket as
+    ``bound_*``; the mechanism-level lower end is a genuine construction (:meth:`Mechanism.genuine_lower`)
+    or None."""
+    from shufflesim.accounting.results import as_dominating
+
+    pair = mechanism.dominating_pair(method)
+    if pair is None:
+        return list(results), []
+    got = mechanism.genuine_lower(method, eps=eps_l, delta=delta_l, compositions=compositions)
+    if got is None:
+        lowers = [None] * len(results)
+        what = f"lower end: none ({pair} is not the law of the view on any data set)"
+    else:
+        lowers, what = got
+        what = f"lower end: {what}"
+    note = (f"the evaluated pair ({pair}) only dominates the view: it certifies the upper end, and its own "
+            "bracket is reported as bound_lower/bound_upper")
+    return [as_dominating(r, pair, lo, what) for r, lo in zip(results, lowers)], [note]
 
 
 def _check_numerics(numerics) -> None:
