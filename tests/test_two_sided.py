@@ -212,3 +212,151 @@ def test_krr_shuffled_k2_lower_is_binary_rr():
     (r,) = account(KRR(n, 2, gamma, Relation.SHUFFLED), eps=[0.4]).results
     (v,), _ = binary_rr_lower(n, eps0_from_gamma(gamma, 2), eps=[0.4])
     assert r.delta_lower == pytest.approx(v, rel=1e-12)  # the same computation (eps0 from gamma: round-off only)
+
+
+# ---- property (issue 17): for every mechanism and method, lower <= exact-when-known <= upper ----
+# Property (issue 17): for every mechanism and every method, ``lower <= exact-when-known <= upper``.
+#
+# Hypothesis draws small parameters for every kind :func:`shufflesim.mechanisms.kinds` lists and runs every
+# method it offers (and ``best`` where it applies), at δ(ε) and ε(δ).  Always: lower <= upper.  Where the
+# mechanism's true δ is known independently it must lie between the ends:
+#
+# * krr (shuffled / no adversary: the published bounds bound the shuffled reports; weak, strong): brute force
+#   over every neighbouring data set (tests/test_two_sided.py's oracles: which view each one measures is
+#   stated there);
+# * rr2: the same brute force at k = 2 (binary RR);
+# * clones: the question's answer (worst case over every eps0-LDP randomiser) is unknown; binary RR's worst
+#   case is a lower bound on it, so it must be <= every upper end;
+# * biswas: the released count's law enumerated report by report (bruteforce.biswas_count_bruteforce);
+# * central-dlap: the hockey-stick divergence summed over DLap's PMF on a window (the dropped tails, at most
+#   2 α^W/(1 − α) on each side, bound the difference).
+#
+# Methods that answer another question by design are exempt from the side they do not claim: rr2's
+# ``tight-koskela``/``exact-koskela`` (the all-zeros data set only: a lower end, no upper end for the
+# mechanism), Biswas et al.'s eq 6 and the original-2019 Bennett form (not certified: no upper end), krr's
+# strong-1d (a stated pair: no view, so nothing to compare).
+#
+# PENDING_I17EXACT: rr2's ``tight``/``exact`` (and ``best``, which takes their lower ends) are rewired by branch i17exact (exact_rr2, the exact worst case
+# over data sets); on this branch they still report the stronger clone pair's bracket as the mechanism's
+# (above the truth at e.g. n = 4, eps0 = 2, eps = 0.1), so their lower ends are not checked here until the
+# merge — the lead removes them from the set then.
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from shufflesim.errors import ShufflesimError  # noqa: E402
+from shufflesim.mechanisms import kinds  # noqa: E402
+
+PENDING_I17EXACT = {("rr2", "tight"), ("rr2", "exact"), ("rr2", "best")}
+NO_UPPER = {("rr2", "tight-koskela"), ("rr2", "exact-koskela"), ("biswas", "biswas")}
+SETTINGS = settings(max_examples=10, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _biswas_truth(m, eps: float) -> float:
+    pair = BF.biswas_count_bruteforce(m.n, m.k, m.eps0, m.n_x0)
+    return max(BF.hockey_stick(pair.log_p, pair.log_q, eps), BF.hockey_stick(pair.log_q, pair.log_p, eps))
+
+
+def _dlap_truth(m, eps: float) -> tuple[float, float]:
+    """(truncated sum, bound on the dropped tails) of the hockey-stick divergence of DLap vs DLap + Δ."""
+    a = math.exp(-m.eps0 / m.sensitivity)
+    W = int(m.sensitivity + 60.0 / (1.0 - a) + 50)
+    z = np.arange(-W, W + m.sensitivity + 1)
+    c = (1.0 - a) / (1.0 + a)
+    P, Q = c * a ** np.abs(z), c * a ** np.abs(z - m.sensitivity)
+    ee = math.exp(eps)
+    d = max(np.maximum(P - ee * Q, 0).sum(), np.maximum(Q - ee * P, 0).sum())
+    return float(d), 4.0 * c * a ** W / (1.0 - a)
+
+
+def _truth(kind: str, m, method: str):
+    """(function eps -> true δ, which ends it checks: 'both' or 'upper') or None when unknown."""
+    if kind == "krr":
+        rel = m.relation.value if m.relation is not None and method in ("tight", "exact", "best") else "shuffled"
+        if rel == "strong-1d":
+            return None
+        if rel == "shuffled":
+            return (lambda e: shuffled_truth(m.k, m.gamma, m.n, e)), "both"
+        return (lambda e: view_truth(m.k, m.gamma, m.n, rel, e)), "both"
+    if kind == "rr2":
+        return (lambda e: shuffled_truth(2, m.gamma, m.n, e)), "both"
+    if kind == "clones":
+        return (lambda e: shuffled_truth(2, 2.0 / (math.exp(m.eps0) + 1.0), m.n, e)), "upper"
+    if kind == "biswas":  # the released count (exact-histogram's pair is the histogram: it only dominates)
+        return (lambda e: _biswas_truth(m, e)), "both"
+    if kind == "central-dlap":
+        return (lambda e: _dlap_truth(m, e)[0]), "both"
+    return None
+
+
+eps0s = st.sampled_from([0.3, 1.0, 2.0, 3.5])
+
+
+def _mechanisms():
+    K = kinds()
+    return st.one_of(
+        st.builds(lambda n, k, g, rel: K["krr"](n, k, g, rel), st.integers(2, 4), st.integers(2, 3),
+                  st.sampled_from([0.15, 0.4, 0.8]), st.sampled_from([None, "shuffled", "weak", "strong", "strong-1d"])),
+        st.builds(lambda n, e: K["rr2"](n, e), st.integers(2, 5), eps0s),
+        st.builds(lambda n, e: K["clones"](n, e), st.integers(2, 5), eps0s),
+        st.builds(lambda n, k, e, x: K["biswas"](n, k, e, min(x, n - 1)), st.integers(2, 5), st.integers(2, 4), eps0s,
+                  st.integers(0, 4)),
+        st.builds(lambda e, s: K["central-dlap"](e, s), eps0s, st.integers(1, 4)),
+        st.builds(lambda e: K["central-laplace"](e), eps0s),
+        st.builds(lambda s: K["central-gaussian"](s), st.sampled_from([0.5, 1.0, 3.0])),
+        st.builds(lambda n, r, g: K["cheu"](n, r, g), st.integers(2, 6), st.integers(1, 3), st.sampled_from([0.3, 0.7])),
+        st.builds(lambda e, p, q: K["ikos"](e, p, 40.0, q), eps0s, st.integers(1, 4), st.sampled_from([None, 2**20])),
+    )
+
+
+def _run(m, method, **q):
+    try:
+        return account(m, method=method, **q).results
+    except ShufflesimError:
+        return ()  # a method that refuses these parameters (n too small for a bound, no adversary given, ...)
+
+
+_EPS = st.sampled_from([0.0, 0.1, 0.6, 1.5])
+_DELTA = st.sampled_from([0.2, 1e-2, 1e-4])
+
+
+@SETTINGS
+@given(m=_mechanisms(), eps=_EPS, delta=_DELTA)
+def test_lower_le_exact_le_upper(m, eps, delta):
+    _lower_exact_upper(m, eps, delta)
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=80)
+@given(m=_mechanisms(), eps=_EPS, delta=_DELTA)
+def test_lower_le_exact_le_upper_more(m, eps, delta):
+    _lower_exact_upper(m, eps, delta)
+
+
+def _lower_exact_upper(m, eps, delta):
+    kind = m.kind
+    methods = list(m.methods) + (["best"] if kind in ("krr", "rr2", "clones") else [])
+    for method in methods:
+        truth = _truth(kind, m, method)  # krr: the published bounds answer the shuffled reports' question
+        for r in _run(m, method, eps=[eps]) + _run(m, method, delta=[delta]):
+            if not getattr(r, "applicable", True):
+                continue
+            lo, up = lower_of(r), upper_of(r)
+            if lo is not None:
+                assert lo <= up, (kind, method, r)
+            if truth is None:
+                continue
+            f, ends = truth
+            check_lower = ends == "both" and (kind, method) not in PENDING_I17EXACT
+            check_upper = (kind, method) not in NO_UPPER
+            if hasattr(r, "eps_upper"):  # ε(δ): compare δ at the ends with the target δ
+                if check_upper and math.isfinite(up):
+                    assert _le(f(up), r.delta), (kind, method, m, r)
+                if check_lower and lo is not None and lo > 0:
+                    assert _le(r.delta, f(lo)), (kind, method, m, r)
+            else:
+                t = f(r.eps)
+                if check_upper:
+                    assert _le(t, up), (kind, method, m, r, t)
+                if check_lower and lo is not None:
+                    assert _le(lo, t), (kind, method, m, r, t)

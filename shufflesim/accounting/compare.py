@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shufflesim.accounting.mechanism import Composition, Mechanism, Relation
+from shufflesim.accounting.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
 from shufflesim.accounting.results import (AccountReport, DeltaBound, EpsBound, NotApplicable, as_dominating,
                                            lower_of, question_values)
 from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
@@ -124,6 +124,10 @@ def _candidates(mech: Mechanism):
             out.append((m, mech, m, "fixed", NOT_CERTIFIED[m], False, None))
         elif (mech.kind, m) in ONE_DATA_SET:
             out.append((m, mech, m, "fixed", ONE_DATA_SET[(mech.kind, m)], False, None))
+        elif rel is not None and rel is not Relation.SHUFFLED and m not in PAIR_METHODS:
+            # a published bound bounds the shuffled reports, not an adversary who also sees blanket coins
+            out.append((m, mech, m, "fixed", f"answers another question (the shuffled reports; the {rel.value} "
+                        "adversary also sees blanket coins)", False, None))
         else:
             out.append((m, mech, m, "fixed", "certified", True, None))
         if m == "bennett":
