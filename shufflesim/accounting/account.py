@@ -132,12 +132,13 @@ def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, composit
     got = mechanism.genuine_lower(method, eps=eps_l, delta=delta_l, compositions=compositions)
     if got is None:
         lowers = [None] * len(results)
-        what = f"lower end: none ({pair} is not the law of the view on any data set)"
+        what = "lower end: none (no explicit data sets are evaluated for this method)"
     else:
         lowers, what = got
         what = f"lower end: {what}"
-    note = (f"the evaluated pair ({pair}) only dominates the view: it certifies the upper end, and its own "
-            "bracket is reported as bound_lower/bound_upper")
+    note = (f"the evaluated pair ({pair}) is not the law of the mechanism's view on any data set: its own "
+            "bracket is bound_lower/bound_upper, and the upper end is that pair's (an upper bound where the pair "
+            "dominates the view; docs/theory.md#lower-ends)")
     return [as_dominating(r, pair, lo, what) for r, lo in zip(results, lowers)], [note]
 
 

@@ -269,13 +269,14 @@ def format_table(cmp: Comparison) -> str:
              f"question: {'delta(eps)' if key == 'eps' else 'eps(delta)'}, {q['compositions']} composition(s)"]
     for i, v in enumerate(values):
         lines.append(f"\n{key}={v:.6g}")
-        lines.append(f"  {'method':<24} {'lower':>12} {'upper':>12} {'x best':>8} {'seconds':>8}  validity")
+        lines.append(f"  {'method':<24} {'lower':>12} {'upper':>12} {'x best':>8} {'seconds':>8}  {'pair bracket':<25}  "
+                     "validity")
         for r in cmp.rows:
             if not r.applicable:
                 continue
             res = r.results[i]
             if not getattr(res, "applicable", True):
-                lines.append(f"  {r.method:<24} {'n/a':>12} {'n/a':>12} {'':>8} {r.seconds:8.3f}  not applicable: "
+                lines.append(f"  {r.method:<24} {'n/a':>12} {'n/a':>12} {'':>8} {r.seconds:8.3f}  {'':<25}  not applicable: "
                              f"{res.reason}")
                 continue
             d = res.to_dict()
@@ -285,7 +286,10 @@ def format_table(cmp: Comparison) -> str:
             lo_s = "n/a" if lo is None else f"{lo:.6g}"
             up_s = "inf" if up is None or not math.isfinite(up) else f"{up:.6g}"
             rs = "" if ratio is None or not r.valid else f"{ratio:.3f}"
-            lines.append(f"  {r.method:<24} {lo_s:>12} {up_s:>12} {rs:>8} {r.seconds:8.3f}  {r.validity}")
+            pb = "" if d.get("bound_pair") is None else (
+                f"[{'n/a' if d['bound_lower'] is None else format(d['bound_lower'], '.6g')}, "
+                f"{'inf' if d['bound_upper'] is None else format(d['bound_upper'], '.6g')}]")
+            lines.append(f"  {r.method:<24} {lo_s:>12} {up_s:>12} {rs:>8} {r.seconds:8.3f}  {pb:<25}  {r.validity}")
         b = cmp.best[i]
         lines.append(f"  best: {b[0]} ({_upper(b[1]):.6g})" if b else "  best: none")
     na = [r for r in cmp.rows if not r.applicable]
