@@ -52,8 +52,10 @@ _HONEST = ("issue 17: a lower end bounds the mechanism's own view, never an inte
            "take their lower end from explicit data sets (binary RR's all-zeros data set for clones, all others "
            "holding a third value for k-RR, the count's exact delta for biswas) or none (strong-1d; rr2's "
            "feldman-numerical until rr2 gets its own construction): e.g. clones n=8 eps0=1 eps=0.5 exact: "
-           "delta_lower 0.040215 -> 0.032102; the krr protocol's printed interval [0.111776, 0.111776] -> "
-           "[0.0814785, 0.111776]")
+           "delta_lower 0.040215 -> 0.032102. The krr protocol's central eps for the shuffled reports is the "
+           "smallest certified upper end among the stronger clone, strong and (n <= 2e4) weak pairs, named in the "
+           "notes: n=2000 k=5 eps0=1: [0.111776, 0.111776] (stronger clones' bracket) -> [0.0814785, 0.0815321] "
+           "(weak pair)")
 RERECORDED: dict[str, str] = {
     "simulate krr --n 2000 --k 5 --eps0 1 --data zipf:1.1 --trials 20 --seed 1": _SHUFFLED + "; then " + _HONEST,
     "simulate krr --n 2000 --k 5 --gamma 0.3 --data uniform --trials 20 --seed 2": _SHUFFLED + "; then " + _HONEST,
