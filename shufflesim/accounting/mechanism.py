@@ -44,7 +44,8 @@ class Relation(str, enum.Enum):
     * ``SHUFFLED`` — the analyser, who sees the shuffled reports only (what a shuffle protocol releases).
       Every pair above bounds this view too (each adversary sees more); the pair shufflesim evaluates for it
       is the stronger clone pair at the randomiser's ε0 (Feldman, McMillan, Talwar 2023;
-      docs/theory.md#pairs-stronger-clones), valid for every data set of the other users.
+      docs/theory.md#pairs-stronger-clones), valid for every data set of the other users — an upper end only:
+      the lower end comes from explicit data sets (docs/theory.md#krr-shuffled-lower).
     """
 
     STRONG_1D = "strong-1d"
