@@ -175,8 +175,6 @@ def test_accounting_overlaps_krr_and_brackets_brute_force():
             assert max(a.delta_lower, b.delta_lower) <= min(a.delta_upper, b.delta_upper)  # the intervals overlap
 
 
-@pytest.mark.xfail(reason="issue 17: krr --adversary shuffled reports the clone pair's own bracket as its lower end",
-                   strict=False)
 def test_krr_shuffled_lower_end_below_brute_force():
     R = krr_matrix(3, 1.5)
     r = account(KRR.from_eps0(3, 3, 1.5, "shuffled"), eps=[0.1]).results[0]

@@ -16,6 +16,12 @@ Each row carries the interval, whether it is a certified upper bound *for the qu
 (``valid``), the time, and the ratio of its upper end to the best valid one.  Methods that do not apply
 are listed with the reason.  :func:`best` is the smallest valid upper bound per value; Biswas et al.'s
 eq 6 (not certified) and the original-2019 Bennett form never win.
+
+Lower ends (issue 17): a row that accounts another description than the one asked (a stronger adversary's
+pair, the stronger clone pair of any ε0-LDP randomiser) bounds the question from above only: its interval
+is reported as that pair's bracket (``bound_pair``/``bound_lower``/``bound_upper``) and its lower end is
+None.  ``best``'s lower end is the largest lower end among the rows that answer the question itself (each a
+genuine construction: the mechanism's own view, or explicit data sets), named in its notes.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shufflesim.accounting.mechanism import Composition, Mechanism, Relation
-from shufflesim.accounting.results import AccountReport, DeltaBound, EpsBound, NotApplicable, question_values
+from shufflesim.accounting.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
+from shufflesim.accounting.results import (AccountReport, DeltaBound, EpsBound, NotApplicable, as_dominating,
+                                           lower_of, question_values)
 from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 
 #: published methods that are not certified upper bounds (listed, never the best)
@@ -117,6 +124,10 @@ def _candidates(mech: Mechanism):
             out.append((m, mech, m, "fixed", NOT_CERTIFIED[m], False, None))
         elif (mech.kind, m) in ONE_DATA_SET:
             out.append((m, mech, m, "fixed", ONE_DATA_SET[(mech.kind, m)], False, None))
+        elif rel is not None and rel is not Relation.SHUFFLED and m not in PAIR_METHODS:
+            # a published bound bounds the shuffled reports, not an adversary who also sees blanket coins
+            out.append((m, mech, m, "fixed", f"answers another question (the shuffled reports; the {rel.value} "
+                        "adversary also sees blanket coins)", False, None))
         else:
             out.append((m, mech, m, "fixed", "certified", True, None))
         if m == "bennett":
@@ -183,6 +194,8 @@ def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: in
                             reason=msg if len(msg) <= 240 else msg[:200] + " ..."))
             continue
         res = list(rep.results)
+        if mech != mechanism:  # another description (a stronger adversary, any eps0-LDP randomiser): upper only
+            res = [as_dominating(r, label) for r in res]
         if all(isinstance(r, NotApplicable) or not getattr(r, "applicable", True) for r in res):
             rows.append(Row(label, False, False, validity, seconds=time.perf_counter() - t0,
                             reason="; ".join(dict.fromkeys(getattr(r, "reason", "") for r in res))))
@@ -199,6 +212,16 @@ def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: in
             best.append(None)
             continue
         u, m, res = min(cands, key=lambda c: c[0])
+        lows = [(lower_of(r.results[i]), r.method) for r in rows if r.applicable and r.method not in NOT_CERTIFIED
+                and getattr(r.results[i], "applicable", True) and lower_of(r.results[i]) is not None]
+        low, low_m = max(lows, key=lambda c: (c[0], c[1].startswith("tight"))) if lows else (None, None)
+        if low_m != m:  # the winner's own lower end is not the largest genuine one (or it has none)
+            if low is not None:
+                lo = min(low, _upper(res))
+                how = [nt for nt in next(r for r in rows if r.method == low_m).results[i].notes
+                       if nt.startswith("lower end")]
+                res = replace(res, notes=res.notes + tuple(how or [f"lower end from {low_m}"]),
+                              **({"eps_lower": lo} if isinstance(res, EpsBound) else {"delta_lower": lo}))
         best.append((m, res))
     for r in rows:
         if r.applicable:
@@ -246,13 +269,14 @@ def format_table(cmp: Comparison) -> str:
              f"question: {'delta(eps)' if key == 'eps' else 'eps(delta)'}, {q['compositions']} composition(s)"]
     for i, v in enumerate(values):
         lines.append(f"\n{key}={v:.6g}")
-        lines.append(f"  {'method':<24} {'lower':>12} {'upper':>12} {'x best':>8} {'seconds':>8}  validity")
+        lines.append(f"  {'method':<24} {'lower':>12} {'upper':>12} {'x best':>8} {'seconds':>8}  {'pair bracket':<25}  "
+                     "validity")
         for r in cmp.rows:
             if not r.applicable:
                 continue
             res = r.results[i]
             if not getattr(res, "applicable", True):
-                lines.append(f"  {r.method:<24} {'n/a':>12} {'n/a':>12} {'':>8} {r.seconds:8.3f}  not applicable: "
+                lines.append(f"  {r.method:<24} {'n/a':>12} {'n/a':>12} {'':>8} {r.seconds:8.3f}  {'':<25}  not applicable: "
                              f"{res.reason}")
                 continue
             d = res.to_dict()
@@ -262,7 +286,10 @@ def format_table(cmp: Comparison) -> str:
             lo_s = "n/a" if lo is None else f"{lo:.6g}"
             up_s = "inf" if up is None or not math.isfinite(up) else f"{up:.6g}"
             rs = "" if ratio is None or not r.valid else f"{ratio:.3f}"
-            lines.append(f"  {r.method:<24} {lo_s:>12} {up_s:>12} {rs:>8} {r.seconds:8.3f}  {r.validity}")
+            pb = "" if d.get("bound_pair") is None else (
+                f"[{'n/a' if d['bound_lower'] is None else format(d['bound_lower'], '.6g')}, "
+                f"{'inf' if d['bound_upper'] is None else format(d['bound_upper'], '.6g')}]")
+            lines.append(f"  {r.method:<24} {lo_s:>12} {up_s:>12} {rs:>8} {r.seconds:8.3f}  {pb:<25}  {r.validity}")
         b = cmp.best[i]
         lines.append(f"  best: {b[0]} ({_upper(b[1]):.6g})" if b else "  best: none")
     na = [r for r in cmp.rows if not r.applicable]

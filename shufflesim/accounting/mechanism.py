@@ -44,7 +44,8 @@ class Relation(str, enum.Enum):
     * ``SHUFFLED`` — the analyser, who sees the shuffled reports only (what a shuffle protocol releases).
       Every pair above bounds this view too (each adversary sees more); the pair shufflesim evaluates for it
       is the stronger clone pair at the randomiser's ε0 (Feldman, McMillan, Talwar 2023;
-      docs/theory.md#pairs-stronger-clones), valid for every data set of the other users.
+      docs/theory.md#pairs-stronger-clones), valid for every data set of the other users — an upper end only:
+      the lower end comes from explicit data sets (docs/theory.md#krr-shuffled-lower).
     """
 
     STRONG_1D = "strong-1d"
@@ -165,6 +166,19 @@ class Mechanism(ABC):
         """The (mechanism, count) parts of this mechanism; one use of itself for a single mechanism."""
         yield self, 1
 
+    def dominating_pair(self, method: str) -> str | None:
+        """The name of the pair ``method`` evaluates when that pair only *dominates* the mechanism's view (is not
+        its law on any neighbouring data sets), else None (issue 17).  For a dominating pair the accountant
+        reports the pair's numerical bracket as ``bound_lower``/``bound_upper`` and takes the mechanism-level
+        lower end from :meth:`genuine_lower`."""
+        return None
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """Mechanism-level lower ends for a method whose pair only dominates: (one lower end per value of
+        ``eps`` — on δ — or ``delta`` — on ε —, a note naming the data sets), each the certified δ (ε) of an
+        explicit neighbouring pair of data sets of this mechanism used ``compositions`` times; None: none."""
+        return None
+
     def local_guarantee(self) -> float | None:
         """ε such that the adversary's view is ε-DP whatever the other users hold, or None if there is none.
 
@@ -217,3 +231,13 @@ class Composition(Mechanism):
 
     def uses(self) -> Iterator[tuple[Mechanism, int]]:
         yield from self.parts
+
+    def dominating_pair(self, method: str) -> str | None:
+        names = [m.dominating_pair(method) for m, _ in self.parts]
+        return None if all(x is None for x in names) else "; ".join(dict.fromkeys(x for x in names if x))
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        if len(self.parts) == 1:  # a homogeneous composition: the part's construction, composed
+            m, c = self.parts[0]
+            return m.genuine_lower(method, eps=eps, delta=delta, compositions=c * compositions)
+        return None  # heterogeneous: no construction is implemented (the lower end is None)

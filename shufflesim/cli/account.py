@@ -148,14 +148,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"  not applicable: {r.reason}")
         elif "eps_upper" in d:
             lo = "n/a" if d["eps_lower"] is None else f"{d['eps_lower']:.6g}"
-            print(f"  delta={d['delta']:.3g}:  eps in [{lo}, {d['eps_upper']:.6g}]")
+            print(f"  delta={d['delta']:.3g}:  eps in [{lo}, {d['eps_upper']:.6g}]" + _pair_bracket(d))
         else:
             lo = "n/a" if d["delta_lower"] is None else f"{d['delta_lower']:.6g}"
-            print(f"  eps={d['eps']:.6g}:  delta in [{lo}, {d['delta_upper']:.6g}]")
+            print(f"  eps={d['eps']:.6g}:  delta in [{lo}, {d['delta_upper']:.6g}]" + _pair_bracket(d))
     for nt in rep.notes:
         print(f"  note: {nt}")
     print(f"  seconds: {rep.seconds:.2f}")
     return 0
+
+
+def _pair_bracket(d: dict) -> str:
+    """The evaluated pair's own bracket (issue 17), when the method's pair only dominates the view."""
+    if d.get("bound_pair") is None:
+        return ""
+    lo, up = d["bound_lower"], d["bound_upper"]
+    return (f"   (pair bracket [{'n/a' if lo is None else f'{lo:.6g}'}, "
+            f"{'inf' if up is None else f'{up:.6g}'}]: {d['bound_pair']})")
 
 
 #: compositions from which the FFT accountant is warned about (measured: 10^3 takes ~25 s, 10^4-10^6 about a

@@ -7,7 +7,9 @@ Appendix A eqs 11–13; docs/theory.md#pairs-biswas).
 
 * ``biswas`` — their eq 6 as published (*not* a certified bound: docs/theory.md#bounds-biswas);
 * ``exact`` / ``tight`` — the exact δ of the released count (any n);
-* ``exact-histogram`` — the full released histogram by enumeration (small n, k).
+* ``exact-histogram`` — the full released histogram by enumeration (small n, k).  The count is a
+  post-processing of the histogram, so the histogram's δ only bounds the count's from above: its exact
+  value is reported as ``bound_lower``/``bound_upper`` and the lower end is the count's exact δ (issue 17).
 """
 
 from __future__ import annotations
@@ -49,6 +51,22 @@ class BiswasCount(Mechanism):
             return BF.biswas_histogram_exact(self.n, self.k, self.eps0, self.n_x0)
         tb = {} if tail_bound is None else {"tail_bound": tail_bound}
         return biswas_count_pair(self.n, self.k, self.eps0, self.n_x0, **tb)
+
+    def dominating_pair(self, method: str) -> str | None:
+        if method == "exact-histogram":
+            return "the full released histogram for this data set (the count is a post-processing of it)"
+        return None
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        from shufflesim.accounting.pairs import biswas_count_pair
+        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+
+        pair = biswas_count_pair(self.n, self.k, self.eps0, self.n_x0)
+        if eps is not None:
+            vals = [r.delta_lower for r in tight_delta(pair, list(eps), compositions=compositions)]
+        else:
+            vals = [r.eps_lower for r in tight_epsilon(pair, list(delta), compositions=compositions)]
+        return vals, "the exact delta of the released count (this data set)"
 
     def bound(self, method: str, options: BoundOptions):
         from shufflesim.accounting import bounds as B

@@ -9,6 +9,14 @@ gives the same answer); ``tight-koskela`` accounts Koskela, Heikkilä, Honkela 2
 eqs 6.1–6.8 as printed (docs/theory.md#pairs-clones), the default before issue 9.  ``exact`` enumerates the
 stronger clone pair at small n (no truncation); ``best`` is the smallest certified upper bound of all
 methods; the ε0-LDP bounds of Erlingsson et al. 2019 and Feldman et al. apply.
+
+Lower ends (issue 17; docs/theory.md#lower-ends).  Every pair above only *dominates* the question's
+answer (the worst case over all ε0-LDP randomisers and data sets): no randomiser is known to attain it
+(binary randomised response does not in general).  So each pair-based answer reports its pair's numerical
+bracket as ``bound_lower``/``bound_upper`` (``exact``: the stronger clone pair's exact δ — exact for the
+*pair*, not for the question), certifies the upper end through it, and takes the lower end from binary
+randomised response at ε0 (an ε0-LDP randomiser, so its δ is a lower bound on the worst case):
+:func:`~._common.binary_rr_lower`.
 """
 
 from __future__ import annotations
@@ -19,7 +27,12 @@ from typing import ClassVar
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.core.checks import check_int, check_positive
 
-from ._common import LDP_METHODS, ldp_bound
+from ._common import FELDMAN_PAIR, KOSKELA_CLONES, LDP_METHODS, STRONGER_CLONES, binary_rr_lower, ldp_bound
+
+#: the pair each pair-based method (and feldman-numerical) evaluates; every one only dominates the answer
+_DOMINATING = {"tight": STRONGER_CLONES, "variation-ratio": STRONGER_CLONES + " (= variation-ratio pair)",
+               "exact": STRONGER_CLONES + ", enumerated", "tight-koskela": KOSKELA_CLONES,
+               "feldman-numerical": FELDMAN_PAIR}
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,13 @@ class Clones(Mechanism):
 
     def bound(self, method: str, options: BoundOptions):
         return ldp_bound(method, self.n, self.eps0)
+
+    def dominating_pair(self, method: str) -> str | None:
+        return _DOMINATING.get(method)
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        vals, what = binary_rr_lower(self.n, self.eps0, eps, delta, compositions)
+        return vals, what + " (binary RR is an eps0-LDP randomiser)"
 
 
 def calibrate_clones_eps0(n: int, eps: float, delta: float, *, compositions: int = 1, eps0_max: float = 30.0,

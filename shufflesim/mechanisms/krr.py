@@ -12,6 +12,15 @@ shuffled.  Accounted by:
   their numerical bounds;
 * ``erlingsson``, ``feldman``, ``feldman-numerical`` — bounds for any shuffled ε0-LDP randomiser.
 
+Lower ends (issue 17; docs/theory.md#lower-ends).  The ``strong`` and ``weak`` pairs are the laws of those
+adversaries' views (for every data set: the removed truthful reports are known to them), so their
+brackets are the mechanism's, ``exact`` included.  ``strong-1d`` is a stated pair, not the law of any view:
+its bracket is reported as ``bound_lower``/``bound_upper`` and it has no lower end.  For ``shuffled`` the
+stronger clone pair (and Feldman et al.'s pair of ``feldman-numerical``) only dominate the view: the pair's
+bracket is ``bound_*`` and the lower end is :func:`shuffled_lower`, the δ of explicit data sets.  ``best``
+takes the smallest certified upper end among all valid methods (stronger clones, weak, strong, published)
+with that same lower end.
+
 Binary randomised response in seed 001 §4's parametrisation is :class:`shufflesim.mechanisms.rr2.RR2`;
 the blanket summation protocol's levels are ``KRR`` with k + 1 values.
 """
@@ -27,7 +36,11 @@ from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 
-from ._common import BLANKET_METHODS, LDP_METHODS, blanket_bound, ldp_bound
+from ._common import (BLANKET_METHODS, FELDMAN_PAIR, LDP_METHODS, STRONGER_CLONES, binary_rr_lower, blanket_bound,
+                      ldp_bound)
+
+#: what ``strong-1d``'s pair is, as reported in ``bound_pair``
+STRONG_1D_PAIR = "strong-1d pair of seed 001 eq 5.1 as stated (not the law of any view)"
 
 #: largest k accepted (messages are stored as unsigned integers of at most 32 bits)
 MAX_K = 2**31 - 1
@@ -134,6 +147,60 @@ class KRR(Mechanism):
         if method in BLANKET_METHODS:
             return blanket_bound(method, self.n, self.k, self.gamma, options)
         return ldp_bound(method, self.n, self.eps0)
+
+    def dominating_pair(self, method: str) -> str | None:
+        if method == "feldman-numerical":
+            return FELDMAN_PAIR
+        if method == "tight" and self.relation is Relation.SHUFFLED:
+            return STRONGER_CLONES
+        if method == "tight" and self.relation is Relation.STRONG_1D:
+            return STRONG_1D_PAIR
+        return None
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        if self.relation not in (None, Relation.SHUFFLED) or self.gamma == 0.0:
+            return None  # strong-1d: no view; weak/strong with feldman-numerical: a bound for another view
+        return shuffled_lower(self.n, self.k, self.gamma, eps=eps, delta=delta, compositions=compositions)
+
+
+def shuffled_lower(n: int, k: int, gamma: float, *, eps=None, delta=None, compositions: int = 1):
+    """Certified lower ends on δ(ε) (per ``eps``) or ε(δ) (per ``delta``) of shuffled k-RR's analyser view,
+    used ``compositions`` times, from explicit neighbouring data sets (docs/theory.md#krr-shuffled-lower):
+
+    * k ≥ 3: all n − 1 others hold one value c ∉ {a, b} while the target switches a → b.  The counts of
+      reports equal to a and to b are then §4.3.2's clone mixture with r = 2γ/k, a = 1 − γ + γ/k, b = γ/k
+      (``rest`` = (k − 2)γ/k): a post-processing of the histogram, so its δ — composed by the PLD engine,
+      certified lower end — is at most the mechanism's;
+    * k = 2: binary randomised response at ε0 (:func:`._common.binary_rr_lower`);
+    * n ≤ :data:`~shufflesim.accounting.krr_shuffled.EXHAUSTIVE_N`, single use: also every split (N_a, N_b,
+      rest) of the others (:func:`shufflesim.accounting.krr_shuffled.krr_shuffled_lower`).
+
+    Returns (values, a note naming the data sets).
+    """
+    from shufflesim.accounting.krr_shuffled import EXHAUSTIVE_N, krr_probs, krr_shuffled_lower
+
+    vals_in = list(eps if eps is not None else delta)
+    if k == 2:
+        vals, what = binary_rr_lower(n, eps0_from_gamma(gamma, 2), eps, delta, compositions)
+        vals = [0.0 if v is None else v for v in vals]
+        whats = [what] * len(vals)
+    else:
+        from shufflesim.accounting.pairs.variation import clone_mixture_pair
+        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+
+        p, pb, rest = krr_probs(k, gamma)
+        pair = clone_mixture_pair(n, 2.0 * pb, p, pb, rest=rest, name="krr-all-third-value")
+        res = (tight_delta(pair, vals_in, compositions=compositions) if eps is not None
+               else tight_epsilon(pair, vals_in, compositions=compositions))
+        vals = [(r.delta_lower if eps is not None else r.eps_lower) or 0.0 for r in res]
+        whats = [f"the delta of the counts of a and b when all {n - 1} others hold a third value (the target "
+                 "switching a -> b)" + (f", composed {compositions} times" if compositions > 1 else "")] * len(vals)
+    if compositions == 1 and n <= EXHAUSTIVE_N:
+        ex, arg = krr_shuffled_lower(n, k, gamma, eps=eps, delta=delta)
+        for i, (x, a) in enumerate(zip(ex, arg)):
+            if x > vals[i]:
+                vals[i], whats[i] = x, f"the exact delta of the data set {a} (every split enumerated)"
+    return vals, "; ".join(dict.fromkeys(whats))
 
 
 def calibrate_krr_gamma(n: int, k: int, eps: float, delta: float, *, adversary: Relation | str = Relation.STRONG,

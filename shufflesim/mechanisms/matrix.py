@@ -126,7 +126,22 @@ class ShuffledMatrix(Mechanism):
     def bound(self, method: str, options):
         return ldp_bound(method, self.n, eps0_upper(self.eps0))
 
-    # --- the genuine lower end (called by accounting.account for pair-based methods) -----------------------
+    # --- the genuine lower end (issue 17's hooks, applied by accounting.account) -----------------------------
+    def dominating_pair(self, method: str) -> str | None:
+        """``tight`` evaluates the stronger clone pair at ε0: it dominates the view, it is not its law."""
+        return "stronger clones at the matrix's eps0" if method == "tight" else None
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """Lower ends on this mechanism's δ(ε) (or ε(δ)) from explicit neighbouring data sets (below), or None."""
+        if method != "tight":
+            return None
+        stubs = ([DeltaBound(float(e), 1.0, None, method) for e in eps] if eps is not None
+                 else [EpsBound(float(d), math.inf, None, method) for d in delta])
+        out, notes = self.genuine_lower_ends(method, stubs, eps, delta, compositions, {})
+        lows = [getattr(r, "delta_lower" if eps is not None else "eps_lower") for r in out]
+        what = [nt.removeprefix("lower end: ") for nt in notes if not nt.startswith("upper end")]
+        return lows, "; ".join(what)
+
     def genuine_lower_ends(self, method: str, results: list, eps_l, delta_l, compositions: int,
                            numerics: dict) -> tuple[list, list[str]]:
         """Replace the dominating pair's own lower ends in ``results`` by lower ends on this mechanism's δ

@@ -10,9 +10,10 @@ shuffled reports (equivalently their count).  Methods (docs/theory.md#exact-rr2)
   bound) and the stronger clone pair composed (an upper bound); the notes say so;
 * ``tight`` — upper end: Feldman, McMillan, Talwar's stronger clone pair (SODA 2023, arXiv:2208.04591;
   docs/theory.md#pairs-stronger-clones), a bound over every data set accounted by the PLD engine, which binary
-  RR does *not* attain in general (it would if the adversary knew which reports are clones); lower end: the
-  exact δ of the data sets "all others hold 0" / "all others hold 1" (genuine lower bounds on the mechanism),
-  never the pair's own numerical lower end;
+  RR does *not* attain in general (it would if the adversary knew which reports are clones); its own
+  numerical bracket is reported as ``bound_lower``/``bound_upper``, and the lower end is binary RR's own exact
+  value (:func:`._common.binary_rr_lower`: the worst data set for a single use up to n = 10⁴, else the data
+  sets "all others hold 0" / "all others hold 1"), never the pair's own numerical lower end;
 * ``tight-koskela`` / ``exact-koskela`` — Koskela, Heikkilä, Honkela's pair (arXiv:2106.00477 §4, eq 4.1;
   docs/theory.md#pairs-rr2): exact for the one data set "all others hold 0" only, which is not always the
   worst (FINDINGS.md item 3), so it gives a *lower* end; the upper end is the local guarantee (ε ≤ ε0);
@@ -31,15 +32,11 @@ from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import NotApplicableError
 from shufflesim.maths.rr import gamma_from_eps0
 
-from ._common import BLANKET_METHODS, LDP_METHODS, blanket_bound, ldp_bound
+from ._common import BLANKET_METHODS, FELDMAN_PAIR, LDP_METHODS, STRONGER_CLONES, binary_rr_lower, blanket_bound, ldp_bound
 
 _KOSKELA_NOTE = ("seed 001's eq 4.1 pair is exact for the one data set 'all others hold 0' (both directions), which "
                  "is not always the worst: it gives a genuine lower end only; the upper end is the local guarantee "
                  "(eps <= eps0 per use); use --method exact for the mechanism's value")
-_TIGHT_NOTE = ("upper end: the stronger clone pair (a bound for every data set, not attained by binary RR in "
-               "general); lower end: the exact value of the data sets 'all others hold 0' / 'all others hold 1' "
-               "(m = {m} ones among the others), a genuine lower bound on the mechanism")
-
 
 @dataclass(frozen=True)
 class RR2(Mechanism):
@@ -112,45 +109,24 @@ class RR2(Mechanism):
                 else:
                     out.append(r)
             return out, notes + [_KOSKELA_NOTE]
-        if method == "tight":
-            results, notes = run_pair("tight")
-            ms = [0, self.n - 1]
-            out = []
-            for r in results:
-                if isinstance(r, DeltaBound):
-                    if compositions == 1:
-                        lo, m = X.data_sets_lower(self.n, self.eps0, eps=r.eps)
-                    else:
-                        lo, m = X.composed_lower_delta(self.n, self.eps0, r.eps, compositions, ms)
-                    out.append(replace(r, delta_lower=min(lo, r.delta_upper)))
-                elif isinstance(r, EpsBound):
-                    if compositions == 1:
-                        lo, m = X.data_sets_lower(self.n, self.eps0, delta=r.delta)
-                    else:
-                        lo, m = X.composed_lower_eps(self.n, self.eps0, r.delta, compositions, ms)
-                    out.append(replace(r, eps_lower=min(lo, r.eps_upper)))
-                else:
-                    out.append(r)
-            return out, notes + [_TIGHT_NOTE.format(m="0 or n-1")]
         return None
 
+    def dominating_pair(self, method: str) -> str | None:
+        """``tight`` evaluates the stronger clone pair and ``feldman-numerical`` Feldman et al.'s clone pair:
+        both dominate binary RR's view without being its law on any data set."""
+        return {"tight": STRONGER_CLONES, "feldman-numerical": FELDMAN_PAIR}.get(method)
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """The lower end of a dominating pair's answer: binary RR's own exact value (:func:`._common.binary_rr_lower`)."""
+        if self.dominating_pair(method) is None:
+            return None
+        return binary_rr_lower(self.n, self.eps0, eps, delta, compositions)
+
     def bound(self, method: str, options: BoundOptions):
-        """The published bound's upper end; a lower end it reports (Feldman et al.'s numerical method evaluates
-        a dominating pair, whose own lower end can exceed the mechanism's δ) is replaced by the genuine one of
-        the data sets 'all others hold 0' / 'all others hold 1' (docs/theory.md#exact-rr2)."""
+        """The published bound (Feldman et al.'s numerical method evaluates a dominating pair: its own bracket is
+        reported as ``bound_*`` and the accountant takes the lower end from :meth:`genuine_lower`)."""
         if method in BLANKET_METHODS:
             dfun, efun = blanket_bound(method, self.n, 2, self.gamma, options)
         else:
             dfun, efun = ldp_bound(method, self.n, self.eps0)
-        return (lambda e: self._genuine_lower(dfun(e))), (lambda d: self._genuine_lower(efun(d)))
-
-    def _genuine_lower(self, r):
-        from shufflesim.accounting import exact_rr2 as X
-
-        if isinstance(r, DeltaBound) and r.delta_lower is not None:
-            lo, _ = X.data_sets_lower(self.n, self.eps0, eps=r.eps)
-            return replace(r, delta_lower=min(lo, r.delta_upper))
-        if isinstance(r, EpsBound) and r.eps_lower is not None:
-            lo, _ = X.data_sets_lower(self.n, self.eps0, delta=r.delta)
-            return replace(r, eps_lower=min(lo, r.eps_upper))
-        return r
+        return dfun, efun

@@ -374,11 +374,30 @@ def accountant_bound(mechanism, eps: float, delta: float | None, method: str | N
     r = rep.results[0]
     out = {"method": rep.method if hasattr(rep, "method") else method, "mechanism": mechanism.kind,
            "params": {k: (v.value if hasattr(v, "value") else v) for k, v in mechanism.params().items()},
-           "delta_upper": getattr(r, "delta_upper", None)}
+           "delta_upper": getattr(r, "delta_upper", None), "delta_lower": getattr(r, "delta_lower", None),
+           "bound_pair": getattr(r, "bound_pair", None)}
     if delta is not None:
         r2 = account(mechanism, delta=[delta], method=method).results[0]
         out["eps_upper"] = getattr(r2, "eps_upper", None)
     return out
+
+
+#: an accountant interval this narrow (relative) is the mechanism's true δ for the audit's ratio
+TRUE_DELTA_RTOL = 1e-6
+
+
+def ratio_denominator(acc: dict) -> str:
+    """What ``ratio`` divides by (issue 17): "true delta" when the accountant's interval is the mechanism's own
+    (no dominating pair) and narrower than :data:`TRUE_DELTA_RTOL` — then δ_upper is the mechanism's true δ to
+    that accuracy —, otherwise "upper bound (method[, pair])": a ratio to an upper bound, not to the truth."""
+    from shufflesim.accounting.compare import ONE_DATA_SET
+
+    du, dl, pair = acc.get("delta_upper"), acc.get("delta_lower"), acc.get("bound_pair")
+    if (acc.get("mechanism"), acc.get("method")) in ONE_DATA_SET:
+        return f"exact delta of one data set ({acc.get('method')}), not the mechanism's"
+    if pair is None and dl is not None and du is not None and du - dl <= TRUE_DELTA_RTOL * du:
+        return "true delta"
+    return f"upper bound ({acc.get('method')}" + (f", {pair}" if pair else "") + ")"
 
 
 def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, trials: int, rng=0,
@@ -437,6 +456,7 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     else:
         du = acc["delta_upper"]
         out["ratio"] = delta_lower / du if du > 0 else (math.inf if delta_lower > 0 else math.nan)
+        out["ratio_to"] = ratio_denominator(acc)
         if delta_lower > du:
             violated.append(f"the claim delta({eps:g}) <= {du:.6g} ({acc['method']}, {acc['mechanism']} "
                             f"{acc['params']}) is violated: delta_lower = {delta_lower:.6g}")
