@@ -32,20 +32,22 @@ from shufflesim.scenarios.plots import (have_matplotlib, plot_agreement, plot_cu
                                         plot_training)
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
-from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, curve_combos, curve_eps, curve_x,
-                                        estimate_seconds, reference_step, shown_data, sweep_points, sweep_trials)
+from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
+                                        curve_eps, curve_x, estimate_seconds, reference_step, shown_data, sweep_points, sweep_trials)
 
 __all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
 
 #: a scenario whose estimated run time exceeds this many seconds needs --yes (or --quick)
 LONG_SECONDS = 600.0
+#: the marker file of an output directory whose run has not finished (or failed)
+INCOMPLETE = "INCOMPLETE"
 
 # --- running the steps -----------------------------------------------------------------------------------
 def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None,
-                   resume: bool) -> tuple[pd.DataFrame, list[dict]]:
+                   resume: bool, log: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[dict]]:
     """The sweep's summary (one row per point, labelled) and its printed numbers with shufflesim's per-trial
     values of the same quantity (:func:`shufflesim.scenarios.agreement.printed_numbers`)."""
-    from shufflesim.experiments.sweep import Sweep, run_sweep
+    from shufflesim.experiments.sweep import SPEC_NAME, Sweep, run_sweep
 
     sweep = Sweep(tuple(sweep_points(step, quick, sc)), trials=sweep_trials(step, quick), seed=sc["seed"],
                   engine=step["engine"])
@@ -53,6 +55,8 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
     target = out / "sweeps" / step["name"]
     if not resume and target.exists():  # a fresh run replaces this step's earlier sweep (--resume continues it)
         shutil.rmtree(target)
+    if resume and not (target / SPEC_NAME).exists() and log is not None:
+        log(f"sweep {step['name']}: nothing to resume in {target}; starting it afresh")
     res = run_sweep(sweep, target, backend=backend, workers=workers, scheduler=scheduler,
                     chunk_size=step["chunk_size"], resume=resume)
     if not res.complete:
@@ -69,7 +73,10 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
         fields = {c[6:]: r[c] for c in df.columns if c.startswith("param_")}
         if refs is not None:
             fields.update({f"ref_{k}": v for k, v in refs[int(r["point"])].params.items()})
-        labels.append(template.format(**fields, data=r["data"], protocol=r["protocol"]))
+        try:
+            labels.append(template.format(**fields, data=r["data"], protocol=r["protocol"]))
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise ScenarioError(f"sweep {step['name']}: label {template!r}: {type(exc).__name__} {exc}") from None
     df.insert(1, "label", labels)
     df["rmse"] = np.sqrt(df["mse"])
     df["rmse_mean"] = df["rmse"] / df["n"]  # root MSE of the mean (the estimate of a sum divided by n)
@@ -227,15 +234,54 @@ def run_claims(ids: list[str], quick: bool) -> tuple[pd.DataFrame, list[str]]:
 # --- the whole run -------------------------------------------------------------------------------------
 def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int = 1, scheduler: str | None = None,
                  resume: bool = False, yes: bool = False, log: Callable[[str], None] | None = None) -> dict:
-    """Run a validated scenario (:func:`shufflesim.scenarios.schema.load`) into ``out``; returns run.json."""
-    from shufflesim.experiments.results_io import environment, write_table
+    """Run a validated scenario (:func:`shufflesim.scenarios.schema.load`) into ``out``; returns run.json.
+
+    Everything checkable is checked first (:func:`~shufflesim.scenarios.steps.check_runnable`); the directory is
+    locked for the whole run; ``INCOMPLETE`` marks it until report.md and run.json are written, and a failed run
+    removes a directory it created (an interrupted one keeps its sweeps for ``resume``)."""
+
+    from shufflesim.experiments.outdir import DirectoryLock
 
     log = log or (lambda m: None)
     est = estimate_seconds(sc, quick)
     if est > LONG_SECONDS and not yes:
         raise ScenarioError(f"{sc['_path']}: this scenario would take about {est / 60:.0f} minutes in "
                             f"{'quick' if quick else 'full'} mode; pass --yes to run it or --quick for a small run")
+    check_runnable(sc, quick)  # everything checkable is checked before anything is written
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ScenarioError(f"{out}: exists and is not a directory; choose another output directory")
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    # the whole run holds the directory: a second run into it is refused before it changes anything
+    with DirectoryLock(out, f"{out} is in use by another shufflesim run (locked); choose another output directory"):
+        marker = out / INCOMPLETE
+        try:
+            for stale in ("report.md", "run.json"):  # an earlier run's report must not outlive a failed rerun
+                (out / stale).unlink(missing_ok=True)
+            marker.write_text("This run has not finished (or failed): the files here are partial; report.md and "
+                              "run.json are written last.\n")
+            meta = _run_scenario(sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume, est=est,
+                                 log=log)
+        except KeyboardInterrupt:
+            marker.write_text("This run was interrupted: the files here are partial. Run the same command with "
+                              "--resume to continue its sweeps.\n")
+            raise
+        except BaseException as exc:
+            if created:  # nothing of a failed run is left behind in a directory it created
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                marker.write_text(f"This run failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): "
+                                  "the files here are partial.\n")
+            raise
+        marker.unlink(missing_ok=True)
+    return meta
+
+
+def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None, resume: bool, est: float,
+                  log: Callable[[str], None]) -> dict:
+    from shufflesim.experiments.results_io import environment, write_table
+
     (out / "results").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sc["_path"], out / "scenario.toml")
     t0 = time.perf_counter()
@@ -253,7 +299,8 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
             log(f"{kind} {s['name']} …")
             nums: list[dict] = []
             if kind == "sweep":
-                df, nums = run_sweep_step(s, sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume)
+                df, nums = run_sweep_step(s, sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume,
+                                           log=log)
             elif kind == "curve":
                 df = run_curve_step(s, quick)
             elif kind == "training":
