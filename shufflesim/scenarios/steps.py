@@ -198,6 +198,20 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
     if step["matched_to"] is not None:
         return  # its eps and delta come from the reference's points, built when the step runs
     points = sweep_points(step, quick)
+    # the data of each spec (at the step's largest n): its kind fits the protocol, a file has the column, ...
+    from shufflesim.experiments.data import load_data
+
+    seen: set = set()
+    for p in sorted(points, key=lambda p: -(p.n or 0)):
+        key = (p.data, p.params.get("k"))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            load_data(p.data, data_kind=cls.data_kind, n=p.n, k=p.params.get("k"), rng=0, lower=p.lower,
+                      upper=p.upper)
+        except ShufflesimError as exc:
+            raise ScenarioError(f"{where}.data: {shown_data(p.data)!r}: {exc}") from None
     # every point is built (the protocol checks its parameters) unless the step declares a slow set-up
     for p in points if step.get("point_seconds", 0.5) <= 0.5 else points[:1]:
         try:
