@@ -212,12 +212,20 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
                       upper=p.upper)
         except ShufflesimError as exc:
             raise ScenarioError(f"{where}.data: {shown_data(p.data)!r}: {exc}") from None
-    # every point is built (the protocol checks its parameters) unless the step declares a slow set-up
-    for p in points if step.get("point_seconds", 0.5) <= 0.5 else points[:1]:
+    # the points are built (the protocol checks its parameters' values) for steps of this mode that declare a
+    # quick set-up, for at most about a second a step: the rest are built when the step runs
+    if step.get("point_seconds", 0.5) > 0.5 or (section == "sweep" and quick and not step["in_quick"]):
+        return
+    import time
+
+    t0 = time.perf_counter()
+    for p in points:
         try:
             registry.create(p.protocol, p.n, **p.params)
         except ShufflesimError as exc:
             raise ScenarioError(f"{where}: n={p.n}, params {dict(p.params)}: {exc}") from None
+        if time.perf_counter() - t0 > 1.0:
+            break
 
 
 def _check_curve(where: str, step: dict, quick: bool) -> None:
