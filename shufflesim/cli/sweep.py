@@ -115,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
            "summary": res.summary.to_dict(orient="records")}
     for why in res.chunks_recomputed:
         print(f"warning: recomputed {why}", file=sys.stderr)
+    plot = "no plot (interrupted)"
+    if res.complete:
+        given = ["param_" + item.partition("=")[0].strip().replace("-", "_") for item in args.sets]
+        plot = plot_summary(res.summary, res.path / "summary.png", args.level, args.protocol, given)
+        out["plot"] = str(res.path / "summary.png") if plot.startswith("plot ") else None
     if args.json:
         print_json(out)
     elif res.complete:
@@ -122,8 +127,6 @@ def run(args: argparse.Namespace) -> int:
 
         with pd.option_context("display.width", 250, "display.max_columns", 30):
             print(with_intervals(res.summary, args.level).to_string(index=False))
-        given = ["param_" + item.partition("=")[0].strip().replace("-", "_") for item in args.sets]
-        plot = plot_summary(res.summary, res.path / "summary.png", args.level, args.protocol, given)
         print(f"sweep {sweep.hash}: {len(sweep.points)} points x {sweep.trials} trials in {res.path} "
               f"({res.chunks_reused} of {res.chunks_total} chunks reused); {plot}")
     if not res.complete:
