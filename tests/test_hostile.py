@@ -77,6 +77,8 @@ BAD_SCENARIOS = {
     "hidden name": (SWEEP.replace('name = "a"', 'name = ".a"'), ["sweep[0].name"]),
     "figure with ../": (SWEEP + 'figure = "../fig"\n', ["sweep[0].figure"]),
     "curve name with ../": (CURVE.replace('name = "c"', 'name = ".."'), ["curve[0].name"]),
+    "figure mixing step kinds": (SWEEP + 'figure = "f"\n' + CURVE + 'figure = "f"\n', ["figure 'f' mixes"]),
+    "data of the wrong kind": (SWEEP + 'data = "normal:0.5,0.1"\n', ["sweep[0].data", "normal"]),
 }
 
 
@@ -190,6 +192,15 @@ def test_audit_at_a_huge_eps(capsys):
                          "--delta", "0.1", "--trials", "200")
     assert code == 0, err
     assert "delta(1e+308)  lower 0 " in out and "nan" not in out and "Traceback" not in err
+
+
+def test_sweep_refuses_bad_parameters_before_writing(tmp_path, capsys):
+    """The points are built before the sweep directory is made (it used to be created, then refused)."""
+    for sets in (["--set", "k=3"], ["--set", "eps0=1"], ["--set", "k=3", "--set", "eps0=-1"]):
+        code, out, err = cli(capsys, "sweep", "krr", *sets, "--n", "100", "--trials", "2", "--output",
+                             tmp_path / "sw")
+        assert_refused(code, out, err)
+        assert not (tmp_path / "sw").exists()
 
 
 def test_sweep_list_with_a_bad_item(tmp_path, capsys):

@@ -291,7 +291,10 @@ def check_runnable(sc: dict, quick: bool) -> None:
     """Everything about a validated scenario that can be checked without running it: protocols, mechanisms,
     methods, parameter names and values, data specs and files, label templates, table rows, training
     settings and claim ids.  Raises :class:`ScenarioError` (the message starts with the file and names the key
-    path); ``run --check`` and the start of every run call it, before anything is written."""
+    path); ``run --check`` and the start of every run call it, before anything is written.  A scenario checked
+    once for a mode is not checked again (``sc["_checked"]``)."""
+    if sc.get("_checked") == ("quick" if quick else "full"):
+        return
     try:
         for section in ("sweep", "cells"):
             for i, s in enumerate(sc[section]):
@@ -309,5 +312,14 @@ def check_runnable(sc: dict, quick: bool) -> None:
             _check_training(f"training[{i}]", s)
         if sc["claims"]:
             _check_claims(sc["claims"])
+        kinds: dict[str, set] = {}  # one figure draws one kind of step
+        for section in ("sweep", "curve", "training", "cells"):
+            for s in sc[section]:
+                kinds.setdefault(s["figure"] or s["name"], set()).add(section)
+        for fig, ks in kinds.items():
+            if len(ks) > 1:
+                raise ScenarioError(f"figure {fig!r} mixes step kinds ({', '.join(sorted(ks))}); give the steps "
+                                    "different figures")
     except ScenarioError as exc:
         raise ScenarioError(f"{sc['_path']}: {exc}") from None
+    sc["_checked"] = "quick" if quick else "full"
