@@ -284,6 +284,11 @@ def test_sweep_summary_shows_intervals_and_writes_a_plot(tmp_path, capsys):
     first = f"{s['mse'][0]:.6g} [{s['mse_lo'][0]:.6g}, {s['mse_hi'][0]:.6g}]"
     assert first in out  # the printed interval is the one written
     assert (tmp_path / "sw" / "summary.png").stat().st_size > 0 and "summary.png" in out
+    assert (s["mse_lo"] >= 0).all()  # the MSE's interval lies in its support
+    # one trial has no interval: said so, not "nan"
+    code, out, err = cli(capsys, "sweep", "krr", "--set", "k=3", "--set", "eps0=1", "--n", "100", "--trials", "1",
+                         "--backend", "serial", "--output", tmp_path / "sw1")
+    assert code == 0 and "[n/a: 1 trial]" in out and "nan" not in out, err
 
 
 @pytest.mark.slow

@@ -151,7 +151,8 @@ def with_intervals(summary, level: float):
     """The summary with every ``X, X_lo, X_hi`` triple shown as one column ``X [level CI]`` = ``v [lo, hi]``."""
     df = summary.copy()
     for col in [c for c in summary.columns if f"{c}_lo" in summary.columns and f"{c}_hi" in summary.columns]:
-        df[col] = [f"{v:.6g} [{lo:.6g}, {hi:.6g}]" for v, lo, hi in
+        df[col] = [f"{v:.6g} [{lo:.6g}, {hi:.6g}]" if lo == lo and hi == hi and lo is not None and hi is not None
+                   else f"{v:.6g} [n/a: 1 trial]" for v, lo, hi in
                    zip(summary[col], summary[f"{col}_lo"], summary[f"{col}_hi"])]
         df = df.rename(columns={col: f"{col} [{level:.4g} CI]"}).drop(columns=[f"{col}_lo", f"{col}_hi"])
     return df

@@ -472,7 +472,8 @@ def stream_mean_ci(root: Path, g: int, column: str, level: float) -> tuple[float
 
 def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | None = None, *,
                     level: float = 0.95) -> pd.DataFrame:
-    """One row per point: parameters, trials, MSE with its interval, the exact expectation, metrics."""
+    """One row per point: parameters, trials, MSE with its interval (Student-t on the trial mean, clipped to the
+    support [0, inf)), the exact expectation, metrics."""
     import pyarrow.parquet as pq
 
     root = Path(root)
@@ -483,6 +484,7 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
         parts = _point_parts(root, g)
         cols = set(pq.read_schema(parts[0]).names) if parts else set()
         mse, lo, hi, count = stream_mean_ci(root, g, "sq_error", level)
+        lo = max(lo, 0.0) if math.isfinite(lo) else lo  # clipped to the MSE's support [0, inf), as summarise() does
         row = {"point": g, "protocol": pt.protocol, "data": pt.data, "n": proto.n, "engine": engine,
                **{f"param_{k}": v for k, v in proto.params.items() if isinstance(v, (int, float, str))},
                "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": proto.mse_expected(x)}
