@@ -299,3 +299,14 @@ def test_calibration_at_delta_1e_320(capsys):
     assert code in (0, 2) and "Traceback" not in err
     if code == 2:
         assert_refused(code, out, err)
+
+
+def test_run_into_a_file_is_refused(tmp_path, capsys):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(HEAD + SWEEP, encoding="utf-8")
+    (tmp_path / "f").write_text("x")
+    before = snapshot(tmp_path)
+    assert_refused(*cli(capsys, "run", scenario, "--out", tmp_path / "f"), "not a directory")
+    assert_refused(*cli(capsys, "sweep", "krr", "--set", "k=3", "--set", "eps0=1", "--n", "100", "--trials", "2",
+                        "--output", tmp_path / "f"), "not a directory")
+    assert snapshot(tmp_path) == before
