@@ -114,8 +114,8 @@ def test_a_run_that_fails_while_running_leaves_no_valid_looking_report(tmp_path,
     scenario = tmp_path / "s.toml"
     scenario.write_text(HEAD + SWEEP + 'label = "{data:d}"\n', encoding="utf-8")
     out = tmp_path / "out"
-    assert_failed(*cli(capsys, "run", scenario, "--out", out), "label")
-    assert not out.exists()
+    assert_failed(*cli(capsys, "run", scenario, "--out", out / "deep" / "er"), "label")
+    assert not out.exists()  # every folder the failed run created is gone
     good = tmp_path / "good.toml"
     good.write_text(HEAD + SWEEP, encoding="utf-8")
     code, _, err = cli(capsys, "run", good, "--out", out)

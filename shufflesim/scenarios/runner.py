@@ -33,7 +33,8 @@ from shufflesim.scenarios.plots import (have_matplotlib, plot_agreement, plot_cu
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
 from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
-                                        curve_eps, curve_x, estimate_seconds, reference_step, shown_data, sweep_points, sweep_trials)
+                                        curve_eps, curve_x, estimate_seconds, reference_step, shown_data,
+                                        sweep_points, sweep_trials)
 
 __all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
 
@@ -238,8 +239,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
 
     Everything checkable is checked first (:func:`~shufflesim.scenarios.steps.check_runnable`); the directory is
     locked for the whole run; ``INCOMPLETE`` marks it until report.md and run.json are written, and a failed run
-    removes a directory it created (an interrupted one keeps its sweeps for ``resume``)."""
-
+    removes the folders it created (an interrupted one keeps its sweeps for ``resume``)."""
     from shufflesim.experiments.outdir import DirectoryLock
 
     log = log or (lambda m: None)
@@ -251,7 +251,10 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ScenarioError(f"{out}: exists and is not a directory; choose another output directory")
-    created = not out.exists()
+    created = out.resolve()  # the topmost folder this run creates (removed again if the run fails)
+    while not created.parent.exists():
+        created = created.parent
+    created = None if out.exists() else created
     out.mkdir(parents=True, exist_ok=True)
     # the whole run holds the directory: a second run into it is refused before it changes anything
     with DirectoryLock(out, f"{out} is in use by another shufflesim run (locked); choose another output directory"):
@@ -268,11 +271,11 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
                               "--resume to continue its sweeps.\n")
             raise
         except BaseException as exc:
-            if created:  # nothing of a failed run is left behind in a directory it created
-                shutil.rmtree(out, ignore_errors=True)
+            if created is not None:  # nothing of a failed run is left behind in the folders it created
+                shutil.rmtree(created, ignore_errors=True)
             else:
-                marker.write_text(f"This run failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): "
-                                  "the files here are partial.\n")
+                why = str(exc).splitlines()[0] if str(exc) else ""
+                marker.write_text(f"This run failed ({type(exc).__name__}: {why}): the files here are partial.\n")
             raise
         marker.unlink(missing_ok=True)
     return meta
