@@ -17,6 +17,7 @@ backend ran never changes a result: tasks carry their own seeds (see :mod:`shuff
 
 from __future__ import annotations
 
+import re
 import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
@@ -168,17 +169,13 @@ class DaskBackend(Backend):
         self._client.close()
 
 
-_ADDRESS = None
+#: a scheduler address: [tcp|tls]://HOST:PORT or HOST:PORT (HOST a name, an IPv4 or a bracketed IPv6 address)
+_ADDRESS = re.compile(r"(?:(tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
 
 
 def check_scheduler_address(address) -> str:
     """``address`` if it has the form ``[tcp|tls]://HOST:PORT`` (or ``HOST:PORT``) with a port in 1..65535, else a
     :class:`ParameterError` (distributed itself would print a traceback and keep retrying)."""
-    import re
-
-    global _ADDRESS
-    if _ADDRESS is None:
-        _ADDRESS = re.compile(r"(?:(tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
     m = _ADDRESS.fullmatch(address.strip()) if isinstance(address, str) else None
     if m is None or not 1 <= int(m.group(3)) <= 65535:
         raise ParameterError(f"--scheduler {address!r} is not a Dask scheduler address (allowed: tcp://HOST:PORT or "
