@@ -43,6 +43,15 @@ LONG_SECONDS = 600.0
 #: the marker file of an output directory whose run has not finished (or failed)
 INCOMPLETE = "INCOMPLETE"
 
+def _label(kind: str, step: dict, template: str, **fields) -> str:
+    """``template`` filled in; a format spec that does not fit a value is a :class:`ScenarioError` (the field
+    names were checked before the run: :func:`~shufflesim.scenarios.steps.check_runnable`)."""
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        raise ScenarioError(f"{kind} {step['name']}: label {template!r}: {type(exc).__name__} {exc}") from None
+
+
 # --- running the steps -----------------------------------------------------------------------------------
 def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None,
                    resume: bool, log: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[dict]]:
@@ -74,10 +83,7 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
         fields = {c[6:]: r[c] for c in df.columns if c.startswith("param_")}
         if refs is not None:
             fields.update({f"ref_{k}": v for k, v in refs[int(r["point"])].params.items()})
-        try:
-            labels.append(template.format(**fields, data=r["data"], protocol=r["protocol"]))
-        except (KeyError, IndexError, ValueError, AttributeError) as exc:
-            raise ScenarioError(f"sweep {step['name']}: label {template!r}: {type(exc).__name__} {exc}") from None
+        labels.append(_label("sweep", step, template, **fields, data=r["data"], protocol=r["protocol"]))
     df.insert(1, "label", labels)
     df["rmse"] = np.sqrt(df["mse"])
     df["rmse_mean"] = df["rmse"] / df["n"]  # root MSE of the mean (the estimate of a sum divided by n)
@@ -116,7 +122,8 @@ def run_curve_vs_flag(step: dict, quick: bool) -> pd.DataFrame:
     xs = curve_x(step, quick)
     rows = []
     for args, comps in curve_combos(step):
-        label = (step["label"] or step["name"]).format(**dict(args, compositions=comps, method=step["method"]))
+        label = _label("curve", step, step["label"] or step["name"], **dict(args, compositions=comps,
+                                                                            method=step["method"]))
         for xv in xs:
             mech = _mechanism(step["mechanism"], {**args, step["x"]: xv}, flags=True)
             (r,) = account(mech, delta=[step["delta"]], method=step["method"], compositions=comps,
@@ -142,7 +149,7 @@ def run_curve_step(step: dict, quick: bool) -> pd.DataFrame:
         mech = _mechanism(step["mechanism"], args)
         rep = account(mech, eps=eps, method=step["method"], compositions=comps, composition=step["composition"])
         fmt = dict(args, compositions=comps, method=step["method"])
-        label = (step["label"] or step["name"]).format(**fmt)
+        label = _label("curve", step, step["label"] or step["name"], **fmt)
         for e, r in zip(eps, rep.results):
             ok = hasattr(r, "delta_upper")
             rows.append({"step": step["name"], "label": label, "mechanism": step["mechanism"],
@@ -183,7 +190,7 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
         except TypeError as exc:
             raise ScenarioError(f"training {step['name']}: settings: {exc}") from None
         res = train(settings)
-        label = (step["label"] or "{protocol}").format(protocol=proto, **step["settings"])
+        label = _label("training", step, step["label"] or "{protocol}", protocol=proto, **step["settings"])
         for r, acc in enumerate(res["accuracy"]):
             rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
                          "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta")})

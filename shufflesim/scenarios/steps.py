@@ -190,7 +190,9 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
             raise ScenarioError(f"{where}.params.{key}: an empty axis (give at least one value)")
     for i, d in enumerate(_as_list(step["data"])):
         _check_data(f"{where}.data" + (f"[{i}]" if isinstance(step["data"], list) else ""), d)
-    fields = set(allowed) | {"data", "protocol"} | ({"n"} if section == "cells" else set())
+    # the fields the runner fills in: a sweep's parameters, data and protocol; a [[cells]] step's parameters, n
+    # and protocol (scenarios/runner.py, scenarios/cells.py)
+    fields = set(allowed) | {"protocol"} | ({"n"} if section == "cells" else {"data"})
     if step["matched_to"] is not None:
         ref = reference_step(step, sc, section)
         fields |= {f"ref_{o.name}" for o in registry.get(ref["protocol"]).options}
@@ -210,7 +212,7 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
         try:
             load_data(p.data, data_kind=cls.data_kind, n=p.n, k=p.params.get("k"), rng=0, lower=p.lower,
                       upper=p.upper)
-        except ShufflesimError as exc:
+        except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:  # a parameter of the wrong type
             raise ScenarioError(f"{where}.data: {shown_data(p.data)!r}: {exc}") from None
     # the points are built (the protocol checks its parameters' values) for steps of this mode that declare a
     # quick set-up, for at most about a second a step: the rest are built when the step runs
@@ -222,7 +224,7 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
     for p in points:
         try:
             registry.create(p.protocol, p.n, **p.params)
-        except ShufflesimError as exc:
+        except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:  # a parameter of the wrong type
             raise ScenarioError(f"{where}: n={p.n}, params {dict(p.params)}: {exc}") from None
         if time.perf_counter() - t0 > 1.0:
             break
@@ -243,7 +245,7 @@ def _check_curve(where: str, step: dict, quick: bool) -> None:
                 mech = cls(**args) if xv is None else cls.from_flags(**{**args, step["x"]: xv})
             except TypeError as exc:
                 raise ScenarioError(f"{where}.args: {exc} (mechanism {step['mechanism']!r})") from None
-            except ShufflesimError as exc:
+            except (ShufflesimError, ValueError, OverflowError) as exc:
                 raise ScenarioError(f"{where}.args: {exc}") from None
             if step["method"] != "best":
                 try:
