@@ -531,7 +531,7 @@ def check_run(data: bytes, capsys, base, seconds: int) -> None:
         assert not (cwd / "out").exists(), (data, sorted(after))
 
 
-@settings(derandomize=True, max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(derandomize=True, max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(data=scenario_strategy())
 def test_run_fuzz_fast(data, capsys, tmp_path_factory):
     check_run(data, capsys, tmp_path_factory.getbasetemp(), FAST_TIMEOUT)
