@@ -310,3 +310,22 @@ def test_run_into_a_file_is_refused(tmp_path, capsys):
     assert_refused(*cli(capsys, "sweep", "krr", "--set", "k=3", "--set", "eps0=1", "--n", "100", "--trials", "2",
                         "--output", tmp_path / "f"), "not a directory")
     assert snapshot(tmp_path) == before
+
+
+def test_a_refused_resume_changes_nothing(tmp_path, capsys):
+    """--resume of another scenario, or of the same one in another mode, is refused before a file changes."""
+    first, second = tmp_path / "one.toml", tmp_path / "two.toml"
+    first.write_text(HEAD + SWEEP, encoding="utf-8")
+    second.write_text(HEAD.replace("seed = 1", "seed = 2") + SWEEP, encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli(capsys, "run", first, "--out", out)[0] == 0
+    before = snapshot(tmp_path)
+    assert_refused(*cli(capsys, "run", second, "--out", out, "--resume"), "different scenario")
+    assert snapshot(tmp_path) == before
+    # the same file, another mode: its sweep was started with other trials
+    first.write_text(HEAD + SWEEP.replace("trials = 2", "trials = 30"), encoding="utf-8")
+    assert cli(capsys, "run", first, "--out", out)[0] == 0
+    before = snapshot(tmp_path)
+    assert_refused(*cli(capsys, "run", first, "--out", out, "--resume", "--quick"), "sweep a", "other settings")
+    assert snapshot(tmp_path) == before
+    assert cli(capsys, "run", first, "--out", out, "--resume")[0] == 0  # the same run resumes

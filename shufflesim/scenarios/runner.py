@@ -265,6 +265,13 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     out.mkdir(parents=True, exist_ok=True)
     # the whole run holds the directory: a second run into it is refused before it changes anything
     with DirectoryLock(out, f"{out} is in use by another shufflesim run (locked); choose another output directory"):
+        if resume:
+            try:
+                _check_resume(sc, out, quick)
+            except BaseException:
+                if created is not None:
+                    shutil.rmtree(created, ignore_errors=True)
+                raise
         marker = out / INCOMPLETE
         try:
             for stale in ("report.md", "run.json"):  # an earlier run's report must not outlive a failed rerun
@@ -286,6 +293,31 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
             raise
         marker.unlink(missing_ok=True)
     return meta
+
+
+def _check_resume(sc: dict, out: Path, quick: bool) -> None:
+    """``resume`` continues the same scenario in the same mode: anything else is refused before a file changes."""
+    import json as _json
+
+    from shufflesim.experiments.sweep import SPEC_NAME, Sweep
+
+    prior = out / "scenario.toml"
+    if prior.exists() and prior.read_bytes() != Path(sc["_path"]).read_bytes():
+        raise ScenarioError(f"cannot resume {out}: it holds a run of a different scenario file (its scenario.toml "
+                            "differs); run without --resume to start afresh, or choose another --out")
+    for step in active_sweeps(sc, quick):
+        spec = out / "sweeps" / step["name"] / SPEC_NAME
+        if not spec.exists():
+            continue
+        sweep = Sweep(tuple(sweep_points(step, quick, sc)), trials=sweep_trials(step, quick), seed=sc["seed"],
+                      engine=step["engine"])
+        try:
+            old = _json.loads(spec.read_text())
+        except (OSError, ValueError):
+            continue  # the sweep engine reports an unreadable spec itself
+        if old.get("sweep_hash") != sweep.hash or old.get("chunk_size") != step["chunk_size"]:
+            raise ScenarioError(f"cannot resume sweep {step['name']} in {out}: it was started with other settings "
+                                f"(another mode, seed, grid or trials); run without --resume to start afresh")
 
 
 def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None, resume: bool, est: float,
