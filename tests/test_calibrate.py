@@ -145,3 +145,65 @@ def test_smallest_n_for_a_target_is_safe():
     n = int(math.ceil(cal.x))
     assert tight_delta(rr2_pair(n, 1.0), eps)[0].delta_upper <= target
     assert tight_delta(rr2_pair(n - 1, 1.0), eps)[0].delta_lower > target
+
+
+# --------------------------------------------------------------------------- extreme targets, flat and step functions
+#: targets at the ends of the float range (issue 18: delta = 1e-320 made the secant step divide by zero)
+EXTREME = [0.0, 5e-324, 1e-320, 2.2e-308, 1e-300, 1e-30, 1.0, 1e300, 1.7e308]
+
+
+@st.composite
+def extreme_problems(draw):
+    """A monotone step/flat/linear function whose values are scaled to sit near an extreme target.
+
+    The values are ``scale * level(x)`` with ``level`` a non-decreasing staircase on [0, 1] (flat
+    stretches, jumps, possibly one single value), so differences of values underflow to zero or to equal
+    subnormals near tiny targets and overflow near huge ones."""
+    target = draw(st.sampled_from(EXTREME) | st.floats(0.0, 1e308, allow_nan=False, allow_infinity=False))
+    scale = draw(st.sampled_from([5e-324, 1e-322, 1e-320, 1e-310, 1e-300, 1.0, 1e300, 1e308]))
+    k = draw(st.integers(1, 6))
+    jumps = sorted(draw(st.lists(st.floats(0.0, 1.0), min_size=k, max_size=k)))
+    heights = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]), min_size=k + 1, max_size=k + 1))
+    levels = np.maximum.accumulate(np.array(heights))  # non-decreasing staircase (flat where equal)
+    shape = draw(st.sampled_from(["step", "linear", "exp"]))
+    rate = draw(st.floats(1.0, 2000.0))
+    increasing = draw(st.booleans())
+
+    def level(x: float) -> float:
+        if shape == "exp":  # exp(-rate (1 - x)) passes through the subnormals to exactly 0 (like delta(gamma))
+            return scale * math.exp(-rate * (1.0 - x) * 800.0)
+        v = float(levels[int(np.searchsorted(jumps, x, side="right"))]) + (x if shape == "linear" else 0.0)
+        return scale * v
+
+    f = level if increasing else (lambda x: level(1.0 - x))
+    return f, target, increasing
+
+
+@given(problem=extreme_problems(), log_scale=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_calibration_at_extreme_targets_and_flat_functions(problem, log_scale):
+    """Whatever the target and however flat the function, calibrate either returns a verified safe point
+    (fn(x) <= target evaluated at that x; the unsafe end evaluated above it) or refuses with
+    InfeasibleError — never ZeroDivisionError, OverflowError or a point above the target."""
+    f, target, increasing = problem
+    lo = 1e-12 if log_scale else 0.0
+    try:
+        cal = calibrate(f, target, lo, 1.0, increasing=increasing, xtol=1e-12, rtol=0.0, log_scale=log_scale)
+    except InfeasibleError:
+        assert not f(lo if increasing else 1.0) <= target  # refused only when the favourable end fails
+        return
+    assert lo <= cal.x <= 1.0
+    assert cal.value == f(cal.x) and cal.value <= target  # exact: the value returned is the one evaluated
+    if cal.x_unsafe is not None:
+        assert f(cal.x_unsafe) > target
+        assert (cal.x_unsafe > cal.x) if increasing else (cal.x_unsafe < cal.x)
+
+
+def test_subnormal_target_regression():
+    """The issue-18 case distilled (blanket-sum at delta = 1e-320): a delta that falls through the subnormals to
+    exactly 0, so the Illinois-halved differences underflow to equal values (ZeroDivisionError before)."""
+    f = lambda x: math.exp(-800.0 * x)  # noqa: E731
+    for log_scale, lo in ((False, 0.0), (True, 1e-12)):
+        cal = calibrate(f, 1e-320, lo, 1.0, increasing=False, xtol=1e-12, rtol=0.0, log_scale=log_scale)
+        assert f(cal.x) <= 1e-320 and f(cal.x_unsafe) > 1e-320
+        assert cal.x - cal.x_unsafe <= 1e-12 + 1e-15  # and it still converges: the bracket is within xtol

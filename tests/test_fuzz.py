@@ -400,3 +400,151 @@ def test_api_load_data_fuzz(spec, kind, n, k, lower, upper):
     from shufflesim.experiments.data import load_data
 
     _api_call(load_data, spec, data_kind=kind, n=n, k=k, rng=0, lower=lower, upper=upper)
+
+
+# --- `run` with generated scenario files (issue 18) ------------------------------------------------------------
+#: step names: valid ones and every way of leaving the output directory or hiding a file
+NAMES = ["a", "b_1", "x.y", "A-2", "", "../../escape", "../x", "/ABS/x", "a/b", ".hidden", "..", "é", "a b", "x" * 120,
+         "claims", "con\x00x", "a\\b"]
+LABELS = [None, "{protocol} k={k}", "{data}", "{bogus}", "{}", "{0}", "{", "}", "{k:d}", "{data:d}", "{n}",
+          "{relation} {compositions} {method}", "{eps0:.2f}", "{k.real}", "{k[0]}"]
+SWEEP_PROTOCOLS = ["krr", "local-rr-sum", "central-laplace-sum", "central-laplace-hist", "nosuch", ""]
+PARAM_VALUES = [1, 2, 3, 0.5, 1.0, 2.0, 1e-6, 0, -1, "x", "1/n^2", "", [], [1.0, 2.0], [3, 5], True, 1e308,
+                float("inf"), float("nan")]
+CURVE_MECHANISMS = ["krr", "rr2", "clones", "central-laplace", "nosuch"]
+
+
+def _toml(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v == math.inf else ("-inf" if v == -math.inf else repr(v)))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a TOML basic string (JSON escapes are TOML escapes)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(x)}" for k, x in v.items()) + " }"
+    raise TypeError(v)
+
+
+def _table(header: str, keys: dict) -> str:
+    return f"[[{header}]]\n" + "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in keys.items() if v is not None)
+
+
+#: the fields of a generated scenario that may be hostile; one of them (or none) is, in each example, so that the
+#: checks after the first one are reached too
+HOSTILE = ("seed", "name", "protocol", "param", "bogus", "n", "trials", "label", "figure", "data", "mechanism",
+           "arg", "method", "eps", "curve_label", "claims")
+
+
+def _pick(draw, field: str, hostile_field: str | None, valid: list, hostile: list):
+    """A valid value, or a hostile one when ``field`` is this example's hostile field."""
+    return draw(st.sampled_from(hostile if field == hostile_field and hostile else valid))
+
+
+@st.composite
+def scenario_strategy(draw, sandbox: str = "/SANDBOX"):
+    """A scenario file's bytes: mostly well-formed TOML with generated steps, names, labels, params and data
+    (valid and hostile), sometimes not TOML or not UTF-8."""
+    from shufflesim.mechanisms import kinds
+    from shufflesim.pipeline import registry
+
+    mode = draw(st.integers(0, 29))
+    if mode == 29:
+        return b'title = "\xff\xfe"\n'
+    if mode == 28:
+        return draw(st.sampled_from([b"", b"[[sweep]\n", b"title = 1\n", b"seed = -1\n"]))
+    bad = draw(st.sampled_from([None, *HOSTILE]))
+    head = {"title": "t", "paper": "none", "reproduces": "none", "seed": _pick(draw, "seed", bad, [1, 2, 0], [-1, "x"])}
+    if bad == "claims" or draw(st.integers(0, 9)) == 9:
+        head["claims"] = _pick(draw, "claims", bad, [["koskela/strong-1d-pair"]],
+                               [["nosuch/x"], ["koskela/nosuch"], ["x"], [1]])
+    text = "".join(f"{k} = {_toml(v)}\n" for k, v in head.items())
+    names = [_pick(draw, "name", bad, [f"s{i}"], NAMES).replace("/ABS", sandbox) for i in range(3)]
+    for i in range(draw(st.integers(1, 2)) if draw(st.integers(0, 5)) != 5 else 0):
+        proto = _pick(draw, "protocol", bad, SWEEP_PROTOCOLS[:4], SWEEP_PROTOCOLS[4:])
+        options = [o.name for o in registry.get(proto).options] if proto in registry.names() else ["k"]
+        params = {}
+        for key in draw(st.lists(st.sampled_from(options), max_size=3, unique=True)) if bad == "param" else []:
+            params[key] = draw(st.sampled_from(PARAM_VALUES))
+        if bad == "bogus":
+            params[draw(st.sampled_from(["bogus", "epsilon"]))] = 1.0
+        if proto in ("krr", "central-laplace-hist") and bad != "param":
+            params.update(k=3, eps0=1.0) if proto == "krr" else params.update(k=3, eps=1.0)
+        elif proto in ("local-rr-sum", "central-laplace-sum") and bad != "param":
+            params.update(eps=1.0)
+        text += _table("sweep", {
+            "name": names[i], "protocol": proto, "n": _pick(draw, "n", bad, [20, 50, [20, 40]], [0, [], "x"]),
+            "params": params, "trials": _pick(draw, "trials", bad, [2, 3], [0]), "quick_trials": 2,
+            "label": _pick(draw, "label", bad, LABELS[:3], LABELS[3:]),
+            "figure": _pick(draw, "figure", bad, [None, "f", "g"], NAMES[4:]),
+            "data": _pick(draw, "data", bad, [None, "uniform", "zipf:1.1", ["uniform", "zipf:1.1"]],
+                          ["bogus", "/nonexistent/x.csv:c", "", []]),
+        })
+    if draw(st.booleans()):
+        mech = _pick(draw, "mechanism", bad, CURVE_MECHANISMS[:4], CURVE_MECHANISMS[4:])
+        fields = [f.name for f in __import__("dataclasses").fields(kinds()[mech])] if mech in kinds() else ["n"]
+        args = {f: draw(st.sampled_from({"n": [20, 40], "k": [2, 3], "relation": ["strong", "weak"],
+                                         "eps0": [0.5, 1.0], "gamma": [0.25], "sensitivity": [1.0],
+                                         "bins": [1]}.get(f, [1]) + (
+                    [-1, "x", []] if bad == "arg" else []))) for f in fields
+                if draw(st.integers(0, 4)) != 4}
+        if bad == "arg" and draw(st.booleans()):
+            args["bogus"] = 1
+        text += _table("curve", {"name": names[2], "mechanism": mech, "args": args,
+                                 "method": _pick(draw, "method", bad, [None, "tight", "closed-form", "best"], ["bogus"]),
+                                 "eps": _pick(draw, "eps", bad, [[0.5, 1.0], 1.0], [[], [-1.0]]),
+                                 "label": _pick(draw, "curve_label", bad, [None, "{method}", "{compositions}"],
+                                                LABELS)})
+    return text.encode("utf-8")
+
+
+def _files(root) -> dict:
+    from pathlib import Path
+
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in Path(root).rglob("*") if p.is_file()}
+
+
+def check_run(data: bytes, capsys, base, seconds: int) -> None:
+    """``run FILE --out OUT --quick`` answers (exit 0, every file written is inside OUT) or refuses (exit 2, one
+    ``error:`` line, no traceback, nothing written anywhere: OUT is not created)."""
+    import os
+    import uuid
+    from pathlib import Path
+
+    sandbox = Path(base) / f"run-{uuid.uuid4().hex[:10]}"
+    cwd = sandbox / "work" / "deep"  # '../..' from OUT lands inside the sandbox, where it is seen
+    cwd.mkdir(parents=True)
+    data = data.replace(b"/SANDBOX", str(sandbox).encode())
+    (cwd / "s.toml").write_bytes(data)
+    before = _files(sandbox)
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        argv = ["run", "s.toml", "--out", "out", "--quick"]
+        check_cli(argv, capsys, seconds)
+    finally:
+        os.chdir(old)
+    after = _files(sandbox)
+    new_or_changed = {p for p in after if before.get(p) != after[p]}
+    outside = {p for p in new_or_changed if not p.startswith("work/deep/out/")}
+    assert not outside, (data, sorted(outside))
+    assert not set(before) - set(after), (data, "a file was removed")
+    if not (cwd / "out" / "report.md").exists():  # refused or failed: nothing left behind
+        assert not (cwd / "out").exists(), (data, sorted(after))
+
+
+@settings(derandomize=True, max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=scenario_strategy())
+def test_run_fuzz_fast(data, capsys, tmp_path_factory):
+    check_run(data, capsys, tmp_path_factory.getbasetemp(), FAST_TIMEOUT)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=scenario_strategy())
+def test_run_fuzz_long(data, capsys, tmp_path_factory):
+    check_run(data, capsys, tmp_path_factory.getbasetemp(), SLOW_TIMEOUT)

@@ -299,11 +299,17 @@ def test_bennett_tiny_eps_is_trivial_with_note():
 def test_long_composition_warns_before_running(capsys, monkeypatch):
     import importlib
 
-    acc = importlib.import_module("shufflesim.accounting.account")
-    monkeypatch.setattr(acc, "MAX_COMPOSITIONS", 10)  # refused right after the warning: nothing long runs
-    code = main(["account", "rr2", "--n", "100", "--eps0", "1", "--delta", "1e-6", "--compositions", "1000"])
+    cli_account = importlib.import_module("shufflesim.cli.account")
+    monkeypatch.setattr(cli_account, "SLOW_COMPOSITIONS", 3)  # a 3-composition run stands in for a long one
+    code = main(["account", "rr2", "--n", "100", "--eps0", "1", "--delta", "1e-6", "--compositions", "3"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("warning: 1000 compositions") and err.splitlines()[-1].startswith("error:")
+    assert code == 0 and err.startswith("warning: 3 compositions")
+    # a request that is refused gets its error alone, never a warning that contradicts it (issue 18)
+    acc = importlib.import_module("shufflesim.accounting.account")
+    monkeypatch.setattr(acc, "MAX_COMPOSITIONS", 2)
+    code = main(["account", "rr2", "--n", "100", "--eps0", "1", "--delta", "1e-6", "--compositions", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
 
 
 def test_demo_one_trial_says_not_computable(tmp_path, capsys):

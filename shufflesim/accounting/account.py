@@ -48,6 +48,7 @@ def account(
     composition: str = "basic",
     bennett_variant: str = "fixed",
     numerics: dict | None = None,
+    **unknown,
 ) -> AccountReport:
     """Answer δ(ε) for every ``eps`` or ε(δ) for every ``delta`` (exactly one of the two).
 
@@ -59,6 +60,11 @@ def account(
     if extra:
         raise ParameterError("account takes the mechanism as its only positional argument; give eps=... or "
                              f"delta=... by keyword (got {len(extra)} more positional argument(s))")
+    if unknown:
+        raise ParameterError(f"account has no parameter {next(iter(unknown))!r}; it takes: eps, delta, method, "
+                             "compositions, composition, bennett_variant, numerics")
+    # checked before method 'best' dispatches, so 'best' refuses what every single method refuses (issue 18)
+    compositions = check_int("compositions", compositions, minimum=1)
     if numerics is not None:
         _check_numerics(numerics)
     if not isinstance(mechanism, Mechanism):

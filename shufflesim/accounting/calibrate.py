@@ -108,7 +108,10 @@ def calibrate(
                 w_bad = g_bad / 2 ** (side_count - 1)
             elif last_side == "bad" and side_count >= 2:
                 w_good = g_good / 2 ** (side_count - 1)
-            t = w_good / (w_good - w_bad)
+            # the secant step needs a non-zero, finite difference: near an extreme target (delta = 1e-320) the
+            # halved (Illinois) values can underflow to equal subnormals or zeros; then bisect instead
+            denom = w_good - w_bad
+            t = w_good / denom if denom != 0.0 and math.isfinite(denom) else math.nan
             if 0.0 < t < 1.0:
                 x = good + t * (bad - good)
                 # keep away from the ends so the bracket really shrinks

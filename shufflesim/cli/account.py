@@ -176,10 +176,15 @@ def _warn_slow(args: argparse.Namespace, mech) -> None:
     """One ``warning:`` line before a pair-based composition that is known to take long (issue 8)."""
     import sys
 
+    from shufflesim.accounting.account import MAX_COMPOSITIONS
     from shufflesim.accounting.mechanism import PAIR_METHODS
+    from shufflesim.core.checks import check_int
 
     method = args.method or mech.default_method
-    if method in PAIR_METHODS and args.compositions >= SLOW_COMPOSITIONS:
+    # no warning before an error: a request the accountant refuses is refused first (issue 18)
+    check_int("compositions", args.compositions, minimum=1)
+    if method in PAIR_METHODS and MAX_COMPOSITIONS >= args.compositions >= SLOW_COMPOSITIONS \
+            and mech.n <= mech.max_n_pairs:
         print(f"warning: {args.compositions} compositions with the pair-based method {method!r} may take a minute "
               "or more (each FFT composition step works on a grid that grows with the composed range); fewer "
               "compositions or a published bound (--method erlingsson|feldman) answer at once", file=sys.stderr)

@@ -108,7 +108,8 @@ def _print(out: dict) -> None:
     print(f"delta({out['eps']:g})  lower {out['delta_lower']:.6g}   accountant upper "
           f"{'n/a' if du is None else format(du, '.6g')} ({acc.get('method', 'n/a')}, {acc.get('mechanism', 'n/a')}"
           + (f", relation {adversary}" if adversary else "") + ")"
-          + (f"   ratio {out['ratio']:.3g} (to the {out.get('ratio_to', 'upper bound')})" if "ratio" in out else ""))
+          + (f"   ratio {out['ratio']:.3g} (to the {out.get('ratio_to', 'upper bound')})"
+             if "ratio" in out and out["ratio"] == out["ratio"] else ""))  # not 0/0
     if out.get("delta") is not None:
         eu = acc.get("eps_upper")
         print(f"eps({out['delta']:g})  lower {out['eps_lower']:.6g}   accountant upper "

@@ -42,8 +42,16 @@ def _select(args, *, all_for_report: bool = False):
     from shufflesim.validation.claims import load
 
     claims = load(args.dir, args.paper)
-    if args.id:
-        claims = [c for c in claims if c.id in set(args.id)]
+    if args.id:  # an id is 'id' or 'paper/id'; one that names no claim is an error, not an empty selection
+        from shufflesim.validation.claims import ClaimsError
+
+        for i in args.id:
+            if not any(i in (c.id, f"{c.paper}/{c.id}") for c in claims):
+                ids = [f"{c.paper}/{c.id}" for c in claims]
+                hint = ", ".join(ids[:8]) + (f", … ({len(ids)} in all)" if len(ids) > 8 else "")
+                raise ClaimsError(f"--id {i!r} names no claim{' of ' + ', '.join(args.paper) if args.paper else ''}"
+                                  f" (known: {hint or 'none'}; shufflesim claims list shows them all)")
+        claims = [c for c in claims if c.id in set(args.id) or f"{c.paper}/{c.id}" in set(args.id)]
     if not (args.slow or all_for_report):
         skipped = [c for c in claims if c.slow]
         claims = [c for c in claims if not c.slow]
@@ -98,6 +106,8 @@ def run_report(args) -> int:
 
     from shufflesim.validation.claims import ClaimsError, findings_markdown, records_with_findings, run_claim
 
+    for flag, target in (("--output", args.output), ("--records-out", args.records_out)):
+        _check_writable(flag, target)  # before the checks run (minutes), not after
     claims, _ = _select(args, all_for_report=True)
     claims = [c for c in claims if c.finding]
     if args.records_in:
@@ -127,3 +137,22 @@ def run_report(args) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_writable(flag: str, target: str | None) -> None:
+    """``target`` can be written: its folder exists and is writable, and it is not a folder itself."""
+    import os
+    from pathlib import Path
+
+    from shufflesim.validation.claims import ClaimsError
+
+    if target is None:
+        return
+    path = Path(target)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise ClaimsError(f"{flag} {target}: is a directory; give a file name")
+    if not folder.is_dir():
+        raise ClaimsError(f"{flag} {target}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ClaimsError(f"{flag} {target}: not writable")

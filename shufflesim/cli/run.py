@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.cli._common import UsageError
     from shufflesim.scenarios.runner import estimate_seconds, run_scenario
     from shufflesim.scenarios.schema import load
+    from shufflesim.scenarios.steps import check_runnable
 
     if args.all == bool(args.scenario):
         raise UsageError("shufflesim run: give either one SCENARIO file or --all")
@@ -69,7 +70,13 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"shufflesim run --all: no scenario files (*.toml) in {args.dir}")
     else:
         files = [_resolve(Path(args.scenario))]
+    if args.scheduler is not None:
+        from shufflesim.experiments.backends import check_scheduler_address
+
+        check_scheduler_address(args.scheduler)
     scenarios = [load(f) for f in files]  # every file validated before anything runs
+    for sc in scenarios:  # and everything checkable in it (protocols, params, data, labels, claims, ...)
+        check_runnable(sc, args.quick)
     if args.check:
         for sc in scenarios:
             print(f"{sc['_path']}: ok, about {estimate_seconds(sc, args.quick):.0f} s "
@@ -80,6 +87,11 @@ def run(args: argparse.Namespace) -> int:
         outs = [root / sc["_stem"] for sc in scenarios]
     else:
         outs = [Path(args.out or f"run-{scenarios[0]['_stem']}")]
+    if args.all and args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"shufflesim run --all: --out {args.out} exists and is not a directory")
+    for out in outs:
+        if args.resume and not out.is_dir():
+            print(f"note: nothing to resume in {out} (no earlier run there); starting afresh", file=sys.stderr)
     total = 0.0
     for sc, out in zip(scenarios, outs):
         print(f"{sc['_path']}: {sc['title']} ({'quick' if args.quick else 'full'})", flush=True)

@@ -39,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue the sweep already in DIR (same parameters)")
     p.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
     p.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
+    p.add_argument("--yes", action="store_true", help="run a sweep even if it is estimated to take long (> 10 min)")
     p.set_defaults(func=run)
 
 
@@ -71,7 +72,10 @@ def build_sweep(args: argparse.Namespace):
         if name not in opts:
             raise ParameterError(f"{args.protocol} has no parameter {name!r}; it has: {', '.join(opts)}")
         params[name] = _values(opts[name], text)
-    ns = [int_arg(t.strip()) for t in args.n.split(",")] if args.n else [None]
+    try:
+        ns = [int_arg(t.strip()) for t in args.n.split(",")] if args.n else [None]
+    except argparse.ArgumentTypeError as exc:
+        raise ParameterError(f"--n: {exc}") from None
     datas = [d.strip() for d in args.data.split(";") if d.strip()]
     pts = grid(args.protocol, data=datas, n=ns, **params)
     return Sweep(tuple(pts), trials=args.trials, seed=args.seed, engine=args.engine)
@@ -81,10 +85,27 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.core.checks import check_int
     from shufflesim.experiments.sweep import run_sweep
 
+    import math
+    from pathlib import Path
+
     check_int("trials", args.trials, minimum=1)
     check_int("seed", args.seed, minimum=0)
+    check_int("chunk_size", args.chunk_size, minimum=1)
+    if not (math.isfinite(args.level) and 0.0 < args.level < 1.0):
+        raise ParameterError(f"--level must be a confidence level in (0, 1), e.g. 0.95; got {args.level!r}")
+    if args.scheduler is not None:
+        from shufflesim.experiments.backends import check_scheduler_address
+
+        check_scheduler_address(args.scheduler)
     workers = cap_workers(check_int("workers", args.workers, minimum=1))
     sweep = build_sweep(args)
+    est = estimate_seconds(sweep, workers)
+    if est > LONG_SECONDS and not args.yes:
+        raise ParameterError(f"this sweep of {len(sweep.points)} points x {sweep.trials} trials would take about "
+                             f"{est / 60:.0f} minutes on {workers} worker(s); pass --yes to run it (or fewer points "
+                             "or trials)")
+    if args.resume and not (Path(args.output) / "sweep.json").exists():
+        print(f"note: nothing to resume in {args.output} (no sweep there); starting a new sweep", file=sys.stderr)
     res = run_sweep(sweep, args.output, backend=args.backend, workers=workers, scheduler=args.scheduler,
                     chunk_size=args.chunk_size, resume=args.resume, progress=False if args.json else None,
                     level=args.level)
@@ -94,18 +115,73 @@ def run(args: argparse.Namespace) -> int:
            "summary": res.summary.to_dict(orient="records")}
     for why in res.chunks_recomputed:
         print(f"warning: recomputed {why}", file=sys.stderr)
+    plot = "no plot (interrupted)"
+    if res.complete:
+        given = ["param_" + item.partition("=")[0].strip().replace("-", "_") for item in args.sets]
+        plot = plot_summary(res.summary, res.path / "summary.png", args.level, args.protocol, given)
+        out["plot"] = str(res.path / "summary.png") if plot.startswith("plot ") else None
     if args.json:
         print_json(out)
     elif res.complete:
         import pandas as pd
 
-        with pd.option_context("display.width", 200, "display.max_columns", 30):
-            print(res.summary.drop(columns=[c for c in res.summary.columns if c.endswith(("_lo", "_hi"))]).to_string(
-                index=False))
+        with pd.option_context("display.width", 250, "display.max_columns", 30):
+            print(with_intervals(res.summary, args.level).to_string(index=False))
         print(f"sweep {sweep.hash}: {len(sweep.points)} points x {sweep.trials} trials in {res.path} "
-              f"({res.chunks_reused} of {res.chunks_total} chunks reused)")
+              f"({res.chunks_reused} of {res.chunks_total} chunks reused); {plot}")
     if not res.complete:
         print(f"error: interrupted; the finished chunks are in {res.path}: run the same command with --resume",
               file=sys.stderr)
         return 130
     return 0
+
+
+#: a sweep estimated to take longer than this many seconds needs --yes (as ``run`` asks for a long scenario)
+LONG_SECONDS = 600.0
+
+
+def estimate_seconds(sweep, workers: int) -> float:
+    """A rough run-time estimate (the scenarios' rule: ~0.2 ms a fast-engine trial, plus ~0.1 µs a user and trial on
+    the faithful engine, and half a second of set-up a point, which runs before the workers start)."""
+    per_trial = sum(2e-4 + (1e-7 * (p.n or 0) if sweep.engine == "faithful" else 0.0) for p in sweep.points)
+    return 0.5 * len(sweep.points) + sweep.trials * per_trial / max(1, workers)
+
+
+def with_intervals(summary, level: float):
+    """The summary with every ``X, X_lo, X_hi`` triple shown as one column ``X [level CI]`` = ``v [lo, hi]``."""
+    df = summary.copy()
+    for col in [c for c in summary.columns if f"{c}_lo" in summary.columns and f"{c}_hi" in summary.columns]:
+        df[col] = [f"{v:.6g} [{lo:.6g}, {hi:.6g}]" if lo == lo and hi == hi and lo is not None and hi is not None
+                   else f"{v:.6g} [n/a: 1 trial]" for v, lo, hi in
+                   zip(summary[col], summary[f"{col}_lo"], summary[f"{col}_hi"])]
+        df = df.rename(columns={col: f"{col} [{level:.4g} CI]"}).drop(columns=[f"{col}_lo", f"{col}_hi"])
+    return df
+
+
+def plot_summary(summary, path, level: float, protocol: str, given: list[str]) -> str:
+    """The sweep's MSE with its intervals (and the exact expectation) against n, or against the first varied
+    numeric ``--set`` parameter (``given``: their summary columns) when n is fixed; one series per combination of
+    the other varied ones and data.  Returns what was written, for the last line of the output."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "no plot (matplotlib is not installed: pip install 'shufflesim[plot]')"
+    from shufflesim.experiments.plots import plot_mse
+
+    varied = [c for c in dict.fromkeys([*given, "data"]) if c in summary.columns and summary[c].nunique() > 1]
+    x = "n"
+    if summary["n"].nunique() == 1:
+        numeric = [c for c in varied if c.startswith("param_") and summary[c].map(
+            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0).all()]
+        x = numeric[0] if numeric else "n"
+    others = [c for c in varied if c != x] + (["n"] if x != "n" and summary["n"].nunique() > 1 else [])
+    df = summary.copy()
+    hue = None
+    if others:
+        df["series"] = df[others].apply(lambda r: ", ".join(
+            f"{c.removeprefix('param_')}={v:g}" if isinstance(v, float) else f"{c.removeprefix('param_')}={v}"
+            for c, v in r.items()), axis=1)
+        hue = "series"
+    plot_mse(df, x, path, title=f"{protocol}: empirical MSE ({level:.4g} CI) and exact expectation",
+             xlabel="number of users n" if x == "n" else x.removeprefix("param_"), hue=hue)
+    return f"plot {path}"

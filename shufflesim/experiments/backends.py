@@ -17,12 +17,16 @@ backend ran never changes a result: tasks carry their own seeds (see :mod:`shuff
 
 from __future__ import annotations
 
+import re
 import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from shufflesim.errors import ParameterError
 from shufflesim.experiments import parallel
+
+#: how long connecting to a Dask scheduler may take before it is an error (seconds)
+CONNECT_TIMEOUT = 20.0
 
 BACKENDS = ("serial", "processes", "dask")
 
@@ -114,7 +118,7 @@ class DaskBackend(Backend):
 
     name = "dask"
 
-    def __init__(self, scheduler: str, timeout: float = 30.0):
+    def __init__(self, scheduler: str, timeout: float = CONNECT_TIMEOUT):
         try:
             from distributed import Client
         except ImportError:
@@ -122,8 +126,9 @@ class DaskBackend(Backend):
         self.scheduler = scheduler
         try:
             self._client = Client(scheduler, timeout=timeout, set_as_default=False)
-        except OSError as exc:
-            raise ParameterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        except (OSError, TimeoutError, ValueError) as exc:  # TimeoutError: nothing answered within `timeout`
+            raise ParameterError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         self.workers = max(1, sum(w.get("nthreads", 1) for w in self._client.scheduler_info()["workers"].values()))
 
     def imap_unordered(self, fn, tasks, max_in_flight=None):
@@ -164,6 +169,20 @@ class DaskBackend(Backend):
         self._client.close()
 
 
+#: a scheduler address: [tcp|tls]://HOST:PORT or HOST:PORT (HOST a name, an IPv4 or a bracketed IPv6 address)
+_ADDRESS = re.compile(r"(?:(tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})")
+
+
+def check_scheduler_address(address) -> str:
+    """``address`` if it has the form ``[tcp|tls]://HOST:PORT`` (or ``HOST:PORT``) with a port in 1..65535, else a
+    :class:`ParameterError` (distributed itself would print a traceback and keep retrying)."""
+    m = _ADDRESS.fullmatch(address.strip()) if isinstance(address, str) else None
+    if m is None or not 1 <= int(m.group(3)) <= 65535:
+        raise ParameterError(f"--scheduler {address!r} is not a Dask scheduler address (allowed: tcp://HOST:PORT or "
+                             "tls://HOST:PORT, e.g. tcp://127.0.0.1:8786)")
+    return address.strip()
+
+
 def make_backend(name: str = "processes", *, workers: int = 1, scheduler: str | None = None,
                  objects: tuple = ()) -> Backend:
     """The backend ``name`` (``serial | processes | dask``); ``scheduler`` implies ``dask``."""
@@ -174,7 +193,7 @@ def make_backend(name: str = "processes", *, workers: int = 1, scheduler: str | 
     if name == "dask":
         if not scheduler:
             raise ParameterError("the dask backend needs the scheduler's address, e.g. --scheduler tcp://HOST:8786")
-        return DaskBackend(scheduler)
+        return DaskBackend(check_scheduler_address(scheduler))
     if name == "serial" or workers <= 1:
         return SerialBackend()
     return ProcessBackend(workers, objects)

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from shufflesim.core.checks import check_int
+from shufflesim.core.checks import check_int, check_real
 from shufflesim.core.rng import as_seed_sequence, data_seed, seed_metadata
 from shufflesim.errors import ParameterError
 from shufflesim.experiments.outdir import TMP_PREFIX, DirectoryLock, atomic_path
@@ -334,15 +334,25 @@ def run_sweep(
     chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     if not sweep.points:
         raise ParameterError("a sweep needs at least one point")
+    level = check_real("level", level)
+    if not 0.0 < level < 1.0:
+        raise ParameterError(f"level must be a confidence level in (0, 1); got {level!r}")
     root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise ParameterError(f"{root} exists and is not a directory; choose another output directory")
     env = environment()
     recomputed: list[str] = []
-    root.mkdir(parents=True, exist_ok=True)
-    with DirectoryLock(root, f"{root} is in use by another sweep or shufflesim run (locked)"):
+    spec_json = json.dumps(sweep.to_dict(), sort_keys=True)
+    for g in range(len(sweep.points)):  # fail on bad parameters before anything is written or sent out
+        build_point(sweep.to_dict(), g)
+    backend_ = make_backend(backend, workers=workers, scheduler=scheduler)  # a cluster is reached before writing
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except BaseException:
+        backend_.close()
+        raise
+    with backend_ as be, DirectoryLock(root, f"{root} is in use by another sweep or shufflesim run (locked)"):
         _prepare_dir(root, sweep, chunk_size, resume, env)
-        spec_json = json.dumps(sweep.to_dict(), sort_keys=True)
-        for g in range(len(sweep.points)):  # fail on bad parameters before any work is sent out
-            build_point(sweep.to_dict(), g)
         todo, reused = [], 0
         for g, c, s, e in _chunks(sweep, chunk_size):
             pp = part_path(root, g, c)
@@ -370,20 +380,19 @@ def run_sweep(
             tick(done_trials)
         complete = True
         seed_meta = seed_metadata(as_seed_sequence(sweep.seed))
-        with make_backend(backend, workers=workers, scheduler=scheduler) as be:
-            info = be.describe()
-            try:
-                for task, res in be.imap_unordered(compute_chunk, todo, max_in_flight):
-                    frame = pd.DataFrame(res["columns"])
-                    meta = {"sweep_hash": sweep.hash, "point": task.point, "chunk": task.chunk, "start": task.start,
-                            "stop": task.stop, "rows": len(frame), "checksum": columns_checksum(frame),
-                            "engine": res["engine"], "seconds": res["seconds"], "seed_sequence": seed_meta,
-                            "spawn_keys": _spawn_keys(res["engine"], task),
-                            "data_spawn_key": [0, 0], **info, "environment": env}
-                    write_part(part_path(root, task.point, task.chunk), frame, meta)
-                    tick(len(frame))
-            except KeyboardInterrupt:
-                complete = False
+        info = be.describe()
+        try:
+            for task, res in be.imap_unordered(compute_chunk, todo, max_in_flight):
+                frame = pd.DataFrame(res["columns"])
+                meta = {"sweep_hash": sweep.hash, "point": task.point, "chunk": task.chunk, "start": task.start,
+                        "stop": task.stop, "rows": len(frame), "checksum": columns_checksum(frame),
+                        "engine": res["engine"], "seconds": res["seconds"], "seed_sequence": seed_meta,
+                        "spawn_keys": _spawn_keys(res["engine"], task),
+                        "data_spawn_key": [0, 0], **info, "environment": env}
+                write_part(part_path(root, task.point, task.chunk), frame, meta)
+                tick(len(frame))
+        except KeyboardInterrupt:
+            complete = False
         if bar is not None:
             bar.close()
         summary = summarise_sweep(root, sweep, chunk_size, level=level) if complete else pd.DataFrame()
@@ -463,7 +472,8 @@ def stream_mean_ci(root: Path, g: int, column: str, level: float) -> tuple[float
 
 def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | None = None, *,
                     level: float = 0.95) -> pd.DataFrame:
-    """One row per point: parameters, trials, MSE with its interval, the exact expectation, metrics."""
+    """One row per point: parameters, trials, MSE with its interval (Student-t on the trial mean, clipped to the
+    support [0, inf)), the exact expectation, metrics."""
     import pyarrow.parquet as pq
 
     root = Path(root)
@@ -474,6 +484,7 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
         parts = _point_parts(root, g)
         cols = set(pq.read_schema(parts[0]).names) if parts else set()
         mse, lo, hi, count = stream_mean_ci(root, g, "sq_error", level)
+        lo = max(lo, 0.0) if math.isfinite(lo) else lo  # clipped to the MSE's support [0, inf), as summarise() does
         row = {"point": g, "protocol": pt.protocol, "data": pt.data, "n": proto.n, "engine": engine,
                **{f"param_{k}": v for k, v in proto.params.items() if isinstance(v, (int, float, str))},
                "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": proto.mse_expected(x)}

@@ -119,5 +119,16 @@ def get(name: str) -> type[Protocol]:
 
 
 def create(name: str, n: int, **params: Any) -> Protocol:
-    """Build protocol ``name`` for ``n`` users with ``params`` (validated by the protocol)."""
-    return get(name).create(n, **params)
+    """Build protocol ``name`` for ``n`` users with ``params`` (validated by the protocol); an unknown
+    parameter is a :class:`ParameterError` naming it and the protocol's parameters."""
+    cls = get(name)
+    check_params(name, params)
+    return cls.create(n, **params)
+
+
+def check_params(name: str, params: Any) -> None:
+    """Raise :class:`ParameterError` naming the first key of ``params`` that protocol ``name`` has no option for."""
+    allowed = [o.name for o in get(name).options]
+    for key in params:
+        if key not in allowed:
+            raise ParameterError(f"{name} has no parameter {key!r}; it has: {', '.join(allowed)}")

@@ -61,7 +61,10 @@ def run_cells_step(step: dict, points: list, refs: list | None, trials: int,
         fields = {key[6:]: v for key, v in params.items()}
         if refs is not None:
             fields.update({f"ref_{key}": v for key, v in refs[g].params.items()})
-        label = (step["label"] or pt.protocol).format(**fields, n=proto.n, protocol=pt.protocol)
+        try:
+            label = (step["label"] or pt.protocol).format(**fields, n=proto.n, protocol=pt.protocol)
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise ScenarioError(f"cells {step['name']}: label {step['label']!r}: {type(exc).__name__} {exc}") from None
         names = step["cell_labels"] or step["cells"]
         for j, (cell, name) in enumerate(zip(step["cells"], names)):
             e = errors[:, j]

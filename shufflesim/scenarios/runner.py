@@ -32,20 +32,32 @@ from shufflesim.scenarios.plots import (have_matplotlib, plot_agreement, plot_cu
                                         plot_training)
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
-from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, curve_combos, curve_eps, curve_x,
-                                        estimate_seconds, reference_step, shown_data, sweep_points, sweep_trials)
+from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
+                                        curve_eps, curve_x, estimate_seconds, reference_step, shown_data,
+                                        sweep_points, sweep_trials)
 
 __all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
 
 #: a scenario whose estimated run time exceeds this many seconds needs --yes (or --quick)
 LONG_SECONDS = 600.0
+#: the marker file of an output directory whose run has not finished (or failed)
+INCOMPLETE = "INCOMPLETE"
+
+def _label(kind: str, step: dict, template: str, **fields) -> str:
+    """``template`` filled in; a format spec that does not fit a value is a :class:`ScenarioError` (the field
+    names were checked before the run: :func:`~shufflesim.scenarios.steps.check_runnable`)."""
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        raise ScenarioError(f"{kind} {step['name']}: label {template!r}: {type(exc).__name__} {exc}") from None
+
 
 # --- running the steps -----------------------------------------------------------------------------------
 def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None,
-                   resume: bool) -> tuple[pd.DataFrame, list[dict]]:
+                   resume: bool, log: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, list[dict]]:
     """The sweep's summary (one row per point, labelled) and its printed numbers with shufflesim's per-trial
     values of the same quantity (:func:`shufflesim.scenarios.agreement.printed_numbers`)."""
-    from shufflesim.experiments.sweep import Sweep, run_sweep
+    from shufflesim.experiments.sweep import SPEC_NAME, Sweep, run_sweep
 
     sweep = Sweep(tuple(sweep_points(step, quick, sc)), trials=sweep_trials(step, quick), seed=sc["seed"],
                   engine=step["engine"])
@@ -53,6 +65,8 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
     target = out / "sweeps" / step["name"]
     if not resume and target.exists():  # a fresh run replaces this step's earlier sweep (--resume continues it)
         shutil.rmtree(target)
+    if resume and not (target / SPEC_NAME).exists() and log is not None:
+        log(f"sweep {step['name']}: nothing to resume in {target}; starting it afresh")
     res = run_sweep(sweep, target, backend=backend, workers=workers, scheduler=scheduler,
                     chunk_size=step["chunk_size"], resume=resume)
     if not res.complete:
@@ -69,7 +83,7 @@ def run_sweep_step(step: dict, sc: dict, out: Path, *, quick: bool, workers: int
         fields = {c[6:]: r[c] for c in df.columns if c.startswith("param_")}
         if refs is not None:
             fields.update({f"ref_{k}": v for k, v in refs[int(r["point"])].params.items()})
-        labels.append(template.format(**fields, data=r["data"], protocol=r["protocol"]))
+        labels.append(_label("sweep", step, template, **fields, data=r["data"], protocol=r["protocol"]))
     df.insert(1, "label", labels)
     df["rmse"] = np.sqrt(df["mse"])
     df["rmse_mean"] = df["rmse"] / df["n"]  # root MSE of the mean (the estimate of a sum divided by n)
@@ -108,7 +122,8 @@ def run_curve_vs_flag(step: dict, quick: bool) -> pd.DataFrame:
     xs = curve_x(step, quick)
     rows = []
     for args, comps in curve_combos(step):
-        label = (step["label"] or step["name"]).format(**dict(args, compositions=comps, method=step["method"]))
+        label = _label("curve", step, step["label"] or step["name"], **dict(args, compositions=comps,
+                                                                            method=step["method"]))
         for xv in xs:
             mech = _mechanism(step["mechanism"], {**args, step["x"]: xv}, flags=True)
             (r,) = account(mech, delta=[step["delta"]], method=step["method"], compositions=comps,
@@ -134,7 +149,7 @@ def run_curve_step(step: dict, quick: bool) -> pd.DataFrame:
         mech = _mechanism(step["mechanism"], args)
         rep = account(mech, eps=eps, method=step["method"], compositions=comps, composition=step["composition"])
         fmt = dict(args, compositions=comps, method=step["method"])
-        label = (step["label"] or step["name"]).format(**fmt)
+        label = _label("curve", step, step["label"] or step["name"], **fmt)
         for e, r in zip(eps, rep.results):
             ok = hasattr(r, "delta_upper")
             rows.append({"step": step["name"], "label": label, "mechanism": step["mechanism"],
@@ -175,7 +190,7 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
         except TypeError as exc:
             raise ScenarioError(f"training {step['name']}: settings: {exc}") from None
         res = train(settings)
-        label = (step["label"] or "{protocol}").format(protocol=proto, **step["settings"])
+        label = _label("training", step, step["label"] or "{protocol}", protocol=proto, **step["settings"])
         for r, acc in enumerate(res["accuracy"]):
             rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
                          "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta")})
@@ -227,15 +242,88 @@ def run_claims(ids: list[str], quick: bool) -> tuple[pd.DataFrame, list[str]]:
 # --- the whole run -------------------------------------------------------------------------------------
 def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int = 1, scheduler: str | None = None,
                  resume: bool = False, yes: bool = False, log: Callable[[str], None] | None = None) -> dict:
-    """Run a validated scenario (:func:`shufflesim.scenarios.schema.load`) into ``out``; returns run.json."""
-    from shufflesim.experiments.results_io import environment, write_table
+    """Run a validated scenario (:func:`shufflesim.scenarios.schema.load`) into ``out``; returns run.json.
+
+    Everything checkable is checked first (:func:`~shufflesim.scenarios.steps.check_runnable`); the directory is
+    locked for the whole run; ``INCOMPLETE`` marks it until report.md and run.json are written, and a failed run
+    removes the folders it created (an interrupted one keeps its sweeps for ``resume``)."""
+    from shufflesim.experiments.outdir import DirectoryLock
 
     log = log or (lambda m: None)
     est = estimate_seconds(sc, quick)
     if est > LONG_SECONDS and not yes:
         raise ScenarioError(f"{sc['_path']}: this scenario would take about {est / 60:.0f} minutes in "
                             f"{'quick' if quick else 'full'} mode; pass --yes to run it or --quick for a small run")
+    check_runnable(sc, quick)  # everything checkable is checked before anything is written
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ScenarioError(f"{out}: exists and is not a directory; choose another output directory")
+    created = out.resolve()  # the topmost folder this run creates (removed again if the run fails)
+    while not created.parent.exists():
+        created = created.parent
+    created = None if out.exists() else created
+    out.mkdir(parents=True, exist_ok=True)
+    # the whole run holds the directory: a second run into it is refused before it changes anything
+    with DirectoryLock(out, f"{out} is in use by another shufflesim run (locked); choose another output directory"):
+        if resume:
+            try:
+                _check_resume(sc, out, quick)
+            except BaseException:
+                if created is not None:
+                    shutil.rmtree(created, ignore_errors=True)
+                raise
+        marker = out / INCOMPLETE
+        try:
+            for stale in ("report.md", "run.json"):  # an earlier run's report must not outlive a failed rerun
+                (out / stale).unlink(missing_ok=True)
+            marker.write_text("This run has not finished (or failed): the files here are partial; report.md and "
+                              "run.json are written last.\n")
+            meta = _run_scenario(sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume, est=est,
+                                 log=log)
+        except KeyboardInterrupt:
+            marker.write_text("This run was interrupted: the files here are partial. Run the same command with "
+                              "--resume to continue its sweeps.\n")
+            raise
+        except BaseException as exc:
+            if created is not None:  # nothing of a failed run is left behind in the folders it created
+                shutil.rmtree(created, ignore_errors=True)
+            else:
+                why = str(exc).splitlines()[0] if str(exc) else ""
+                marker.write_text(f"This run failed ({type(exc).__name__}: {why}): the files here are partial.\n")
+            raise
+        marker.unlink(missing_ok=True)
+    return meta
+
+
+def _check_resume(sc: dict, out: Path, quick: bool) -> None:
+    """``resume`` continues the same scenario in the same mode: anything else is refused before a file changes."""
+    import json as _json
+
+    from shufflesim.experiments.sweep import SPEC_NAME, Sweep
+
+    prior = out / "scenario.toml"
+    if prior.exists() and prior.read_bytes() != Path(sc["_path"]).read_bytes():
+        raise ScenarioError(f"cannot resume {out}: it holds a run of a different scenario file (its scenario.toml "
+                            "differs); run without --resume to start afresh, or choose another --out")
+    for step in active_sweeps(sc, quick):
+        spec = out / "sweeps" / step["name"] / SPEC_NAME
+        if not spec.exists():
+            continue
+        sweep = Sweep(tuple(sweep_points(step, quick, sc)), trials=sweep_trials(step, quick), seed=sc["seed"],
+                      engine=step["engine"])
+        try:
+            old = _json.loads(spec.read_text())
+        except (OSError, ValueError):
+            continue  # the sweep engine reports an unreadable spec itself
+        if old.get("sweep_hash") != sweep.hash or old.get("chunk_size") != step["chunk_size"]:
+            raise ScenarioError(f"cannot resume sweep {step['name']} in {out}: it was started with other settings "
+                                f"(another mode, seed, grid or trials); run without --resume to start afresh")
+
+
+def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None, resume: bool, est: float,
+                  log: Callable[[str], None]) -> dict:
+    from shufflesim.experiments.results_io import environment, write_table
+
     (out / "results").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sc["_path"], out / "scenario.toml")
     t0 = time.perf_counter()
@@ -253,7 +341,8 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
             log(f"{kind} {s['name']} …")
             nums: list[dict] = []
             if kind == "sweep":
-                df, nums = run_sweep_step(s, sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume)
+                df, nums = run_sweep_step(s, sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume,
+                                           log=log)
             elif kind == "curve":
                 df = run_curve_step(s, quick)
             elif kind == "training":

@@ -20,6 +20,7 @@ shufflesim value and verdict the report tabulates.  Every error names the key pa
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -316,6 +317,18 @@ def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
             raise ScenarioError(f"{where}.grid: {s['grid']!r} is not allowed (allowed: [columns, rows], both >= 1)")
 
 
+#: a step's name and a figure name become file names inside the output directory (results/NAME.*,
+#: sweeps/NAME/, FIGURE.png): letters, digits, '_', '-' and '.', starting with a letter or digit, so that no name
+#: can reach outside the output directory ('../x', '/abs', 'a/b') or hide a file ('.x')
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def _check_file_name(where: str, value: str | None) -> None:
+    if value is not None and (not SAFE_NAME.fullmatch(value) or ".." in value):
+        raise ScenarioError(f"{where}: {value!r} is not allowed (allowed: a file name of letters, digits, '_', '-' "
+                            "and '.', starting with a letter or digit, at most 100 characters, without '..')")
+
+
 def validate(doc: dict) -> dict:
     """The scenario with defaults filled in; raises :class:`ScenarioError` naming the key path."""
     top = _check_table("", doc, TOP)
@@ -324,6 +337,8 @@ def validate(doc: dict) -> dict:
         steps: list[dict] = []
         for i, step in enumerate(top[section]):
             s = _check_table(f"{section}[{i}]", step, schema)
+            _check_file_name(f"{section}[{i}].name", s["name"])
+            _check_file_name(f"{section}[{i}].figure", s.get("figure"))
             if s["name"] in names or s["name"] in ("claims", "paper"):
                 raise ScenarioError(f"{section}[{i}].name: {s['name']!r} is used twice (step names are the result "
                                     "files' names: unique across the scenario, and not 'claims' or 'paper')")
@@ -349,6 +364,10 @@ def load(path: str | Path) -> dict:
         raise ScenarioError(f"{path}: no such scenario file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {exc.start}); scenario files are UTF-8 TOML") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: is a directory, not a scenario file") from None
     try:
         sc = validate(doc)
     except ScenarioError as exc:

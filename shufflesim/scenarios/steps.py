@@ -137,3 +137,191 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
 
 def cells_trials(step: dict, quick: bool) -> int:
     return (step["quick_trials"] or min(step["trials"], 50)) if quick else step["trials"]
+
+
+# --- everything that can be checked before anything runs (issue 18) -------------------------------------------
+def _label_fields(where: str, template: str | None, allowed: set[str]) -> None:
+    """A label template's ``{field}`` placeholders must name fields the step fills in."""
+    import string
+
+    if template is None:
+        return
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        raise ScenarioError(f"{where}.label: {template!r} is not a valid label template ({exc}; write a literal "
+                            "brace as '{{' or '}}')") from None
+    for f in fields:
+        name = f.split(".")[0].split("[")[0]
+        if name not in allowed:
+            raise ScenarioError(f"{where}.label: unknown field {{{f}}} (allowed: {', '.join(sorted(allowed))})")
+
+
+def _check_data(where: str, spec: str) -> None:
+    """A data spec parses, and a file it names exists (it is read only when the step runs)."""
+    import os
+
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.experiments.data import parse_data_spec
+
+    try:
+        ds = parse_data_spec(resolve_data(spec))
+    except ShufflesimError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+    if ds.kind == "file" and not os.path.isfile(ds.path):
+        raise ScenarioError(f"{where}: {spec!r}: no such data file {ds.path}")
+
+
+def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: bool) -> None:
+    """A [[sweep]] or [[cells]] step: its protocol, its params (keys, axes), data, label and points."""
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.pipeline import registry
+
+    try:
+        cls = registry.get(step["protocol"])
+    except ShufflesimError as exc:
+        raise ScenarioError(f"{where}.protocol: {exc}") from None
+    allowed = [o.name for o in cls.options]
+    for key, value in step["params"].items():
+        if key not in allowed:
+            raise ScenarioError(f"{where}.params.{key}: unknown parameter of {step['protocol']} "
+                                f"(allowed: {', '.join(allowed)})")
+        if isinstance(value, list) and not value:
+            raise ScenarioError(f"{where}.params.{key}: an empty axis (give at least one value)")
+    for i, d in enumerate(_as_list(step["data"])):
+        _check_data(f"{where}.data" + (f"[{i}]" if isinstance(step["data"], list) else ""), d)
+    # the fields the runner fills in: a sweep's parameters, data and protocol; a [[cells]] step's parameters, n
+    # and protocol (scenarios/runner.py, scenarios/cells.py)
+    fields = set(allowed) | {"protocol"} | ({"n"} if section == "cells" else {"data"})
+    if step["matched_to"] is not None:
+        ref = reference_step(step, sc, section)
+        fields |= {f"ref_{o.name}" for o in registry.get(ref["protocol"]).options}
+    _label_fields(where, step["label"], fields)
+    if step["matched_to"] is not None:
+        return  # its eps and delta come from the reference's points, built when the step runs
+    points = sweep_points(step, quick)
+    # the data of each spec (at the step's largest n): its kind fits the protocol, a file has the column, ...
+    from shufflesim.experiments.data import load_data
+
+    seen: set = set()
+    for p in sorted(points, key=lambda p: -(p.n or 0)):
+        key = (p.data, p.params.get("k"))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            load_data(p.data, data_kind=cls.data_kind, n=p.n, k=p.params.get("k"), rng=0, lower=p.lower,
+                      upper=p.upper)
+        except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:  # a parameter of the wrong type
+            raise ScenarioError(f"{where}.data: {shown_data(p.data)!r}: {exc}") from None
+    # the points are built (the protocol checks its parameters' values) for steps of this mode that declare a
+    # quick set-up, for at most about a second a step: the rest are built when the step runs
+    if step.get("point_seconds", 0.5) > 0.5 or (section == "sweep" and quick and not step["in_quick"]):
+        return
+    import time
+
+    t0 = time.perf_counter()
+    for p in points:
+        try:
+            registry.create(p.protocol, p.n, **p.params)
+        except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:  # a parameter of the wrong type
+            raise ScenarioError(f"{where}: n={p.n}, params {dict(p.params)}: {exc}") from None
+        if time.perf_counter() - t0 > 1.0:
+            break
+
+
+def _check_curve(where: str, step: dict, quick: bool) -> None:
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.mechanisms import kinds
+
+    cls = kinds()[step["mechanism"]]
+    for key, value in step["args"].items():
+        if isinstance(value, list) and not value:
+            raise ScenarioError(f"{where}.args.{key}: an empty axis (give at least one value)")
+    xs = [None] if step["x"] == "eps" else curve_x(step, quick)[:1]
+    for args, _ in curve_combos(step):
+        for xv in xs:
+            try:
+                mech = cls(**args) if xv is None else cls.from_flags(**{**args, step["x"]: xv})
+            except TypeError as exc:
+                raise ScenarioError(f"{where}.args: {exc} (mechanism {step['mechanism']!r})") from None
+            except (ShufflesimError, ValueError, OverflowError) as exc:
+                raise ScenarioError(f"{where}.args: {exc}") from None
+            if step["method"] != "best":
+                try:
+                    mech.check_method(step["method"])
+                except ShufflesimError as exc:
+                    raise ScenarioError(f"{where}.method: {exc}") from None
+    _label_fields(where, step["label"], set(step["args"]) | {"compositions", "method"})
+
+
+def _check_training(where: str, step: dict) -> None:
+    from dataclasses import fields
+
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.federated.training import ALL_PROTOCOLS, FLSettings, _validate
+
+    known = [f.name for f in fields(FLSettings) if f.name not in ("protocol", "dataset", "rounds", "seed")]
+    for key in step["settings"]:
+        if key not in known:
+            raise ScenarioError(f"{where}.settings.{key}: unknown setting (allowed: {', '.join(known)})")
+    for i, proto in enumerate(_as_list(step["protocol"])):
+        if proto not in ALL_PROTOCOLS:
+            raise ScenarioError(f"{where}.protocol: {proto!r} is not allowed (allowed: {', '.join(ALL_PROTOCOLS)})")
+        try:
+            _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"], **step["settings"]))
+        except (TypeError, ValueError, ShufflesimError) as exc:
+            raise ScenarioError(f"{where}.settings: {exc}") from None
+    _label_fields(where, step["label"], {"protocol"} | set(step["settings"]))
+
+
+def _check_claims(ids: list[str]) -> None:
+    from shufflesim.validation import claims as registry
+
+    papers = sorted({i.split("/")[0] for i in ids})
+    try:
+        known = {f"{c.paper}/{c.id}" for c in registry.load(papers=papers)}
+    except registry.ClaimsError as exc:
+        raise ScenarioError(f"claims: {exc}") from None
+    for j, i in enumerate(ids):
+        if i not in known:
+            raise ScenarioError(f"claims[{j}]: unknown claim {i!r} (known for {', '.join(papers)}: "
+                                f"{', '.join(sorted(known))})")
+
+
+def check_runnable(sc: dict, quick: bool) -> None:
+    """Everything about a validated scenario that can be checked without running it: protocols, mechanisms,
+    methods, parameter names and values, data specs and files, label templates, table rows, training
+    settings and claim ids.  Raises :class:`ScenarioError` (the message starts with the file and names the key
+    path); ``run --check`` and the start of every run call it, before anything is written.  A scenario checked
+    once for a mode is not checked again (``sc["_checked"]``)."""
+    if sc.get("_checked") == ("quick" if quick else "full"):
+        return
+    try:
+        for section in ("sweep", "cells"):
+            for i, s in enumerate(sc[section]):
+                _check_protocol_step(f"{section}[{i}]", s, sc, section, quick)
+        for i, s in enumerate(sc["curve"]):
+            _check_curve(f"curve[{i}]", s, quick)
+        for i, s in enumerate(sc["table"]):
+            from shufflesim.studies.balle2020 import ROW_KEYS
+
+            for key in ("rows", "quick_rows"):
+                for r in _as_list(s[key]) if s[key] is not None else []:
+                    if r not in ROW_KEYS:
+                        raise ScenarioError(f"table[{i}].{key}: {r!r} is not allowed (allowed: {', '.join(ROW_KEYS)})")
+        for i, s in enumerate(sc["training"]):
+            _check_training(f"training[{i}]", s)
+        if sc["claims"]:
+            _check_claims(sc["claims"])
+        kinds: dict[str, set] = {}  # one figure draws one kind of step
+        for section in ("sweep", "curve", "training", "cells"):
+            for s in sc[section]:
+                kinds.setdefault(s["figure"] or s["name"], set()).add(section)
+        for fig, ks in kinds.items():
+            if len(ks) > 1:
+                raise ScenarioError(f"figure {fig!r} mixes step kinds ({', '.join(sorted(ks))}); give the steps "
+                                    "different figures")
+    except ScenarioError as exc:
+        raise ScenarioError(f"{sc['_path']}: {exc}") from None
+    sc["_checked"] = "quick" if quick else "full"

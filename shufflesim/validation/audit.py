@@ -335,6 +335,16 @@ def _cp_vec(k: np.ndarray, T: int, alpha: float, upper: bool) -> np.ndarray:
     return np.where(k <= 0, 0.0, out)
 
 
+def _hockey(plo, eps: float, qhi):
+    """plo − e^ε·qhi without overflow: e^ε is +inf beyond ~709 (then any qhi > 0 gives −inf, and qhi = 0 gives
+    plo, never the nan of inf·0)."""
+    e = math.exp(eps) if eps < 709.0 else math.inf
+    plo, qhi = np.asarray(plo, dtype=float), np.asarray(qhi, dtype=float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.where(qhi > 0, plo - e * qhi, plo)
+    return out if out.ndim else float(out)
+
+
 def _best(P_sel, Q_sel, T, eps, delta, alpha):
     """Best (direction, threshold) on the selection half for δ(ε) and (if delta) for ε(δ)."""
     best_d, best_e = (-math.inf, None), (-math.inf, None)
@@ -344,15 +354,15 @@ def _best(P_sel, Q_sel, T, eps, delta, alpha):
         t = _candidates(xs, ys)
         kx, ky = _rates(xs, t), _rates(ys, t)
         plo, qhi = _cp_vec(kx, T, alpha / 2, False), _cp_vec(ky, T, alpha / 2, True)
-        d = plo - math.exp(eps) * qhi
+        d = _hockey(plo, eps, qhi)
         i = int(np.argmax(d))
-        if d[i] > best_d[0]:
+        if best_d[1] is None or d[i] > best_d[0]:  # (all −inf at a huge eps: still a choice)
             best_d = (float(d[i]), (direction, float(t[i])))
         if delta is not None:
             with np.errstate(divide="ignore", invalid="ignore"):
                 e = np.where(plo > delta, np.log((plo - delta) / qhi), -math.inf)
             j = int(np.argmax(e))
-            if e[j] > best_e[0]:
+            if best_e[1] is None or e[j] > best_e[0]:
                 best_e = (float(e[j]), (direction, float(t[j])))
     return best_d[1], best_e[1]
 
@@ -425,7 +435,7 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     alpha_each = alpha / 2 if delta is not None else alpha
     choice_d, choice_e = _best(P[:h], Q[:h], h, eps, delta, alpha_each)
     kx, ky, plo, qhi = _evaluate(choice_d, P[h:], Q[h:], T_ev, alpha_each)
-    delta_lower = max(0.0, plo - math.exp(eps) * qhi)
+    delta_lower = max(0.0, _hockey(plo, eps, qhi))
     out: dict[str, Any] = {
         "pair": setup.pair, "statistic": setup.statistic, "distinguisher": "optimal (likelihood-ratio threshold)"
         if setup.llr else "threshold on the statistic", "eps": eps, "delta": delta, "trials": trials,

@@ -100,6 +100,8 @@ def parse_file(path: Path) -> list[Claim]:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ClaimsError(f"{name}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ClaimsError(f"{name}: not UTF-8 text (byte {exc.start}); claims files are UTF-8 TOML") from None
     except OSError as exc:
         raise ClaimsError(f"{name}: cannot read: {exc.strerror}") from None
     for key, t in _TOP.items():
