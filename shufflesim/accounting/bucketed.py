@@ -189,6 +189,8 @@ def bucketed_epsilon(pairs, delta, *, compositions: int = 1, rtol: float = DEFAU
         res = [_merge_eps(u, l, nb) for u, l in zip(up, lo)]
         if all(_eps_width(r) <= rtol for r in res):
             break
+        if any(_eps_width(u) > rtol / 2 for u in up if getattr(u, "applicable", True)):
+            break  # the engine's own interval (FFT composition) is the wider part: more blocks cannot help
     return res
 
 
@@ -202,6 +204,8 @@ def bucketed_delta(pairs, eps, *, compositions: int = 1, rtol: float = DEFAULT_R
         res = [_merge_delta(u, l, nb) for u, l in zip(up, lo)]
         if all(_delta_width(r) <= 10 * rtol for r in res):
             break
+        if any(_delta_width(u) > 5 * rtol for u in up if getattr(u, "applicable", True)):
+            break  # the engine's own interval is the wider part: more blocks cannot help
     return res
 
 
