@@ -50,7 +50,7 @@ from shufflesim.accounting.logspace import NEG_INF, log_sum
 #: rows take ~0.5 s; below, the exact engine is cheap and its interval narrower)
 BUCKET_MIN_ATOMS = 20_000_000
 #: block counts tried, in order, until the requested precision is met
-BLOCK_STEPS = (48, 192, 768)
+BLOCK_STEPS = (48, 192, 768, 3072)
 #: relative width in eps asked of the bucketed engine by default (issue 21)
 DEFAULT_RTOL = 1e-3
 #: per-row column truncation of the bucket rows (their mass outside is added to the upper end's tail)
@@ -78,10 +78,21 @@ def _row_parameters(rows: BinomialRows):
 
 
 def _blocks(M: np.ndarray, lam: np.ndarray, n_blocks: int) -> list[np.ndarray]:
-    """Rows sorted by (M, lam) and cut into at most ``n_blocks`` runs of equal count."""
+    """Rows cut into at most ``n_blocks`` blocks: runs of equal count in M order; when lam varies by more
+    than 1% independently of M (the weak adversary's rows), each run is cut again by lam (a grid of about
+    sqrt(n_blocks) x sqrt(n_blocks) blocks)."""
     order = np.lexsort((lam, M))
     n_blocks = max(1, min(n_blocks, order.size))
-    return np.array_split(order, n_blocks)
+    runs = np.array_split(order, n_blocks)
+    spread = max((float(np.ptp(lam[r])) / max(float(lam[r].max()), 1e-300) for r in runs if r.size), default=0.0)
+    if spread <= 1e-2 or n_blocks < 4:
+        return runs
+    n_m = max(1, int(round(math.sqrt(n_blocks))))
+    n_l = max(1, n_blocks // n_m)
+    out = []
+    for run in np.array_split(order, n_m):
+        out += [b for b in np.array_split(run[np.argsort(lam[run], kind="stable")], n_l) if b.size]
+    return out
 
 
 def bucket_rows(rows: BinomialRows, n_blocks: int, side: str) -> BinomialRows:
