@@ -54,14 +54,14 @@ def test_bucketed_contains_exact_single_use(n, kind, eps0, k, gamma):
     rows = _pair(kind, n, eps0, k, gamma)
     exact = TightAccountant(rows).epsilon([1e-6, 1e-9])
     for blocks in ((4,), (48,)):  # coarse blocks: a visible gap; default first step
-        buck = bucketed_epsilon(rows, [1e-6, 1e-9], blocks=blocks)
+        buck = bucketed_epsilon(rows, [1e-6, 1e-9], accountant=TightAccountant, blocks=blocks)
         for e, b in zip(exact, buck):
             assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (blocks, e, b)
     # the default refinement meets the requested relative width (not for the weak adversary, whose rows
     # vary in N and lam independently: its width shrinks like 1/sqrt(blocks), ~1e-2 at 3072 blocks)
     if kind == "weak":
         return
-    buck = bucketed_epsilon(rows, [1e-9], rtol=1e-3)
+    buck = bucketed_epsilon(rows, [1e-9], accountant=TightAccountant, rtol=1e-3)
     assert (buck[0].eps_upper - buck[0].eps_lower) <= 1e-3 * buck[0].eps_upper
 
 
@@ -70,7 +70,7 @@ def test_bucketed_contains_exact_delta(kind, eps0, k, gamma):
     rows = _pair(kind, 20_000, eps0, k, gamma)
     eps = [0.01, 0.03]
     exact = TightAccountant(rows).delta(eps)
-    buck = bucketed_delta(rows, eps, blocks=(6,))
+    buck = bucketed_delta(rows, eps, accountant=TightAccountant, blocks=(6,))
     for e, b in zip(exact, buck):
         assert _contains(b.delta_lower, b.delta_upper, e.delta_lower, e.delta_upper), (e, b)
 
@@ -83,7 +83,7 @@ def test_bucketed_contains_exact_composed(kind, eps0, k, gamma):
     exact = TightAccountant(rows, compositions=2, **num)
     assert exact.mode == "exact-composed"
     e = exact.epsilon([1e-4])[0]
-    b = bucketed_epsilon(rows, [1e-4], compositions=2, blocks=(3,), **num)[0]
+    b = bucketed_epsilon(rows, [1e-4], accountant=TightAccountant, compositions=2, blocks=(3,), **num)[0]
     assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (e, b)
     assert b.eps_upper > b.eps_lower  # three blocks of a pair with more rows: a real reduction
 
@@ -93,7 +93,7 @@ def test_bucketed_contains_exact_composed(kind, eps0, k, gamma):
 def test_bucketed_contains_exact_1e6(kind, eps0, k, gamma):
     rows = _pair(kind, 1_000_000, eps0, k, gamma)
     e = TightAccountant(rows).epsilon([1e-9])[0]
-    b = bucketed_epsilon(rows, [1e-9])[0]
+    b = bucketed_epsilon(rows, [1e-9], accountant=TightAccountant)[0]
     assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (e, b)
     assert b.eps_upper - b.eps_lower <= 1e-3 * b.eps_upper
 

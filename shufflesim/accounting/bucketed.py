@@ -183,21 +183,20 @@ def _note(n_blocks: int) -> str:
             "(docs/theory.md#bucketed-rows)")
 
 
-def _run(pairs, n_blocks, compositions, numerics, ask):
-    from shufflesim.accounting.tight import TightAccountant  # same layer; imported late (tight imports us)
-
-    upper = TightAccountant(_reduce(pairs, n_blocks, "upper"), compositions=compositions, **numerics)
-    lower = TightAccountant(_reduce(pairs, n_blocks, "lower"), compositions=compositions, **numerics)
+def _run(accountant, pairs, n_blocks, compositions, numerics, ask):
+    upper = accountant(_reduce(pairs, n_blocks, "upper"), compositions=compositions, **numerics)
+    lower = accountant(_reduce(pairs, n_blocks, "lower"), compositions=compositions, **numerics)
     return ask(upper), ask(lower)
 
 
-def bucketed_epsilon(pairs, delta, *, compositions: int = 1, rtol: float = DEFAULT_RTOL,
+def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: float = DEFAULT_RTOL,
                      blocks: tuple[int, ...] = BLOCK_STEPS, **numerics):
     """Certified eps(delta) intervals through bucket rows; blocks are refined until every interval's
-    relative width (eps_upper - eps_lower)/eps_upper is <= ``rtol`` or the block counts are exhausted."""
+    relative width (eps_upper - eps_lower)/eps_upper is <= ``rtol`` or the block counts are exhausted.
+    ``accountant`` is :class:`~.tight.TightAccountant` (passed in: :mod:`.tight` imports this module)."""
     res = None
     for nb in blocks:
-        up, lo = _run(pairs, nb, compositions, numerics, lambda acc: acc.epsilon(delta))
+        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.epsilon(delta))
         res = [_merge_eps(u, l, nb) for u, l in zip(up, lo)]
         if all(_eps_width(r) <= rtol for r in res):
             break
@@ -206,13 +205,13 @@ def bucketed_epsilon(pairs, delta, *, compositions: int = 1, rtol: float = DEFAU
     return res
 
 
-def bucketed_delta(pairs, eps, *, compositions: int = 1, rtol: float = DEFAULT_RTOL,
-                   blocks: tuple[int, ...] = BLOCK_STEPS, **numerics):
+def bucketed_delta(pairs, eps, *, accountant, compositions: int = 1, rtol: float = DEFAULT_RTOL,
+                     blocks: tuple[int, ...] = BLOCK_STEPS, **numerics):
     """Certified delta(eps) intervals through bucket rows (blocks refined until the relative width in
     delta is <= 10 ``rtol`` or the block counts are exhausted)."""
     res = None
     for nb in blocks:
-        up, lo = _run(pairs, nb, compositions, numerics, lambda acc: acc.delta(eps))
+        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.delta(eps))
         res = [_merge_delta(u, l, nb) for u, l in zip(up, lo)]
         if all(_delta_width(r) <= 10 * rtol for r in res):
             break

@@ -932,7 +932,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     if _bucketed(pairs, numerics):
         from shufflesim.accounting.bucketed import bucketed_delta  # issue 21: cost independent of n
 
-        return bucketed_delta(pairs, eps, compositions=compositions, **numerics)
+        return bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
     return TightAccountant(pairs, compositions=compositions, **numerics).delta(eps)
 
 
@@ -941,7 +941,7 @@ def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[Ep
     if _bucketed(pairs, numerics):
         from shufflesim.accounting.bucketed import bucketed_epsilon  # issue 21: cost independent of n
 
-        return bucketed_epsilon(pairs, delta, compositions=compositions, **numerics)
+        return bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
     return TightAccountant(pairs, compositions=compositions, **numerics).epsilon(delta)
 
 
