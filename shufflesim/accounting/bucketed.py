@@ -46,9 +46,9 @@ from shufflesim.accounting.binomial_rows import BinomialRows
 from shufflesim.accounting.logspace import NEG_INF, log_sum
 
 #: pairs in row form with more atoms than this go through the bucketed engine by default (the exact
-#: row engine's tail tables / streaming cost O(atoms): ~2 s single use at 2e7 atoms, where the bucket
+#: row engine's tail tables / streaming cost O(atoms): ~2-3 s single use at 3e7 atoms, where the bucket
 #: rows take ~0.5 s; below, the exact engine is cheap and its interval narrower)
-BUCKET_MIN_ATOMS = 20_000_000
+BUCKET_MIN_ATOMS = 30_000_000
 #: block counts tried, in order, until the requested precision is met
 BLOCK_STEPS = (48, 192, 768, 3072)
 #: relative width in eps asked of the bucketed engine by default (issue 21)
