@@ -550,10 +550,10 @@ class TightAccountant:
         composed support could fit in ``max_atoms`` (default exact_max_atoms; raises _TooBig otherwise)."""
         limit = self.numerics.exact_max_atoms if max_atoms is None else max_atoms
         if any(isinstance(p, RowsPLD) for p, _ in self.plds):
-            size = 1
+            log_size = 0.0  # in logs: size ** c for c = 10**6 compositions is an integer of millions of digits
             for p, c in self.plds:
-                size *= max(p.size, 1) ** c
-                if size > limit:
+                log_size += c * math.log(max(p.size, 1))
+                if log_size > math.log(limit):
                     raise _TooBig
         return [(p.to_pld() if isinstance(p, RowsPLD) else p, c) for p, c in self.plds]
 
