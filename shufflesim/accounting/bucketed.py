@@ -183,7 +183,16 @@ def _note(n_blocks: int) -> str:
             "(docs/theory.md#bucketed-rows)")
 
 
+#: FFT numerics of the bucket rows when composed (unless given): the default 2^22 points stop the
+#: refinement of 1000-fold compositions at delta = 1e-9 with a ~40% wide interval; 2^23 points and 8
+#: refinements reach ~1e-4 (measured at n = 1e5: ~1.1 GB peak)
+COMPOSED_NUMERICS = {"max_grid_size": 2**23, "max_refinements": 8}
+
+
 def _run(accountant, pairs, n_blocks, compositions, numerics, ask):
+    uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
+    if uses > 1:
+        numerics = {**COMPOSED_NUMERICS, **numerics}
     upper = accountant(_reduce(pairs, n_blocks, "upper"), compositions=compositions, **numerics)
     lower = accountant(_reduce(pairs, n_blocks, "lower"), compositions=compositions, **numerics)
     return ask(upper), ask(lower)

@@ -20,6 +20,8 @@ from shufflesim.core.resources import check_memory, check_time
 
 #: the memory estimate is within this factor of the measured peak (either way) -- tests/test_scale.py
 MEMORY_FACTOR = 4.0
+#: with composition the estimate is the largest FFT grid's, an upper estimate within this factor
+COMPOSED_MEMORY_FACTOR = 8.0
 #: bytes per tail-table entry of the exact row engine (T, U float64 and the block temporaries)
 _BYTES_PER_TABLE_ENTRY = 30.0
 #: fixed working set of one accountant run (block temporaries of 2^20 cells, FFT plans, rows)
@@ -71,8 +73,6 @@ def _single(p) -> Estimate:
 
 def estimate_accounting(pairs, compositions: int = 1, numerics: dict | None = None) -> Estimate:
     """Estimate of one pair-based accounting run (:func:`~.tight.tight_epsilon` / ``tight_delta``)."""
-    from shufflesim.accounting.rows_stream import MAX_BASE_POINTS
-
     seq = _seq(pairs)
     parts = [_single(p) for p in {id(p): p for p in seq}.values()]
     mem = max(e.bytes for e in parts)
@@ -81,13 +81,15 @@ def estimate_accounting(pairs, compositions: int = 1, numerics: dict | None = No
     uses = len(seq) * compositions
     if uses > 1:
         num = dict(numerics or {})
-        grid = float(num.get("max_grid_size", 2**22))
-        # FFT: ~6 complex grids per direction at the largest size and, for pairs in row form, the two
-        # float64 accumulators of the base grid (at most MAX_BASE_POINTS)
-        from shufflesim.accounting.binomial_rows import BinomialRows
+        if engine == "bucket rows":
+            from shufflesim.accounting.bucketed import COMPOSED_NUMERICS
 
-        base = 2 * 8.0 * MAX_BASE_POINTS / 4 if any(isinstance(p, BinomialRows) for p in seq) else 0.0
-        mem = max(mem, _FIXED_BYTES + 6 * 16.0 * grid / 4 + base)
+            num = {**COMPOSED_NUMERICS, **num}
+        grid = float(num.get("max_grid_size", 2**22))
+        # FFT at the largest grid: ~130 bytes per point (complex grids, their transforms, the placement
+        # and the base-grid accumulators; measured 1.1 GB at 2^23 points).  An upper estimate: the
+        # refinement often stops at a smaller grid (COMPOSED_MEMORY_FACTOR)
+        mem = max(mem, _FIXED_BYTES + 130.0 * grid)
         # measured (one accountant, 2 cores): ~1-4 s at 16 uses, ~25 s at 10^3, ~1-2 min at 10^6;
         # bucket rows run two accountants (upper and lower)
         sec += _FFT_SECONDS_AT_1000 * (math.log2(uses) / 10.0) ** 2 * (2 if engine == "bucket rows" else 1)
