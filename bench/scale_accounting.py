@@ -100,7 +100,7 @@ def accounting(a) -> None:
     print(f"delta = 1e-9; clones: stronger clones eps0 = 1; strong/shuffled: k-RR k = 4, gamma = 0.25; "
           f"current engine capped at {a.mem_cap_gb} GiB address space and {a.timeout:.0f} s")
     for kind in kinds:
-        for comp in (1, a.compositions):
+        for comp in ((a.compositions,) if a.composed_only else (1, a.compositions)):
             for n in ns:
                 res = {}
                 for eng in ("bucketed", "current", "dp_accounting"):
@@ -129,3 +129,4 @@ def add_parser(sub) -> None:
     s.add_argument("--mem-cap-gb", type=float, default=6.0)
     s.add_argument("--timeout", type=float, default=120.0)
     s.add_argument("--dp-max-atoms", type=float, default=2e6)
+    s.add_argument("--composed-only", action="store_true", help="only the --compositions-fold rows")
