@@ -167,7 +167,7 @@ print(json.dumps({"est": est.bytes, "measured": peak - base}))
 
 @pytest.mark.parametrize("n,comp", [(100_000, 1), pytest.param(10**6, 1, marks=pytest.mark.slow),
                                     pytest.param(10**8, 1, marks=pytest.mark.slow),
-                                    pytest.param(100_000, 1000, marks=pytest.mark.slow)])
+                                    pytest.param(10**7, 1000, marks=pytest.mark.slow)])
 def test_memory_estimate_within_factor(n, comp):
     from shufflesim.accounting.estimates import COMPOSED_MEMORY_FACTOR, MEMORY_FACTOR
 
