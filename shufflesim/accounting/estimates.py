@@ -86,10 +86,10 @@ def estimate_accounting(pairs, compositions: int = 1, numerics: dict | None = No
 
             num = {**COMPOSED_NUMERICS, **num}
         grid = float(num.get("max_grid_size", 2**22))
-        # FFT at the largest grid: ~220 bytes per point (complex grids, their transforms, the placement
-        # and the base-grid accumulators; measured 1.1-1.8 GB at 2^23 points).  An upper estimate: the
-        # refinement often stops at a smaller grid (COMPOSED_MEMORY_FACTOR)
-        mem = max(mem, _FIXED_BYTES + 220.0 * grid)
+        # FFT at the largest grid: <= 300 bytes per point (complex grids, their transforms, the placement
+        # and the base-grid accumulators; measured 1.1-2.3 GB with the 2^23 cap, at most 273 B per point).
+        # An upper estimate: the refinement often stops at a smaller grid (COMPOSED_MEMORY_FACTOR)
+        mem = max(mem, _FIXED_BYTES + 300.0 * grid)
         # measured (one accountant, 2 cores): ~1-4 s at 16 uses, ~25 s at 10^3, ~1-2 min at 10^6;
         # bucket rows run two accountants (upper and lower)
         sec += _FFT_SECONDS_AT_1000 * (math.log2(uses) / 10.0) ** 2 * (2 if engine == "bucket rows" else 1)
