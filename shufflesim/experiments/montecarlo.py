@@ -45,7 +45,8 @@ def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any, summary: Any 
 def _check_summary(protocol: Protocol, summary: DataSummary) -> DataSummary:
     """A DataSummary given as the data: its kind, size and (categorical) domain must match the protocol."""
     if summary.kind != protocol.data_kind:
-        raise DataError(f"the counts are {summary.kind} data; protocol {protocol.name!r} takes {protocol.data_kind} inputs")
+        raise DataError(f"the counts are {summary.kind} data; protocol {protocol.name!r} takes "
+                        f"{protocol.data_kind} inputs")
     counts = np.asarray(summary.counts)
     if counts.ndim != 1 or np.any(counts < 0) or int(counts.sum()) != protocol.n or summary.n != protocol.n:
         raise DataError(f"the counts must be non-negative and sum to n={protocol.n}; got total {int(counts.sum())}")
