@@ -39,7 +39,9 @@ kind, n, engine, comp = sys.argv[1], int(float(sys.argv[2])), sys.argv[3], int(s
 t0 = time.perf_counter()
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
 from shufflesim.accounting.pairs.krr import krr_pair
-rows = stronger_clones_pair(n, 1.0, as_rows=True) if kind == "clones" else krr_pair(n, 4, 0.25, kind, as_rows=True)
+tb = max(min(1e-15, 1e-7 * 1e-9 / comp), 1e-300)  # the truncation account() asks for (accounting/account.py)
+rows = (stronger_clones_pair(n, 1.0, as_rows=True, tail_bound=tb) if kind == "clones"
+        else krr_pair(n, 4, 0.25, kind, as_rows=True, tail_bound=tb))
 out = {"atoms": rows.n_atoms}
 try:
     if engine == "bucketed":
