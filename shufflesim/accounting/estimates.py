@@ -50,13 +50,13 @@ def _seq(pairs):
     return list(pairs) if isinstance(pairs, (list, tuple)) else [pairs]
 
 
-def _single(p) -> Estimate:
+def _single(p, uses: int = 1) -> Estimate:
     from shufflesim.accounting.binomial_rows import BinomialRows
     from shufflesim.accounting.bucketed import BLOCK_STEPS, needs_buckets
 
     if isinstance(p, BinomialRows):
         rows_bytes = 8.0 * 8 * p.N.size
-        if needs_buckets(p):
+        if needs_buckets(p, compositions=uses):
             # bucket rows: blocks x window (~ 2 * 8.3 sqrt(N)/2 columns at COLUMN_TAIL) atoms, up to the
             # largest block count, both sides (upper and lower) one after the other
             nmax = float(p.N.max()) if p.N.size else 1.0
@@ -74,7 +74,7 @@ def _single(p) -> Estimate:
 def estimate_accounting(pairs, compositions: int = 1, numerics: dict | None = None) -> Estimate:
     """Estimate of one pair-based accounting run (:func:`~.tight.tight_epsilon` / ``tight_delta``)."""
     seq = _seq(pairs)
-    parts = [_single(p) for p in {id(p): p for p in seq}.values()]
+    parts = [_single(p, len(seq) * compositions) for p in {id(p): p for p in seq}.values()]
     mem = max(e.bytes for e in parts)
     sec = sum(e.seconds for e in parts)
     engine = parts[0].engine

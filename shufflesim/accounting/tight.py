@@ -929,7 +929,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     or list of numbers >= 0.  ``numerics``: see :class:`Numerics`.  Returns one DeltaBound per eps
     (method "tight"; ``notes`` say which path certified it).
     """
-    if _bucketed(pairs, numerics):
+    if _bucketed(pairs, compositions):
         from shufflesim.accounting.bucketed import bucketed_delta  # issue 21: cost independent of n
 
         return bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
@@ -938,17 +938,18 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
 
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
-    if _bucketed(pairs, numerics):
+    if _bucketed(pairs, compositions):
         from shufflesim.accounting.bucketed import bucketed_epsilon  # issue 21: cost independent of n
 
         return bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
     return TightAccountant(pairs, compositions=compositions, **numerics).epsilon(delta)
 
 
-def _bucketed(pairs, numerics: dict) -> bool:
+def _bucketed(pairs, compositions: int) -> bool:
     """The engine choice by size (issue 21): pairs in row form with more atoms than
-    :data:`~.bucketed.BUCKET_MIN_ATOMS` go through the bucket rows of :mod:`.bucketed`, whose cost does
-    not grow with n; smaller ones through the exact row engines (cheaper there)."""
+    :data:`~.bucketed.BUCKET_MIN_ATOMS` (composed: :data:`~.bucketed.BUCKET_MIN_ATOMS_COMPOSED`) go
+    through the bucket rows of :mod:`.bucketed`, whose cost does not grow with n; smaller ones through
+    the exact row engines (cheaper and narrower there)."""
     from shufflesim.accounting.bucketed import needs_buckets
 
-    return needs_buckets(pairs)
+    return needs_buckets(pairs, compositions=compositions)
