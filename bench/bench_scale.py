@@ -4,6 +4,7 @@
     python bench/bench_scale.py baseline  [--n 1e6] [--k 10] [--reps 15]
     python bench/bench_scale.py workers   [--n 2e5] [--trials 80]
     python bench/bench_scale.py memory    [--trials 1e7] [--workers 2] [--chunk-size 1e5]
+    python bench/bench_scale.py accounting [--ns 1e6,1e7,1e8,1e9]   (issue 21: bench/scale_accounting.py)
 
 * ``engines``  — seconds per k-RR trial under the faithful and the fast engine (``run_trials``), and
   their ratio, for every (n, k); the fast engine's cost should be flat in n.
@@ -162,8 +163,13 @@ def main() -> None:
     m.add_argument("--trials", default="1e7")
     m.add_argument("--workers", type=int, default=2)
     m.add_argument("--chunk-size", default="1e5")
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    import scale_accounting  # issue 21: certified accounting at n = 1e6 .. 1e9
+
+    scale_accounting.add_parser(sub)
     a = ap.parse_args()
-    {"engines": engines, "baseline": baseline, "workers": workers, "memory": memory}[a.what](a)
+    {"engines": engines, "baseline": baseline, "workers": workers, "memory": memory,
+     "accounting": scale_accounting.accounting}[a.what](a)
     sys.stdout.flush()
 
 

@@ -312,8 +312,26 @@ def binom_rows(n_rows, p: float, lo, hi, q: float | None = None, log_int: np.nda
     return G, mask
 
 
+#: largest n_max tabulated by :func:`log_int_table` (128 MB); beyond, the logs are computed on lookup
+LOG_TABLE_MAX = 1 << 24
+
+
+class _LogInt:
+    """log(j) for integer arrays j in 0..n_max, computed on lookup (the same np.log of the same floats
+    as the table): for n_max beyond :data:`LOG_TABLE_MAX` (n = 1e9 would need a 4 GB table; issue 21)."""
+
+    def __init__(self, n_max: int):
+        self.size = int(n_max) + 1
+
+    def __getitem__(self, idx):
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(idx, dtype=float))
+
+
 def log_int_table(n_max: int) -> np.ndarray:
-    """log(j) for j = 0..n_max (log 0 = -inf)."""
+    """log(j) for j = 0..n_max (log 0 = -inf); computed on lookup above :data:`LOG_TABLE_MAX`."""
+    if n_max > LOG_TABLE_MAX:
+        return _LogInt(n_max)
     with np.errstate(divide="ignore"):
         return np.log(np.arange(n_max + 1, dtype=float))
 

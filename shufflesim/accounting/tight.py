@@ -550,10 +550,10 @@ class TightAccountant:
         composed support could fit in ``max_atoms`` (default exact_max_atoms; raises _TooBig otherwise)."""
         limit = self.numerics.exact_max_atoms if max_atoms is None else max_atoms
         if any(isinstance(p, RowsPLD) for p, _ in self.plds):
-            size = 1
+            log_size = 0.0  # in logs: size ** c for c = 10**6 compositions is an integer of millions of digits
             for p, c in self.plds:
-                size *= max(p.size, 1) ** c
-                if size > limit:
+                log_size += c * math.log(max(p.size, 1))
+                if log_size > math.log(limit):
                     raise _TooBig
         return [(p.to_pld() if isinstance(p, RowsPLD) else p, c) for p, c in self.plds]
 
@@ -929,9 +929,27 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     or list of numbers >= 0.  ``numerics``: see :class:`Numerics`.  Returns one DeltaBound per eps
     (method "tight"; ``notes`` say which path certified it).
     """
+    if _bucketed(pairs, compositions):
+        from shufflesim.accounting.bucketed import bucketed_delta  # issue 21: cost independent of n
+
+        return bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
     return TightAccountant(pairs, compositions=compositions, **numerics).delta(eps)
 
 
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
+    if _bucketed(pairs, compositions):
+        from shufflesim.accounting.bucketed import bucketed_epsilon  # issue 21: cost independent of n
+
+        return bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
     return TightAccountant(pairs, compositions=compositions, **numerics).epsilon(delta)
+
+
+def _bucketed(pairs, compositions: int) -> bool:
+    """The engine choice by size (issue 21): pairs in row form with more atoms than
+    :data:`~.bucketed.BUCKET_MIN_ATOMS` (composed: :data:`~.bucketed.BUCKET_MIN_ATOMS_COMPOSED`) go
+    through the bucket rows of :mod:`.bucketed`, whose cost does not grow with n; smaller ones through
+    the exact row engines (cheaper and narrower there)."""
+    from shufflesim.accounting.bucketed import needs_buckets
+
+    return needs_buckets(pairs, compositions=compositions)

@@ -283,3 +283,37 @@ def _load_file(ds: DataSpec, data_kind: str, n, k, gen, lower, upper) -> np.ndar
         i = int(out[0])
         raise _bad_row(ds.path, ds.column, i, raw[i], f"is outside [lower, upper] = [{lower}, {upper}]")
     return _subset((values - lower) / (upper - lower), n, gen, ds.path)
+
+
+def data_counts(spec, *, n: int, k: int, rng: RngLike = None):
+    """Categorical data as counts, never expanded to n rows (issue 21): a
+    :class:`~shufflesim.pipeline.fast.DataSummary` for ``uniform`` and ``zipf:s`` (one multinomial draw of n
+    users over k categories), ``constant:j`` and ``counts:c0,...`` (exact).  Other specs (files, data
+    sets) are rows by nature: use :func:`load_data`."""
+    from shufflesim.pipeline.fast import DataSummary
+
+    ds = parse_data_spec(spec) if isinstance(spec, str) else spec
+    k = _check_count("k", k, 2)
+    if ds.kind == "counts":
+        counts = np.asarray(ds.args, dtype=np.int64)
+        if counts.size != k:
+            raise DataError(f"data spec {ds.text!r} gives {counts.size} counts; the protocol has k={k} categories")
+        if n is not None and int(counts.sum()) != n:
+            raise DataError(f"data spec {ds.text!r} has {int(counts.sum())} users; n={n} (omit n or make them agree)")
+        return DataSummary(np.arange(k), counts, int(counts.sum()), "categorical")
+    n = _check_count("n", n, 1)
+    gen = as_generator(rng)
+    if ds.kind == "uniform":
+        counts = gen.multinomial(n, np.full(k, 1.0 / k))
+    elif ds.kind == "zipf":
+        w = (np.arange(1, k + 1, dtype=float)) ** (-ds.args[0])
+        counts = gen.multinomial(n, w / w.sum())
+    elif ds.kind == "constant":
+        j = ds.args[0]
+        if j != int(j) or not 0 <= j < k:
+            raise DataError(f"data spec {ds.text!r}: the category must be an integer in [0, {k})")
+        counts = np.zeros(k, dtype=np.int64)
+        counts[int(j)] = n
+    else:
+        raise DataError(f"data spec {ds.text!r} cannot be given as counts (uniform, zipf:s, constant:j, counts:...)")
+    return DataSummary(np.arange(k), np.asarray(counts, dtype=np.int64), n, "categorical")

@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from shufflesim.core.checks import check_int, check_real
-from shufflesim.errors import ParameterError
+from shufflesim.errors import DataError, ParameterError
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
 from shufflesim.experiments import parallel
 from shufflesim.experiments.stats import support_ci
-from shufflesim.pipeline.fast import FAST_BLOCK, fast_records, resolve_engine, summarise_data
+from shufflesim.pipeline.fast import FAST_BLOCK, DataSummary, fast_records, resolve_engine, summarise_data
 
 # --- worker side ---------------------------------------------------------------------------------------
 _WORKER_STATE: dict[str, Any] = {}
@@ -40,6 +40,19 @@ def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any, summary: Any 
     # the driver decides what an interrupt means: workers finish their chunk, the driver keeps the results
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_STATE.update(protocol=protocol, data=data, truth=truth, summary=summary)
+
+
+def _check_summary(protocol: Protocol, summary: DataSummary) -> DataSummary:
+    """A DataSummary given as the data: its kind, size and (categorical) domain must match the protocol."""
+    if summary.kind != protocol.data_kind:
+        raise DataError(f"the counts are {summary.kind} data; protocol {protocol.name!r} takes "
+                        f"{protocol.data_kind} inputs")
+    counts = np.asarray(summary.counts)
+    if counts.ndim != 1 or np.any(counts < 0) or int(counts.sum()) != protocol.n or summary.n != protocol.n:
+        raise DataError(f"the counts must be non-negative and sum to n={protocol.n}; got total {int(counts.sum())}")
+    if protocol.data_kind == "categorical" and counts.shape[0] != protocol.domain_size:
+        raise DataError(f"the counts give {counts.shape[0]} categories; the protocol has {protocol.domain_size}")
+    return summary
 
 
 def run_trial(protocol: Protocol, data: np.ndarray, root: np.random.SeedSequence, point: int, trial: int,
@@ -119,11 +132,19 @@ def run_trials(
         chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     if on_progress is not None and not callable(on_progress):
         raise ParameterError(f"on_progress must be callable; got {on_progress!r}")
-    protocol.check_resources()
-    data = protocol.check_data(data)
-    truth = protocol.truth(data)
-    engine = resolve_engine(protocol, engine)
-    summary = summarise_data(protocol, data) if engine == "fast" else None
+    if isinstance(data, DataSummary):  # issue 21: data as counts, never expanded to n rows
+        engine = resolve_engine(protocol, engine)
+        if engine != "fast":
+            raise ParameterError("data given as counts (a DataSummary) run only under the fast engine; "
+                                 "the faithful engine simulates every user's message (give the n inputs)")
+        summary = _check_summary(protocol, data)
+        truth = protocol.truth_from_summary(summary)
+    else:
+        protocol.check_resources()
+        data = protocol.check_data(data)
+        truth = protocol.truth(data)
+        engine = resolve_engine(protocol, engine)
+        summary = summarise_data(protocol, data) if engine == "fast" else None
     root = as_seed_sequence(rng)
     records: list[dict[str, Any]] = []
     complete = True

@@ -38,6 +38,10 @@ class HistogramProtocol(Protocol):
     def truth(self, data: np.ndarray) -> np.ndarray:
         return np.bincount(data, minlength=self.k).astype(float)
 
+    def truth_from_summary(self, summary) -> np.ndarray:
+        """The histogram is the counts themselves (data given as counts, issue 21)."""
+        return np.asarray(summary.counts, dtype=float)
+
     def point_estimate(self, raw: HistogramEstimate) -> np.ndarray:
         return raw.counts
 

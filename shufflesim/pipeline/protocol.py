@@ -139,6 +139,14 @@ class Protocol(ABC):
     def truth(self, data: np.ndarray) -> Any:
         """The quantity the protocol estimates, computed from the raw data."""
 
+    def truth_from_summary(self, summary: Any) -> Any:
+        """The quantity the protocol estimates, from the data's counts
+        (:class:`~shufflesim.pipeline.fast.DataSummary`) -- for data given as counts (issue 21).  The base
+        class has none: such a protocol needs its n inputs."""
+        from shufflesim.errors import NotApplicableError
+
+        raise NotApplicableError(f"protocol {self.name!r} cannot take its data as counts; give the n inputs")
+
     # --- simulation ---------------------------------------------------------------------------------
     def run(self, data: np.ndarray, rng: RngLike = None, *, keep_view: bool = False, validate: bool = True,
             truth: Any = None) -> RunResult:
