@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 import time
 from pathlib import Path
 from typing import Callable
@@ -28,8 +29,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from shufflesim.scenarios.plots import (have_matplotlib, plot_agreement, plot_curves, plot_heatmaps, plot_sweeps,
-                                        plot_training)
+from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agreement, plot_curves, plot_heatmaps,
+                                        plot_sweeps, plot_training)
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
 from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, curve_combos, curve_eps, curve_x,
@@ -301,7 +302,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
                 if len(kinds_) > 1:
                     raise ScenarioError(f"{sc['_path']}: figure {fig!r} mixes step kinds ({', '.join(sorted(kinds_))})")
                 steps = [s for _, s in members]
-                title = f"{sc['reproduces']}: {fig}" if sc["reproduces"].lower() != "none" else fig
+                title = figure_title(sc, steps, next(iter(kinds_)), several=len(figures) > 1)
                 if "cells" in kinds_:
                     plot_heatmaps(steps, maps, out / f"{fig}.png", title)
                 else:
@@ -310,7 +311,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
                 pngs.append(f"{fig}.png")
             if len(papers):
                 plot_agreement(papers, out / "paper_vs_shufflesim.png",
-                               f"{sc['reproduces']}: the paper's numbers in shufflesim's ranges")
+                               textwrap.fill(f"{sc['title']}: the paper's numbers in shufflesim's ranges", 80))
                 pngs.append("paper_vs_shufflesim.png")
         else:
             plots_skipped = "matplotlib is not installed (pip install 'shufflesim[plot]')"
