@@ -179,7 +179,9 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
         label = (step["label"] or "{protocol}").format(protocol=proto, **step["settings"])
         for r, acc in enumerate(res["accuracy"]):
             rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
-                         "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta")})
+                         "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta"),
+                         # False when the run dropped messages (FLAME overflow): eps does not cover it
+                         "covered": bool((res.get("privacy") or {}).get("covered", True))})
     return pd.DataFrame(rows)
 
 
