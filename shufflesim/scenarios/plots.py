@@ -40,10 +40,10 @@ def _figure_subject(steps: list[dict], kind: str) -> str:
 def figure_title(sc: dict, steps: list[dict], kind: str, several: bool) -> str:
     """A figure's title: the scenario's title (wrapped), and — when the scenario draws several figures — what
     this one shows, in words from its steps (``δ(ε)``, ``MSE against n, uniform data``), never the file slug."""
-    head = sc["title"]
+    lines = textwrap.wrap(sc["title"], 80)
     if several:
-        head += f" — {_figure_subject(steps, kind)}"
-    return textwrap.fill(head, 80)
+        lines.append(_figure_subject(steps, kind))  # a line of its own: "n = 1000" is never split
+    return "\n".join(lines)
 
 
 def have_matplotlib() -> bool:
