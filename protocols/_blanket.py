@@ -304,6 +304,8 @@ def run_mode(create, mode: str, modes: tuple[str, ...]):
         built.append(((float(proto.mse_worst()), float(priv.delta), float(priv.eps), i), m, proto))
     if not built:
         first = failed[0][1]
+        if all(type(e) is type(first) and _first_line(e) == _first_line(first) for _, e in failed):
+            raise first  # the same refusal from every mode (a bad option): say it once, as it is
         detail = "; ".join(f"{m}: {_first_line(e)}" for m, e in failed)
         # a user error that every mode rejects (a bad option) keeps its class; otherwise nothing certifies
         cls = type(first) if all(type(e) is type(first) for _, e in failed) else InfeasibleError
