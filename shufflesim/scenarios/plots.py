@@ -275,7 +275,9 @@ def plot_heatmaps(steps: list[dict], maps: dict[str, pd.DataFrame], path: Path, 
             ax.set_yticks([])
         fig.colorbar(im, ax=list(axes[i]), fraction=0.015, pad=0.01, shrink=0.9,
                      label="probability of the cell\n(square-root scale)")
-    fig.suptitle(title, fontsize=9)
+    # above the figure's top edge (the saved area grows to hold it): a title of several lines never runs into
+    # the panels' own titles
+    fig.suptitle(title, fontsize=9, y=1.0 + 0.05 / fig.get_figheight(), va="bottom")
     return _save(plt, fig, path)
 
 
