@@ -28,9 +28,11 @@ shuffled k-RR applies with k + 1 values (docs/theory.md#pairs-krr, docs/theory.m
   k ∈ [1, max(16, 8⌊n^{1/3}⌋)] (assumes the MSE is unimodal in k; every evaluated k is certified either
   way, so a failure of that assumption costs optimality only).
 
-* ``auto`` (the default) — ``paper`` where its rule certifies the target, else ``tight``; the resolved
-  ``params`` carry the mode that ran and ``mode_reason`` says why (the paper's closed form needs
-  ε ≤ 1 and a large enough n: e.g. n = 10⁴, ε = 1 is infeasible for the recursive rule).
+* ``auto`` (the default) — of the modes below that certify the target, the one with the smallest exact
+  worst-case MSE (:func:`~protocols._blanket.run_mode`; ties go to the tighter certificate); the resolved
+  ``params`` carry the mode that ran and ``mode_reason`` names it with every candidate's worst-case MSE
+  or why it could not certify.  The minimum over certified modes can only fall as ε grows, so a sweep
+  is never worse at a larger ε; the paper's rules stay available by name for reproductions.
 
 δ defaults to 1/n² (seed 004 §7 and Appendix G use δ = 1/n²).  With ``gamma`` given the mode's method
 certifies it instead: δ(ε) when ``eps`` is also given, else ε(δ).
@@ -230,7 +232,8 @@ class BlanketSumProtocol(Protocol):
         Option("k", int, "precision k >= 1: inputs are rounded to {0..k} (default: floor(n^(1/3)); tight: optimised)",
                metavar="K"),
         Option("gamma", float, "blanket probability in (0, 1) (default: calibrated to --eps/--delta by --mode)"),
-        Option("mode", str, "parameter rule: auto (paper where feasible, else tight), paper (closed form), bennett, "
+        Option("mode", str, "parameter rule: auto (the certified mode with the smallest worst-case MSE), paper "
+               "(closed form), bennett, "
                "tight", default="auto", choices=("auto",) + MODES),
         ADVERSARY_OPTION,
         VARIANT_OPTION,

@@ -81,7 +81,7 @@ class _CentralHistogram(HistogramProtocol):
 def _common(n, k, neighbouring):
     n = check_int("n", n, minimum=1)
     if k is None:
-        raise ParameterError("this protocol needs the number of categories k >= 2")
+        raise ParameterError("this protocol needs the number of categories k >= 2 (--k on the command line)")
     k = check_int("k", k, minimum=2)
     if neighbouring not in SENSITIVITY:
         raise ParameterError(f"neighbouring must be one of {', '.join(SENSITIVITY)}; got {neighbouring!r}")

@@ -116,7 +116,7 @@ class KRRProtocol(HistogramProtocol):
     def create(cls, n: int, *, k=None, gamma=None, eps0=None, delta=None, adversary="shuffled") -> "KRRProtocol":
         n = check_int("n", n, minimum=1)
         if k is None:
-            raise ParameterError("krr needs the number of categories k >= 2")
+            raise ParameterError("krr needs the number of categories k >= 2 (--k on the command line)")
         mech = KRR.resolve(n, k, gamma, eps0, Relation.parse(adversary))
         k, gamma, eps0, adversary = mech.k, mech.gamma, mech.eps0, mech.relation.value
         # default 1/n^2; for n = 1 that is 1 (not a valid delta): use 1/4, as for n = 2 (params say so)

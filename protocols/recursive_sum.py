@@ -23,9 +23,11 @@ values, so it can fall *below* the exact worst case (tests show it).
 
 Parameter modes (δ defaults to 1/n² as in seed 004; r defaults to the paper's round(log₃ log₂ n), at least 2):
 
-* ``auto`` (the default) — ``paper`` where its rule certifies the target, else ``tight``; the resolved
-  ``params`` carry the mode that ran and ``mode_reason`` says why (the paper's closed form needs
-  ε ≤ 1 and a large enough n: e.g. n = 10⁴, ε = 1 is infeasible for the recursive rule).
+* ``auto`` (the default) — of the modes below that certify the target, the one with the smallest exact
+  worst-case MSE (:func:`~protocols._blanket.run_mode`; ties go to the tighter certificate); the resolved
+  ``params`` carry the mode that ran and ``mode_reason`` names it with every candidate's worst-case MSE
+  or why it could not certify.  The minimum over certified modes can only fall as ε grows, so a sweep
+  is never worse at a larger ε; the paper's rules stay available by name for reproductions.
 * ``paper``     — the generic rule of Theorem 4.2 as the authors' code evaluates it: ε_j = ε/r, δ_j = δ/r,
   X = (3^r − 1)nε²/r³, p_t = min(⌈X^{3^{t−r−1}}⌉, ⌊p_max⌋) with p_max = (n−1)ε_j / max(14 log(2/δ_j)/ε_j, 27)
   (the largest precision for which the closed form gives γ ≤ 1), and γ_j from the closed form (seed 001
@@ -684,7 +686,8 @@ class RecursiveSumProtocol(Protocol):
                metavar="G1,G2,..."),
         Option("eps_split", float_list, "comma-separated per-level epsilons, summing to --eps (basic composition)",
                metavar="E1,E2,..."),
-        Option("mode", str, "parameter rule: auto (paper where feasible, else tight), paper (closed form), bennett, "
+        Option("mode", str, "parameter rule: auto (the certified mode with the smallest worst-case MSE), paper "
+               "(closed form), bennett, "
                "optimised, tight", default="auto", choices=("auto",) + RECURSIVE_MODES),
         ADVERSARY_OPTION,
         VARIANT_OPTION,

@@ -144,3 +144,14 @@ def test_demo_quick(capsys, tmp_path):
     assert all(r["eps"] <= r["eps0"] for r in d["summary"])
     assert (tmp_path / "demo" / "records.parquet").exists()
     assert (tmp_path / "demo" / "summary.csv").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "krr", "--n", "1000", "--eps0", "1", "--data", "uniform", "--trials", "2"],
+    ["simulate", "krr", "--eps0", "1", "--data", "adult-age", "--trials", "2"],
+])
+def test_missing_k_names_the_flag(argv, capsys):
+    """Issue 18: `simulate krr` without --k says which flag is missing (one error line, exit 2)."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "--k" in err[0], err

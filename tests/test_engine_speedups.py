@@ -61,7 +61,10 @@ def test_interval_matches_the_engine_before_the_speedups(case):
     if "delta" in case:
         stated = w_old + 2 * (EPS_TOL + 1e-9 * abs(case["up"]))
     else:
-        stated = w_old * (1 + 1e-6) + 1e-300
+        # plus 8 ulps of the value for each end: the widths here are ~1e-11 relative, round-off of the PMF
+        # sums, and numpy/scipy releases within the declared ranges move each end by a few ulps (summation
+        # order, FFT kernels; numpy 1.26 / scipy 1.11 widened four of these by 1-8 ulps of delta, issue 18)
+        stated = w_old * (1 + 1e-6) + 16 * math.ulp(case["up"]) + 1e-300
         if w_old <= 1e-3 * case["up"]:
             assert w_new <= 1e-3 * up
     assert w_new <= stated, (w_new, stated, case)

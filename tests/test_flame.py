@@ -344,6 +344,101 @@ def test_encrypted_round_equals_plaintext_and_counts_rejections():
     assert np.all(np.isfinite(hit.estimate))
 
 
+def _honest_messages(cfg, upd, seed):
+    """The shuffled (index, value) the analyser receives in the plaintext round with this seed (the encrypted
+    round draws the same messages in the same order: test above)."""
+    seen = {}
+
+    def capture(idx, pay):
+        seen["idx"], seen["val"] = np.asarray(idx).copy(), np.asarray(pay, dtype=float).copy()
+        return idx, pay
+
+    run_round(cfg, upd, rng(seed), interfere=capture)
+    return seen["idx"], seen["val"]
+
+
+@pytest.mark.parametrize("randomiser", ["laplace", "rr"])
+def test_encrypted_values_outside_the_randomisers_range_are_rejected_and_counted(randomiser):
+    """Issue 18 / seed 004 §8: the analyser typechecks what decrypts.  A correctly encrypted NaN, 1e6 (and for
+    R_{gamma,b} a non-integer level or b + 1) is rejected and counted; the estimate is then exactly the one
+    without those messages (it moved a coordinate by 66,667 before)."""
+    n, d = 30, 10
+    upd = rng(10).normal(0, 0.3, (n, d))
+    cfg = FlameConfig("ss-topk", d, n, eps_l=4.0, k=2, randomiser=randomiser, b=8, n_p=n, l=2)
+    idx, val = _honest_messages(cfg, upd, 11)
+    bad = [np.nan, 1e6, -np.inf] + ([2.5, 9.0] if randomiser == "rr" else [])
+    where = np.arange(len(bad)) * 7  # distinct positions
+    keys = crypto.AnalyserKeys()
+
+    def forge(i, p):  # replace some ciphertexts by correctly encrypted out-of-range values at their index
+        p = list(p)
+        forged = keys.public.encrypt(np.array(bad), np.asarray(i)[where], 5)
+        for w, c in zip(where, forged):
+            p[w] = c
+        return i, p
+
+    hit = run_round(cfg, upd, rng(11), keys=keys, round_id=5, interfere=forge)
+    assert hit.report["decrypt"]["accepted"] == idx.size and hit.report["decrypt"]["rejected"] == 0
+    assert hit.report["out_of_range"] == len(bad) and hit.report["rejected_messages"] == len(bad)
+    keep = np.ones(idx.size, dtype=bool)
+    keep[where] = False
+    # exact: the same messages summed in the same order by the same function
+    assert np.array_equal(hit.estimate, aggregate(cfg, idx, val, keep))
+    # honest reports pass the typecheck (plaintext: nothing is rejected)
+    plain = run_round(cfg, upd, rng(11))
+    assert plain.report["out_of_range"] == 0 and plain.report["rejected_messages"] == 0
+
+
+def test_typecheck_ranges():
+    lap = LaplaceCoord(2.0)
+    r = lap.output_radius
+    assert r == 0.5 + 64 * math.log(2) / 2.0  # the stated cut-off: e^-TAIL = 2^-64 (exact by definition)
+    y = np.array([0.5, 0.5 + r, 0.5 - r, 0.5 + r * (1 + 1e-12), np.nan, np.inf, 1e6])
+    assert lap.valid(y).tolist() == [True, True, True, False, False, False, False]
+    # an honest report leaves the range with probability 2^-64: none of 10^6 draws does
+    assert lap.valid(lap.randomise(rng(1).random(10**6), rng(2))).all()
+    assert lap.valid(lap.blanket(10**6, rng(3))).all()
+    rr = BlanketRR(1.0, b=4)
+    assert rr.valid(np.array([0, 1, 4, 5, -1, 2.5, np.nan])).tolist() == [True, True, True, False, False, False,
+                                                                          False]
+
+
+def test_missing_ciphertexts_are_counted():
+    """Issue 18: fewer ciphertexts than indices were not counted; now each index without one is ``missing``
+    and rejected (and ciphertexts beyond the indices are ``malformed``); the plaintext path counts the same."""
+    n, d = 30, 10
+    upd = rng(10).normal(0, 0.3, (n, d))
+    cfg = FlameConfig("ss-topk", d, n, eps_l=4.0, k=2, n_p=n, l=2)
+    keys = crypto.AnalyserKeys()
+    short = run_round(cfg, upd, rng(11), keys=keys, round_id=1, interfere=lambda i, p: (i, list(p)[:-5]))
+    assert short.report["decrypt"]["missing"] == 5 and short.report["rejected_messages"] == 5
+    assert short.report["decrypt"]["accepted"] == d * n - 5 and np.all(np.isfinite(short.estimate))
+    longer = run_round(cfg, upd, rng(11), keys=keys, round_id=2, interfere=lambda i, p: (i[:-3], p))
+    assert longer.report["decrypt"]["malformed"] == 3 and longer.report["rejected_messages"] == 3
+    plain = run_round(cfg, upd, rng(11), interfere=lambda i, p: (i, p[:-4]))
+    assert plain.report["missing"] == 4 and plain.report["rejected_messages"] == 4
+
+
+def test_default_ss_topk_run_cannot_overflow_and_is_covered():
+    """Issue 18: `fl --protocol ss-topk --rounds 3` dropped a message with the paper's n_p = n/3.  The SS-Topk
+    default is n_p = n: every user sends at most one message per coordinate, so nothing can be dropped; a run
+    that does drop messages (a given n_p below n) says it is not covered."""
+    from shufflesim.federated.training import FLSettings, train
+
+    cfg = FlameConfig("ss-topk", 650, 300, eps_l=26.0, k=13)
+    assert cfg.n_p == 300 and FlameConfig("ss-double", 650, 300, eps_l=26.0, k=13).n_p == 100
+    x = np.zeros((300, 650))
+    x[:, :13] = 1.0  # every user's top-k on the same 13 coordinates: the worst concentration
+    _, _, rep = PaddingShuffler(650, cfg.n_p, LaplaceCoord(1.0).blanket).shuffle(
+        randomize(cfg, x, rng(1)).index, np.zeros(300 * cfg.messages_per_user), rng(2))
+    assert rep.overflow == 0
+    ok = train(FLSettings(protocol="ss-topk", rounds=3, tight=False))
+    assert ok["messages"]["overflow"] == 0 and ok["privacy"]["covered"] and "note" not in ok["privacy"]
+    bad = train(FLSettings(protocol="ss-topk", rounds=3, tight=False, n_p=60))
+    assert bad["messages"]["overflow"] > 0 and not bad["privacy"]["covered"]
+    assert bad["privacy"]["note"].startswith("NOT COVERED")
+
+
 # --------------------------------------------------------------------------------------------------
 # Accounting
 # --------------------------------------------------------------------------------------------------

@@ -87,3 +87,35 @@ def test_readme_setup_lines(line, tmp_path):
     r = subprocess.run(["bash", "-c", "set -euo pipefail\n" + cmd], capture_output=True, text=True, cwd=repo,
                        timeout=3600)
     assert r.returncode == 0, f"README set-up line failed:\n{line}\n{r.stderr[-4000:]}"
+
+
+def _writes_files(code: str) -> bool:
+    # the sweep example writes sweep-demo/ into its working directory: it runs in a temporary directory above
+    return "run_sweep(" in code
+
+
+CHECKOUT_CASES = [pytest.param(code, id=f"line{line}") for line, lang, code in blocks()
+                  if lang == "python" and not _writes_files(code)]
+
+
+@pytest.mark.parametrize("code", CHECKOUT_CASES)
+def test_readme_python_block_runs_from_checkout_root(code):
+    """Issue 18: a README Python block piped to ``python -`` at the repository root (as a notebook opened in
+    the checkout, or ``python -m pytest``, sees it) imports the checkout's ``shufflesim/``, which shadows any
+    installed copy, and still finds ``shufflesim.protocols`` (the bridge shufflesim/protocols/__init__.py to
+    the top-level protocols/ folder).  PYTHONPATH is removed, so only the interpreter's site-packages (the
+    dependencies, perhaps an installed copy that the checkout shadows) are on the path."""
+    probe = (
+        "\nimport shufflesim, shufflesim.protocols as _p, shufflesim.protocols.krr as _k\n"
+        "from pathlib import Path as _P\n"
+        f"_root = _P({str(ROOT)!r}).resolve()\n"
+        "assert _P(shufflesim.__file__).resolve().parent == _root / 'shufflesim', shufflesim.__file__\n"
+        "assert _P(_k.__file__).resolve().parent == _root / 'protocols', _k.__file__\n"
+    )
+    env = _env()
+    env.pop("PYTHONPATH", None)
+    before = {p.name for p in ROOT.iterdir()}
+    r = subprocess.run([sys.executable, "-"], input=code + probe, capture_output=True, text=True, cwd=ROOT,
+                       env=env, timeout=1800)
+    assert r.returncode == 0, f"README block failed at the repository root:\n{code}\n{r.stderr[-4000:]}"
+    assert {p.name for p in ROOT.iterdir()} - before - {"__pycache__"} == set(), "the block wrote into the checkout"

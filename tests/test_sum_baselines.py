@@ -48,7 +48,7 @@ def test_cheu_randomiser_bits():
         for j in range(r):
             p1 = 1 - q if j < a else q
             assert stats.binomtest(int(y[:, j].sum()), n, p1).pvalue > ALPHA / tests
-        ones = np.bincount(y.sum(axis=1), minlength=r + 1)
+        ones = np.bincount(y.sum(axis=1, dtype=np.int64), minlength=r + 1)  # numpy 1.26: bincount takes no uint64
         pmf = np.convolve(stats.binom.pmf(np.arange(a + 1), a, 1 - q), stats.binom.pmf(np.arange(r - a + 1), r - a, q))
         assert stats.chisquare(ones, n * pmf).pvalue > ALPHA / tests
 

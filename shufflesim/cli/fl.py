@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--b", type=int_arg, default=10, help="levels of R_{gamma,b} (default 10)")
     p.add_argument("--beta", type=float_arg, default=1 / 50, help="k/d for SS-Double/Topk (default 1/50)")
     p.add_argument("--k", type=int_arg, default=None, help="coordinates per user (overrides --beta)")
-    p.add_argument("--n-p", type=int_arg, default=None, help="padded messages per coordinate (default n/3)")
+    p.add_argument("--n-p", type=int_arg, default=None, help="padded messages per coordinate (default: n for ss-topk, which then cannot overflow; "
+                   "n/3 for ss-double, the paper's)")
     p.add_argument("--l", type=int_arg, default=None, help="SS-Topk: lk indices per user")
     p.add_argument("--nu", type=float_arg, default=None, help="SS-Topk: index-privacy level (chooses l)")
     p.add_argument("--encrypt", action="store_true", help="encrypt every message (slower; same pipeline)")
@@ -77,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
           f"{len(acc) - 1} rounds")
     print("accuracy: " + " ".join(f"{a:.3f}" for a in acc))
     eps = res["eps"]
+    covered = res["privacy"].get("covered", True)
     print(f"privacy: eps={'inf' if eps is None else f'{eps:.4g}'}, delta={res['delta']:.3g}"
-          + (f" ({res['privacy'].get('method')})" if res["privacy"] else ""))
+          + (f" ({res['privacy'].get('method')})" if res["privacy"] else "")
+          + ("" if covered else " - NOT COVERED: this run dropped messages (note below)"))
     if res["privacy"].get("values"):
         print("  " + ", ".join(f"{k}={v:.4g}" for k, v in res["privacy"]["values"].items()))
     if res["privacy"].get("note"):

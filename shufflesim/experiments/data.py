@@ -196,7 +196,7 @@ def load_data(
         n = _check_count("n", n, 1)
     if data_kind == "categorical":
         if k is None:
-            raise DataError("categorical data need k >= 2 categories")
+            raise DataError("categorical data need the number of categories k >= 2 (--k on the command line)")
         k = _check_count("k", k, 2)
     for name, v in (("lower", lower), ("upper", upper)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, Real)):

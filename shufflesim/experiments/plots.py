@@ -7,6 +7,18 @@ from pathlib import Path
 import pandas as pd
 
 
+def data_ticks(axis, values, digits: int = 3) -> None:
+    """Major ticks of a (log) axis exactly at the data's x values, labelled with ``digits`` significant
+    digits, and no minor tick labels: a log axis over about one decade otherwise labels its minor ticks
+    too ("2×10⁻² 3×10⁻² 4×10⁻²…"), which overlap."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
+
+    ticks = sorted({float(v) for v in values})
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FixedFormatter([f"{v:.{digits}g}" for v in ticks]))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_mse(summary: pd.DataFrame, x: str, path: Path, *, title: str = "", xlabel: str | None = None,
              hue: str | None = None) -> Path:
     """Empirical MSE with its confidence interval against ``x``, with the exact expectation as a line."""
@@ -24,12 +36,7 @@ def plot_mse(summary: pd.DataFrame, x: str, path: Path, *, title: str = "", xlab
         if g["mse_expected"].notna().any():
             ax.plot(g[x], g["mse_expected"], "-", lw=1, label=f"{label} exact" if label else "exact expectation")
     ax.set_xscale("log")
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    ticks = sorted(summary[x].unique())
-    ax.set_xticks(ticks)
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    data_ticks(ax.xaxis, summary[x].unique())
     ax.set_yscale("log")
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel("mean squared error")

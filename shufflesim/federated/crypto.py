@@ -14,8 +14,11 @@ Roles, separated by construction:
 * :class:`PublicKey` (what users and the shuffler get) holds only the public key: it can encrypt —
   which the shuffler needs for its dummy messages — and has no way to decrypt.
 * :class:`Decryptor` rejects, and counts, ciphertexts that fail authentication (tampered bytes, a message
-  moved to another coordinate or round) and ciphertexts already seen (replays; the ephemeral key is the
-  message's identity).  Rejected messages are never used.
+  moved to another coordinate or round), ciphertexts already seen (replays; the ephemeral key is the
+  message's identity), malformed ones (wrong type or length, or ciphertexts beyond the indices) and missing
+  ones (indices without a ciphertext).  Rejected messages are never used.  What a correctly encrypted value
+  may be is the analyser's check, not the decryptor's (:func:`shufflesim.federated.encoding.run_round`
+  typechecks it against the randomiser's output range).
 """
 
 from __future__ import annotations
@@ -73,16 +76,18 @@ class PublicKey:
 
 @dataclass
 class DecryptReport:
-    """Counts of one round's decryption: accepted, and rejected (tampered/misrouted, replayed, malformed)."""
+    """Counts of one round's decryption: accepted, and rejected (tampered/misrouted, replayed, malformed,
+    missing: an index that arrived without a ciphertext)."""
 
     accepted: int = 0
     tampered: int = 0
     replayed: int = 0
     malformed: int = 0
+    missing: int = 0
 
     @property
     def rejected(self) -> int:
-        return self.tampered + self.replayed + self.malformed
+        return self.tampered + self.replayed + self.malformed + self.missing
 
     def as_dict(self) -> dict:
         return {**asdict(self), "rejected": self.rejected}
@@ -102,9 +107,13 @@ class Decryptor:
 
     def decrypt(self, indices: np.ndarray, ciphertexts: list[bytes], round_id: int,
                 report: DecryptReport | None = None) -> tuple[np.ndarray, np.ndarray, DecryptReport]:
-        """Values (NaN where rejected), the accepted mask, and the counts."""
+        """Values (NaN where rejected), the accepted mask, and the counts.  Indices without a ciphertext are
+        counted as ``missing``, ciphertexts without an index as ``malformed`` (neither is used)."""
         idx = np.asarray(indices, dtype=np.int64).ravel()
+        ciphertexts = list(ciphertexts)
         rep = report if report is not None else DecryptReport()
+        rep.missing += max(0, idx.size - len(ciphertexts))
+        rep.malformed += max(0, len(ciphertexts) - idx.size)
         vals = np.full(idx.size, np.nan)
         ok = np.zeros(idx.size, dtype=bool)
         for i, (j, c) in enumerate(zip(idx.tolist(), ciphertexts)):

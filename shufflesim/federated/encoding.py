@@ -47,7 +47,7 @@ from shufflesim.federated.randomisers import make_randomiser
 
 __all__ = ["PROTOCOLS", "FlameConfig", "Messages", "clip_rescale", "sample_coordinates", "topk_select",
            "randomize", "PaddingShuffler", "aggregate", "run_round", "RoundResult", "index_privacy_l",
-           "strongest_index_privacy"]
+           "strongest_index_privacy", "default_n_p"]
 
 PROTOCOLS = ("ss-simple", "ss-double", "ss-topk")
 
@@ -78,13 +78,23 @@ def strongest_index_privacy(n_p: int, n: int, beta: float) -> tuple[float, int]:
     return max(1.0, 1.0 / (l * beta)), l
 
 
+def default_n_p(protocol: str, n: int) -> int:
+    """Messages per coordinate after padding when not given (:class:`FlameConfig`): n for SS-Simple and
+    SS-Topk (no coordinate can overflow), ⌊n/3⌋ for SS-Double (the paper's)."""
+    return max(1, n // 3) if protocol == "ss-double" else n
+
+
 @dataclass(frozen=True)
 class FlameConfig:
     """One FLAME protocol's resolved parameters (validated).
 
     ``eps_l`` is the local budget of one user's whole vector per round; the per-coordinate budget is
-    ε_l/d (SS-Simple) or ε_l/k.  ``n_p`` defaults to ⌊n/3⌋ (the paper's experiments) for SS-Double and
-    SS-Topk and is n for SS-Simple; ``l`` for SS-Topk defaults to the l of ν (``nu_target``) if given, else to
+    ε_l/d (SS-Simple) or ε_l/k.  ``n_p`` is n for SS-Simple; it defaults to ⌊n/3⌋ (the paper's
+    experiments) for SS-Double, whose indices are data independent (a coordinate overflows only if more than a
+    third of the users sample it: probability below 10⁻⁹⁰ at β = 1/50, n = 300), and to n for SS-Topk, whose
+    Top-k indices are data dependent and concentrate: each user sends at most one message per coordinate, so
+    with n_p = n no coordinate can overflow and every default run is covered by the accounting (issue 18;
+    with the paper's n/3 a default digits run dropped messages); ``l`` for SS-Topk defaults to the l of ν (``nu_target``) if given, else to
     Theorem 5's l (the strongest index privacy n_p allows).
     """
 
@@ -119,7 +129,8 @@ class FlameConfig:
         k = check_int("k", k, minimum=1, maximum=d)
         object.__setattr__(self, "k", k)
         # n_p messages per coordinate are materialised for every coordinate: bounded like other sizes
-        n_p = check_int("n_p", self.n_p if self.n_p is not None else max(1, n // 3), minimum=1, maximum=MAX_N_P)
+        n_p = check_int("n_p", self.n_p if self.n_p is not None else default_n_p(self.protocol, n), minimum=1,
+                        maximum=MAX_N_P)
         object.__setattr__(self, "n_p", n_p)
         if self.protocol == "ss-double":
             object.__setattr__(self, "l", 1)
@@ -344,12 +355,26 @@ def run_round(cfg: FlameConfig, updates: np.ndarray, rng: np.random.Generator, *
     if interfere is not None:
         idx, pay = interfere(idx, pay)
     report = {"shuffle": srep.as_dict(), "encrypted": keys is not None}
+    idx = np.asarray(idx, dtype=np.int64)
     if keys is not None:
         dec = decryptor if decryptor is not None else keys.decryptor()
         vals, ok, drep = dec.decrypt(idx, list(pay), round_id)
         report["decrypt"] = drep.as_dict()
-        report["rejected_messages"] = drep.rejected
+        rejected = drep.rejected
     else:
-        vals, ok = np.asarray(pay, dtype=float), None
-        report["rejected_messages"] = 0
+        # the plaintext simulation runs the same checks: a value per index, nothing beyond
+        pay = np.asarray(pay, dtype=float).ravel()
+        missing = max(0, idx.size - pay.size)
+        report["missing"] = missing
+        rejected = missing + max(0, pay.size - idx.size)
+        vals = np.full(idx.size, np.nan)
+        vals[:min(idx.size, pay.size)] = pay[:idx.size]
+        ok = np.arange(idx.size) < pay.size
+    # the analyser typechecks what decrypted (seed 004 §8): a value the randomiser cannot output (NaN, 1e6, a
+    # non-integer level of R_{gamma,b}) is rejected and counted, so a dishonest sender moves a coordinate by at
+    # most one report's range instead of arbitrarily
+    typed = R.valid(vals)
+    report["out_of_range"] = int(np.count_nonzero(ok & ~typed))
+    ok = ok & typed
+    report["rejected_messages"] = rejected + report["out_of_range"]
     return RoundResult(aggregate(cfg, idx, vals, ok), report)

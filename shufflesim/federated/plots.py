@@ -21,8 +21,12 @@ def plot_accuracy(results: list[dict], path: str) -> None:
         label = f"{r['protocol']} (eps={'inf' if eps is None else f'{eps:.3g}'})"
         (line,) = ax.plot(range(len(r["accuracy"])), r["accuracy"], marker=".", label=label)
         colours.append(line.get_color())
-    ax.set_xlabel("round")
+    ax.set_xlabel("round (0: the initial model)")
     ax.set_ylabel("test accuracy")
+    r0 = results[0]
+    users = r0.get("params", {}).get("n")
+    ax.set_title(f"FedAvg on {r0.get('dataset', 'the data')}" + (f", {users} users a round" if users else "")
+                 + ": test accuracy per round", fontsize=9)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)  # off the data
     if len(results) > 1:
         pts = [(r["eps"], r["accuracy"][-1], r["protocol"], c) for r, c in zip(results, colours)

@@ -25,7 +25,11 @@ from shufflesim.core.checks import check_int, check_positive
 from shufflesim.maths.rounding import randomised_round
 from shufflesim.maths.rr import gamma_from_eps0
 
-__all__ = ["LaplaceCoord", "BlanketRR", "make_randomiser", "RANDOMISERS"]
+__all__ = ["LaplaceCoord", "BlanketRR", "make_randomiser", "RANDOMISERS", "LAPLACE_TAIL"]
+
+#: the Laplace report's typecheck cut-off in units of its scale 1/eps: 64 ln 2, so an honest report is
+#: rejected with probability 2^-64 (LaplaceCoord.valid)
+LAPLACE_TAIL = 64.0 * math.log(2.0)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,19 @@ class LaplaceCoord:
     @staticmethod
     def unit(y: np.ndarray) -> np.ndarray:
         return np.asarray(y, dtype=float)
+
+    @property
+    def output_radius(self) -> float:
+        """Half-width of the accepted report range around 1/2: 1/2 + TAIL/eps.  x + Lap(1/eps) ranges over
+        the whole real line, so the analyser's typecheck needs a cut-off: an honest report (x ∈ [0, 1], or ω)
+        lies farther than TAIL/eps from [0, 1] with probability e^{−TAIL} = 2^{−64}."""
+        return 0.5 + LAPLACE_TAIL / self.eps
+
+    def valid(self, y: np.ndarray) -> np.ndarray:
+        """The analyser's typecheck (seed 004 §8): finite and within :attr:`output_radius` of 1/2."""
+        y = np.asarray(y, dtype=float)
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(y) & (np.abs(y - 0.5) <= self.output_radius)
 
     def report_variance(self) -> float:
         """Var of one report around its mean (the same for ω)."""
@@ -96,6 +113,12 @@ class BlanketRR:
 
     def unit(self, y: np.ndarray) -> np.ndarray:
         return np.asarray(y, dtype=float) / self.b
+
+    def valid(self, y: np.ndarray) -> np.ndarray:
+        """The analyser's typecheck (seed 004 §8): an integer in {0, …, b}, the randomiser's only outputs."""
+        y = np.asarray(y, dtype=float)
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(y) & (y == np.round(y)) & (y >= 0) & (y <= self.b)
 
     def report_variance(self) -> float:
         """Upper bound on Var(unit(y)) of one report (uniform variance plus rounding)."""

@@ -135,13 +135,14 @@ def train(s: FLSettings, progress=None) -> dict:
             raise ParameterError(f"k = {k} exceeds d = {d}")
         eps_l = s.eps_l if s.eps_l is not None else d / 25.0
         l = s.l
-        if s.protocol == "ss-topk" and l is None and s.nu is None:
-            # half of Theorem 5's largest l: top-k indices concentrate on few coordinates, and a coordinate
-            # that receives more than n_p messages breaks the padding (overflow, reported)
+        if s.protocol == "ss-topk" and l is None and s.nu is None and s.n_p is not None and s.n_p < n:
+            # a given n_p below n: half of Theorem 5's largest l, because top-k indices concentrate on few
+            # coordinates and a coordinate that receives more than n_p messages overflows (the excess is dropped
+            # and the run is reported as not covered).  The default n_p = n cannot overflow, and FlameConfig
+            # takes Theorem 5's l (the strongest index privacy)
             from shufflesim.federated.encoding import strongest_index_privacy
 
-            n_p = s.n_p if s.n_p is not None else max(1, n // 3)
-            l = max(1, strongest_index_privacy(n_p, n, k / d)[1] // 2)
+            l = max(1, strongest_index_privacy(s.n_p, n, k / d)[1] // 2)
         cfg = FlameConfig(s.protocol, d, n, eps_l, C=s.C, randomiser=s.randomiser, b=s.b, k=k, n_p=s.n_p, l=l,
                           nu_target=s.nu)
         params.update(cfg.as_params())
@@ -176,6 +177,7 @@ def train(s: FLSettings, progress=None) -> dict:
             raise ParameterError("ldp mechanism must be laplace or gaussian")
         params.update({"eps_l": eps_l, "C": s.C, "mechanism": s.ldp_mechanism, "noise_scale": scale})
     rejected = 0
+    rejections: dict[str, int] = {}  # why messages were rejected (decryption, missing, typecheck)
     reports = {"dummies": 0, "overflow": 0, "user_messages": 0}
     for r in range(s.rounds):
         g = np.random.Generator(np.random.PCG64(root.spawn(1)[0]))
@@ -185,6 +187,12 @@ def train(s: FLSettings, progress=None) -> dict:
             res = run_round(cfg, upd, g, keys=keys, round_id=r, decryptor=dec)
             est = res.estimate
             rejected += res.report["rejected_messages"]
+            for key, v in res.report.get("decrypt", {}).items():
+                if key not in ("accepted", "rejected"):
+                    rejections[key] = rejections.get(key, 0) + v
+            for key in ("missing", "out_of_range"):
+                if key in res.report:
+                    rejections[key] = rejections.get(key, 0) + res.report[key]
             for key in reports:
                 reports[key] += res.report["shuffle"][key]
         elif s.protocol == "np":
@@ -211,9 +219,13 @@ def train(s: FLSettings, progress=None) -> dict:
 
         fp = flame_privacy(cfg, s.rounds, delta, tight=s.tight)
         eps, privacy = fp.eps, fp.as_dict()
+        # the accounting assumes every coordinate carries its users' messages plus dummies up to n_p; a
+        # dropped message (overflow) breaks that, so such a run is not covered by the eps above
+        privacy["covered"] = reports["overflow"] == 0
         if reports["overflow"]:
-            privacy["note"] = (f"{reports['overflow']} messages exceeded n_p and were dropped: those rounds are "
-                               "outside the accounting (raise n_p)")
+            privacy["note"] = (f"NOT COVERED: {reports['overflow']} messages exceeded n_p = {cfg.n_p} and were "
+                               f"dropped, so the rounds that dropped them are outside the accounting and eps does "
+                               f"not cover this run (use n_p = n = {n}, the SS-Topk default, which cannot overflow)")
     elif s.protocol == "np":
         eps, delta = math.inf, 1.0
     elif s.protocol == "dp":
@@ -229,5 +241,5 @@ def train(s: FLSettings, progress=None) -> dict:
         eps = math.inf
     return {"protocol": s.protocol, "dataset": s.dataset, "params": params, "accuracy": acc,
             "eps": eps if math.isfinite(eps) else None, "delta": delta, "rejected_messages": rejected,
-            "privacy": privacy, "messages": reports if cfg is not None else None,
+            **({"rejections": rejections} if cfg is not None else {}), "privacy": privacy, "messages": reports if cfg is not None else None,
             "seconds": time.perf_counter() - t0}

@@ -5,14 +5,45 @@ Legends sit below the axes, outside the data, so that no curve or error bar is e
 
 from __future__ import annotations
 
-import itertools
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-Y_LABELS = {"mse": "MSE (95% CI; dotted: exact)", "rmse": "root MSE", "rmse_mean": "root MSE of the mean (95% CI)",
+Y_LABELS = {"mse": "MSE (95% CI; dashed: exact)", "rmse": "root MSE", "rmse_mean": "root MSE of the mean (95% CI)",
             "mse_expected": "exact MSE", "tv": "TV distance to the true distribution (95% CI)"}
+
+
+_Y_WORDS = {"mse": "MSE", "rmse": "root MSE", "rmse_mean": "root MSE of the mean", "mse_expected": "exact MSE",
+            "tv": "TV distance"}
+
+
+def _figure_subject(steps: list[dict], kind: str) -> str:
+    """What one figure shows, in words, from its steps (not from its file name)."""
+    s0 = steps[0]
+    if kind == "sweep":
+        what = f"{_Y_WORDS.get(s0['y'], s0['y'])} against {'n' if s0['x'] == 'n' else s0['x']}"
+        data = {str(s.get("data")) for s in steps}
+        return what + (f", {data.pop()} data" if len(data) == 1 else "")
+    if kind == "curve":
+        what = "δ(ε)" if s0["x"] == "eps" else \
+            f"ε at δ = {s0['delta']:.3g} against {({'eps0': 'local ε0'}).get(s0['x'], s0['x'])}"
+        ns = {str((s.get("args") or {}).get("n")) for s in steps}
+        return what + (f", n = {ns.pop()}" if len(ns) == 1 and "None" not in ns else "")
+    if kind == "training":
+        sets = {str(s.get("dataset")) for s in steps}
+        return "test accuracy against rounds" + (f", {sets.pop()}" if len(sets) == 1 else "")
+    return "cell distributions"
+
+
+def figure_title(sc: dict, steps: list[dict], kind: str, several: bool) -> str:
+    """A figure's title: the scenario's title (wrapped), and — when the scenario draws several figures — what
+    this one shows, in words from its steps (``δ(ε)``, ``MSE against n, uniform data``), never the file slug."""
+    lines = textwrap.wrap(sc["title"], 80)
+    if several:
+        lines.append(_figure_subject(steps, kind))  # a line of its own: "n = 1000" is never split
+    return "\n".join(lines)
 
 
 def have_matplotlib() -> bool:
@@ -42,6 +73,8 @@ def legend_below(ax, fontsize: float = 7) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if not labels:
         return
+    order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("exact"))  # the exact line's key last
+    handles, labels = [handles[i] for i in order], [labels[i] for i in order]
     ncol = 2 if max(len(lb) for lb in labels) <= 34 and len(labels) > 2 else 1
     height = ax.get_position().height * ax.figure.get_figheight()  # inches
     ax.legend(handles, labels, fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.45 / height),
@@ -55,27 +88,41 @@ def _save(plt, fig, path: Path) -> Path:
 
 
 def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
+    """Empirical values with their CI (markers and error bars, joined by a thin line when a series has more
+    than one point: a single point, as in quick mode, is a marker, not a "curve"); for ``y = "mse"`` the
+    exact expectation is drawn *above* them, dashed in the series' colour, with its own legend entry."""
     plt, fig, ax = _fig()
     s0 = steps[0]
+    exact_drawn = False
     for s in steps:
         df = frames[s["name"]]
         xcol = "n" if s["x"] == "n" else f"param_{s['x']}"
         for label, g in df.groupby("label", sort=False):
             g = g.sort_values(xcol)
             y = g[s["y"]]
+            fmt = "o-" if len(g) > 1 else "o"
+            kw = dict(fmt=fmt, ms=4, capsize=3, lw=1, alpha=0.85, label=label, zorder=2)
             if s["y"] == "tv" and "tv_lo" in g:
-                ax.errorbar(g[xcol], y, yerr=[y - g["tv_lo"], g["tv_hi"] - y], fmt="o-", ms=4, capsize=3, label=label)
+                ax.errorbar(g[xcol], y, yerr=[y - g["tv_lo"], g["tv_hi"] - y], **kw)
             elif s["y"] in ("mse", "rmse", "rmse_mean"):
                 lo, hi = g["mse_lo"].clip(lower=0), g["mse_hi"]
                 if s["y"] != "mse":
                     lo, hi = np.sqrt(lo), np.sqrt(hi)
                 if s["y"] == "rmse_mean":
                     lo, hi = lo / g["n"], hi / g["n"]
-                ax.errorbar(g[xcol], y, yerr=[y - lo, hi - y], fmt="o-", ms=4, capsize=3, label=label)
-                if s["y"] == "mse" and g["mse_expected"].notna().any():
-                    ax.plot(g[xcol], g["mse_expected"], ":", color="grey", lw=1)
+                has_exact = s["y"] == "mse" and g["mse_expected"].notna().any()
+                # with the exact line drawn through them, the empirical points are markers only (no line of
+                # their own that would hide it)
+                bars = ax.errorbar(g[xcol], y, yerr=[y - lo, hi - y], **dict(kw, fmt="o" if has_exact else fmt))
+                if has_exact:
+                    colour = bars.lines[0].get_color()
+                    ax.plot(g[xcol], g["mse_expected"], "--" if len(g) > 1 else "_", color=colour, lw=1.6, ms=14,
+                            mew=1.6, zorder=3)
+                    exact_drawn = True
             else:
-                ax.plot(g[xcol], y, "o-", ms=4, label=label)
+                ax.plot(g[xcol], y, fmt, ms=4, label=label)
+    if exact_drawn:
+        ax.plot([], [], "--", color="black", lw=1.6, label="exact expectation (dashed, each series' colour)")
     if s0["logx"]:
         ax.set_xscale("log")
     if s0["logy"]:
@@ -88,37 +135,97 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
     return _save(plt, fig, path)
 
 
+#: a curve figure with more series than this is split into panels when its steps line up (see plot_curves)
+MAX_SERIES_ONE_PANEL = 8
+
+
+def _common_suffix(labels: list[str]) -> str:
+    """The longest common suffix of ``labels`` that starts at a separator (", " or " "), without it."""
+    rev = [lb[::-1] for lb in labels]
+    n = 0
+    while all(len(r) > n for r in rev) and len({r[n] for r in rev}) == 1:
+        n += 1
+    tail = labels[0][len(labels[0]) - n:] if n else ""
+    for sep in (", ", "; ", " "):
+        if sep in tail:
+            return tail[tail.index(sep) + len(sep):]
+    return ""
+
+
+def _curve_xy(g: pd.DataFrame, vs_flag: bool):
+    if vs_flag:
+        g = g[g["applicable"] & np.isfinite(g["eps_upper"].astype(float))]
+        return g["x"], g["eps_upper"], "o"
+    g = g[g["applicable"] & (g["delta_upper"] > 0) & (g["delta_upper"] <= 1)]  # δ > 1 is vacuous
+    return g["eps"], g["delta_upper"], "."
+
+
 def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
-    """δ(ε) curves, or ε(δ) against a mechanism flag (``x`` = 'eps0', ...)."""
-    plt, fig, ax = _fig()
-    styles = itertools.cycle(["-", "--", "-.", ":"])
+    """δ(ε) curves, or ε(δ) against a mechanism flag (``x`` = 'eps0', ...).
+
+    A figure with more than :data:`MAX_SERIES_ONE_PANEL` series whose steps have the same number m of series
+    (e.g. seed 001 Figure 1: four methods × n_c ∈ {1, 2, 4}) is drawn as m panels side by side with a shared
+    y axis, panel j holding series j of every step: each panel is titled by what its labels share (``n_c=1``)
+    and keeps one colour and line style per step, so no panel has more than a handful of curves."""
+    styles = ["-", "--", "-.", ":"]
     s0 = steps[0]
     vs_flag = s0["x"] != "eps"
-    for s in steps:
-        df = frames[s["name"]]
-        ls = next(styles)
-        for label, g in df.groupby("label", sort=False):
-            if vs_flag:
-                g = g[g["applicable"] & np.isfinite(g["eps_upper"].astype(float))]
-                if len(g):
-                    ax.plot(g["x"], g["eps_upper"], ls, marker="o", ms=3, label=label)
-            else:
-                g = g[g["applicable"] & (g["delta_upper"] > 0) & (g["delta_upper"] <= 1)]  # δ > 1 is vacuous
-                if len(g):
-                    ax.plot(g["eps"], g["delta_upper"], ls, marker=".", ms=3, label=label)
-    if s0["logy"]:
-        ax.set_yscale("log")
-    if s0["ymin"]:
-        ax.set_ylim(bottom=s0["ymin"], top=None if vs_flag else 1.5)
-    if vs_flag:
-        ax.set_xlabel(s0["xlabel"] or {"eps0": "local ε0"}.get(s0["x"], s0["x"]))
-        ax.set_ylabel(s0["ylabel"] or f"ε at δ = {s0['delta']:.3g} (upper bound)")
+    series = [[(label, g) for label, g in frames[s["name"]].groupby("label", sort=False)] for s in steps]
+    m = len(series[0])
+    total = sum(len(x) for x in series)
+    panels = m if (total > MAX_SERIES_ONE_PANEL and m >= 2 and len(steps) >= 2
+                   and all(len(x) == m for x in series)) else 1
+    plt = _pyplot()
+    if panels == 1:
+        fig, ax = plt.subplots(figsize=(5.6, 3.9), dpi=110)
+        axes = [ax]
+        groups = [[(si, label, g) for si, x in enumerate(series) for label, g in x]]
+        titles = [title]
     else:
-        ax.set_xlabel(s0["xlabel"] or "ε")
-        ax.set_ylabel(s0["ylabel"] or "δ(ε) (upper bound)")
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="both", alpha=0.3)
-    legend_below(ax, 6.5)
+        fig, axes = plt.subplots(1, panels, figsize=(3.3 * panels + 0.6, 4.0), dpi=110, sharey=True, squeeze=False)
+        axes = list(axes[0])
+        groups = [[(si, x[j][0], x[j][1]) for si, x in enumerate(series)] for j in range(panels)]
+        titles = [_common_suffix([lb for _, lb, _ in grp]) for grp in groups]
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, grp, panel_title in zip(axes, groups, titles):
+        for i, (si, label, g) in enumerate(grp):
+            x, y, marker = _curve_xy(g, vs_flag)
+            if not len(x):
+                continue
+            if panels > 1:
+                shown = label[: len(label) - len(panel_title)].rstrip(" ,;") if panel_title and \
+                    label.endswith(panel_title) else label
+                colour, ls = colours[si % len(colours)], styles[si % len(styles)]
+            else:
+                shown, colour, ls = label, None, styles[si % len(styles)]
+            if len(x) == 1:  # one point (quick mode) is a marker, not a curve
+                ax.plot(x, y, marker="o", ls="none", ms=4, color=colour, label=shown)
+            else:
+                ax.plot(x, y, ls, marker=marker, ms=3, color=colour, label=shown)
+        if s0["logy"]:
+            ax.set_yscale("log")
+        if s0["ymin"]:
+            ax.set_ylim(bottom=s0["ymin"], top=None if vs_flag else 1.5)
+        if vs_flag:
+            ax.set_xlabel(s0["xlabel"] or {"eps0": "local ε0"}.get(s0["x"], s0["x"]))
+        else:
+            ax.set_xlabel(s0["xlabel"] or "ε")
+        if panels > 1:
+            ax.set_title(panel_title, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    if vs_flag:
+        axes[0].set_ylabel(s0["ylabel"] or f"ε at δ = {s0['delta']:.3g} (upper bound)")
+    else:
+        axes[0].set_ylabel(s0["ylabel"] or "δ(ε) (upper bound)")
+    if panels == 1:
+        axes[0].set_title(title, fontsize=9)
+        legend_below(axes[0], 6.5)
+    else:
+        fig.suptitle(title, fontsize=10)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, -0.02))
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
     return _save(plt, fig, path)
 
 
@@ -126,7 +233,7 @@ def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path
     plt, fig, ax = _fig()
     for s in steps:
         for label, g in frames[s["name"]].groupby("label", sort=False):
-            ax.plot(g["round"], g["accuracy"], "o-", ms=3, label=label)
+            ax.plot(g["round"], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
     ax.set_xlabel("round (0: the initial model)")
     ax.set_ylabel("test accuracy")
     ax.set_title(title, fontsize=9)
@@ -168,7 +275,9 @@ def plot_heatmaps(steps: list[dict], maps: dict[str, pd.DataFrame], path: Path, 
             ax.set_yticks([])
         fig.colorbar(im, ax=list(axes[i]), fraction=0.015, pad=0.01, shrink=0.9,
                      label="probability of the cell\n(square-root scale)")
-    fig.suptitle(title, fontsize=9)
+    # above the figure's top edge (the saved area grows to hold it): a title of several lines never runs into
+    # the panels' own titles
+    fig.suptitle(title, fontsize=9, y=1.0 + 0.05 / fig.get_figheight(), va="bottom")
     return _save(plt, fig, path)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import textwrap
 import time
 from pathlib import Path
 from typing import Callable
@@ -28,8 +29,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from shufflesim.scenarios.plots import (have_matplotlib, plot_agreement, plot_curves, plot_heatmaps, plot_sweeps,
-                                        plot_training)
+from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agreement, plot_curves, plot_heatmaps,
+                                        plot_sweeps, plot_training)
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
 from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
@@ -193,7 +194,9 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
         label = _label("training", step, step["label"] or "{protocol}", protocol=proto, **step["settings"])
         for r, acc in enumerate(res["accuracy"]):
             rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
-                         "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta")})
+                         "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta"),
+                         # False when the run dropped messages (FLAME overflow): eps does not cover it
+                         "covered": bool((res.get("privacy") or {}).get("covered", True))})
     return pd.DataFrame(rows)
 
 
@@ -390,7 +393,7 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
                 if len(kinds_) > 1:
                     raise ScenarioError(f"{sc['_path']}: figure {fig!r} mixes step kinds ({', '.join(sorted(kinds_))})")
                 steps = [s for _, s in members]
-                title = f"{sc['reproduces']}: {fig}" if sc["reproduces"].lower() != "none" else fig
+                title = figure_title(sc, steps, next(iter(kinds_)), several=len(figures) > 1)
                 if "cells" in kinds_:
                     plot_heatmaps(steps, maps, out / f"{fig}.png", title)
                 else:
@@ -399,7 +402,7 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
                 pngs.append(f"{fig}.png")
             if len(papers):
                 plot_agreement(papers, out / "paper_vs_shufflesim.png",
-                               f"{sc['reproduces']}: the paper's numbers in shufflesim's ranges")
+                               textwrap.fill(f"{sc['title']}: the paper's numbers in shufflesim's ranges", 80))
                 pngs.append("paper_vs_shufflesim.png")
         else:
             plots_skipped = "matplotlib is not installed (pip install 'shufflesim[plot]')"
