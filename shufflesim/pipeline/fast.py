@@ -228,3 +228,102 @@ def rounded_histogram(values: np.ndarray, counts: np.ndarray, scale: int, rng: n
 def flip_count(ones: int, total: int, flip: float, rng: np.random.Generator) -> int:
     """Number of ones after flipping each of ``total`` bits (``ones`` of them 1) independently w.p. ``flip``."""
     return int(rng.binomial(ones, 1.0 - flip)) + int(rng.binomial(total - ones, flip))
+
+
+# --- batch samplers: the same laws for ``size`` trials at once (``sample_fast_batch``) ------------------
+#: distinct values held by at most this many users are drawn user by user in the batch samplers (one
+#: uniform a user: a uniform costs ~1/10 of a binomial draw), larger groups by binomials per value
+PER_USER_MAX = 8
+#: draws per row-chunk of a batch (bounds the temporary arrays to ~16 MB); depends on the data only, so a
+#: block's draws never depend on workers or chunking
+BATCH_CELLS = 1 << 21
+
+
+def _groups(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the value of every user of a small group, indices of the large groups) — see PER_USER_MAX."""
+    small = counts <= PER_USER_MAX
+    return np.repeat(np.flatnonzero(small), counts[small]), np.flatnonzero(~small)
+
+
+def _row_chunks(size: int, cells: int):
+    step = max(1, BATCH_CELLS // max(1, cells))
+    return ((a, min(size, a + step)) for a in range(0, size, step))
+
+
+def rounded_total_batch(values: np.ndarray, counts: np.ndarray, scale: int, rng: np.random.Generator,
+                        size: int) -> np.ndarray:
+    """``size`` independent draws of :func:`rounded_total` (int64 array), vectorised over trials.
+
+    Same law: Σ_v c_v⌊scale·v⌋ plus, per value, Binomial(c_v, frac_v) rounded-up users — drawn as one
+    binomial per value for large groups and as one Bernoulli (uniform < frac) per user for values held by
+    at most :data:`PER_USER_MAX` users (a Binomial(c, f) is the sum of c independent Bernoulli(f))."""
+    lo, frac = rounded_parts(values, scale)
+    counts = np.asarray(counts, dtype=np.int64)
+    users, big = _groups(counts)
+    base = int(np.dot(lo.astype(np.int64), counts))
+    f_user, c_big, f_big = frac[users], counts[big], frac[big]
+    out = np.full(size, base, dtype=np.int64)
+    for a, b in _row_chunks(size, users.size + big.size):
+        if big.size:
+            out[a:b] += rng.binomial(c_big, f_big, size=(b - a, big.size)).sum(axis=1)
+        if users.size:
+            out[a:b] += (rng.random((b - a, users.size)) < f_user).sum(axis=1)
+    return out
+
+
+def blanket_total_batch(lo: np.ndarray, frac: np.ndarray | None, counts: np.ndarray, top: int, gamma: float,
+                        rng: np.random.Generator, size: int) -> np.ndarray:
+    """Sum of the reports of blanket RR over {0..top} (keep w.p. 1 − γ, else uniform on {0..top}) applied to
+    users whose inputs are ``lo_v + Bernoulli(frac_v)`` (``frac`` None: the integers ``lo_v``), ``counts_v``
+    users per value; ``size`` independent draws (int64 array), vectorised over trials.
+
+    The law of the total of :func:`rr_histogram` applied to :func:`rounded_histogram` (or to the exact
+    histogram of ``lo``): per user, blanketed w.p. γ, else kept and rounded up w.p. frac.  Large groups
+    draw kept ~ Binomial(c_v, 1 − γ) and up ~ Binomial(kept, frac_v); a user of a small group
+    (≤ :data:`PER_USER_MAX`) draws one uniform u: blanketed if u < γ, kept and rounded up if
+    γ ≤ u < γ + (1 − γ)·frac (probability (1 − γ)·frac), kept and rounded down otherwise.  The B blanketed
+    users report Multinomial(B, uniform) over {0..top}, whatever their inputs."""
+    lo = np.asarray(lo, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    users, big = _groups(counts)
+    n = int(counts.sum())
+    lo_user = lo[users].astype(float)  # integers < 2^53: the float products below are exact
+    lo_sum_user = int(lo[users].sum())
+    thr_user = None if frac is None else gamma + (1.0 - gamma) * np.asarray(frac, dtype=float)[users]
+    c_big, lo_big = counts[big], lo[big]
+    f_big = None if frac is None else np.asarray(frac, dtype=float)[big]
+    grid = np.arange(top + 1, dtype=np.int64)
+    out = np.empty(size, dtype=np.int64)
+    for a, b in _row_chunks(size, users.size + big.size + top + 1):
+        m = b - a
+        kept_sum = np.zeros(m, dtype=np.int64)
+        kept = np.zeros(m, dtype=np.int64)
+        if big.size:
+            kb = rng.binomial(c_big, 1.0 - gamma, size=(m, big.size))
+            kept_sum += kb @ lo_big
+            if f_big is not None:
+                kept_sum += rng.binomial(kb, f_big).sum(axis=1)
+            kept += kb.sum(axis=1)
+        if users.size:
+            u = rng.random((m, users.size))
+            blank = u < gamma
+            nb = blank.sum(axis=1)
+            kept_sum += lo_sum_user - np.rint(blank.astype(float) @ lo_user).astype(np.int64)
+            if thr_user is not None:
+                kept_sum += (u < thr_user).sum(axis=1) - nb  # gamma <= u < thr: kept and rounded up
+            kept += users.size - nb
+        out[a:b] = kept_sum + rng.multinomial(n - kept, _uniform(top + 1)) @ grid
+    return out
+
+
+def flip_count_batch(ones: np.ndarray, total: int, flip: float, rng: np.random.Generator) -> np.ndarray:
+    """:func:`flip_count` for an array of ``ones`` (one independent draw per entry)."""
+    ones = np.asarray(ones, dtype=np.int64)
+    return rng.binomial(ones, 1.0 - flip) + rng.binomial(total - ones, flip)
+
+
+def scalar_columns(estimate: np.ndarray, truth: float) -> dict[str, np.ndarray]:
+    """The record columns of a scalar estimand (``sq_error``, ``error``), as :func:`record_columns` computes
+    them per trial."""
+    err = np.subtract(estimate, truth, dtype=float)
+    return {"sq_error": err * err, "error": err}
