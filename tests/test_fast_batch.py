@@ -17,8 +17,9 @@ engine with the faithful pipeline, this file compares it with the per-trial samp
 2. **MSE equals the theory.**  T = 20 000 batch trials: the mean squared error equals ``mse_expected`` and
    the mean error is 0, each within z·(standard error), z the Bonferroni quantile for a family-wise
    α = 0.01 over every moment check of this file (the CLT interval of a mean of T i.i.d. draws).
-3. **Reproducible.**  Records do not depend on how the trials are split into chunks or workers (blocks are
-   seeded by ``SeedSequence(root, spawn_key=(2, point, block))`` and drawn whole).
+3. **Reproducible.**  Records do not depend on how the trials are split into chunks (blocks are seeded by
+   ``SeedSequence(root, spawn_key=(2, point, block))`` and drawn whole) or workers (slow test: 1 vs 2
+   processes of ``run_trials``).
 
 The cases cover both ways the batch samplers draw rounding (shufflesim.pipeline.fast.PER_USER_MAX): large
 groups of equal inputs (binomials), small ones (one uniform per user), a mix of the two, a data set large
@@ -50,7 +51,7 @@ CASES = [
     ("blanket-sum", dict(eps=2.0, k=3, gamma=0.5, mode="tight"), "constant:0.37", 40),
     ("blanket-sum", dict(eps=1.0, k=6, gamma=0.3, mode="tight"), "beta:0.5,3", 200),
     ("blanket-sum", dict(eps=1.0, k=5, gamma=0.2, mode="tight"), "mixed", None),
-    ("blanket-sum", dict(eps=1.0), "uniform", 1000),  # several row-chunks a block
+    ("blanket-sum", dict(eps=1.0, k=3, gamma=0.14, mode="tight"), "uniform", 1000),  # row-chunks of a block
     ("recursive-sum", dict(eps=2.0, messages=3, precisions=(3, 4, 5), gammas=(0.2, 0.3, 0.5), mode="tight"),
      "constant:0.81", 60),
     ("recursive-sum", dict(eps=2.0, messages=2, precisions=(4, 6), gammas=(0.3, 0.4), mode="tight"),
@@ -179,7 +180,9 @@ def test_batch_records_do_not_depend_on_how_trials_are_split(protocols, case):
     assert not np.array_equal(_records(proto, x, 700, seed=6, point=2)["error"], whole["error"])
 
 
+@pytest.mark.slow  # ~15 s of process start-up under load; the split test above covers the mechanism
 def test_run_trials_with_batches_is_worker_independent(protocols):
+    """Two worker processes give the records of one (they run fast_records on sub-ranges of trials)."""
     proto, x = protocols[IDS[3]]
     one = run_trials(proto, x, trials=600, rng=5, engine="fast")
     two = run_trials(proto, x, trials=600, rng=5, engine="fast", workers=2)

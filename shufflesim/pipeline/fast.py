@@ -24,8 +24,9 @@ data use 0, the faithful trials 1), trial t is row t mod FAST_BLOCK of block t /
 content never depends on how trials are grouped into chunks or workers (a chunk computes the blocks that
 cover it and keeps its rows), so results stay bit-identical for any chunking, worker count and backend.
 A protocol may also implement ``sample_fast_batch(summary, truth, rng, size)`` returning the records'
-columns for ``size`` trials at once, vectorised over trials (k-RR and the central histograms do);
-otherwise :func:`fast_block` calls :meth:`~Protocol.sample_fast` once per trial with the block's
+columns for ``size`` trials at once, vectorised over trials (every built-in fast engine does; the
+summation protocols through :func:`blanket_total_batch` and :func:`rounded_total_batch`, which draw the same
+laws as the per-trial samplers, tests/test_fast_batch.py); otherwise :func:`fast_block` calls :meth:`~Protocol.sample_fast` once per trial with the block's
 generator.  Fast-engine numbers are *not* the faithful engine's numbers (other draws from the same
 distribution).  Equivalence in distribution is tested per protocol (tests/test_fast_engines.py).
 
