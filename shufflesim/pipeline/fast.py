@@ -28,7 +28,8 @@ columns for ``size`` trials at once, vectorised over trials (every built-in fast
 summation protocols through :func:`blanket_total_batch` and :func:`rounded_total_batch`, which draw the same
 laws as the per-trial samplers, tests/test_fast_batch.py); otherwise :func:`fast_block` calls
 :meth:`~Protocol.sample_fast` once per trial with the block's generator.  Fast-engine numbers are *not*
-the faithful engine's numbers (other draws from the same distribution).  Equivalence in distribution is tested per protocol (tests/test_fast_engines.py).
+the faithful engine's numbers (other draws from the same distribution).  Equivalence in distribution is
+tested per protocol (tests/test_fast_engines.py).
 
 The shared exact samplers used by the protocols live here: :func:`rr_histogram` (k-ary blanket randomised
 response of a multiset), :func:`rounded_total` (the sum of randomised roundings), :func:`flip_count`
