@@ -298,6 +298,15 @@ class BlanketSumProtocol(Protocol):
         total = int(np.dot(np.arange(self.k + 1, dtype=np.int64), hist))
         return self.analyser.level.debias(total, self.n) / self.k
 
+    def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+        """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): the
+        reports' total drawn with the same law (:func:`~shufflesim.pipeline.fast.blanket_total_batch`)."""
+        from shufflesim.pipeline.fast import blanket_total_batch, rounded_parts, scalar_columns
+
+        lo, frac = rounded_parts(summary.values, self.k)
+        total = blanket_total_batch(lo, frac, summary.counts, self.k, self.gamma, rng, size)
+        return scalar_columns(self.analyser.level.debias(total, self.n) / self.k, truth)
+
     def mse_expected(self, data: np.ndarray) -> float:
         return float(np.sum(self.user_variances(data)))
 

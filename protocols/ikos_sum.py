@@ -501,6 +501,23 @@ class IKOSSumProtocol(Protocol):
         decoded = decode_centered(total, an.q)
         return IKOSEstimate(total, decoded, decoded / an.p)
 
+    def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+        """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): the
+        same draws for every trial at once, the noisy total held in int64 as the randomiser holds x̄ + Z, its
+        residue mod q in uint64 (:func:`~shufflesim.maths.polya.reduce_mod`, exact for any q < 2⁶⁴) and
+        decoded into (−q/2, q/2] as :func:`~shufflesim.maths.polya.decode_centered` does."""
+        from shufflesim.pipeline.fast import rounded_total_batch, scalar_columns
+
+        an = self.analyser
+        xsum = rounded_total_batch(summary.values, summary.counts, an.p, rng, size)
+        g = rng.geometric(1.0 - self.randomiser.alpha, size=(size, 2))
+        total = reduce_mod(xsum + g[:, 0] - g[:, 1], an.q)  # uint64 in [0, q)
+        q = np.uint64(an.q)
+        wrapped = total > q // np.uint64(2)  # 2s > q <=> s > floor(q/2) for integers
+        mag = np.where(wrapped, q - total, total).astype(np.int64)  # |decoded| <= q/2 < 2^63
+        decoded = np.where(wrapped, -mag, mag)
+        return scalar_columns(decoded / an.p, truth)
+
     def overflow_bound(self) -> OverflowBound:
         prm = self.parameters
         return ikos_overflow_bound(prm.n, prm.p, prm.q, prm.alpha)

@@ -781,6 +781,23 @@ class RecursiveSumProtocol(Protocol):
             est += lv.debias(int(np.dot(np.arange(lv.top + 1, dtype=np.int64), rep)), self.n) / qj
         return float(est)
 
+    def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+        """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): each
+        channel's total drawn with the same law (:func:`~shufflesim.pipeline.fast.blanket_total_batch`;
+        deterministic digits, then the last level's randomised rounding), levels independent."""
+        from shufflesim.pipeline.fast import blanket_total_batch, rounded_parts, scalar_columns
+
+        an = self.analyser
+        precisions = self.randomiser.precisions
+        digits, t = mixed_radix_digits(summary.values, precisions)
+        lo_last, frac_last = rounded_parts(t, precisions[-1])
+        inputs = [(d, None) for d in digits] + [(lo_last, frac_last)]
+        est = np.zeros(size)
+        for lv, qj, (lo, frac) in zip(an.levels, an.q, inputs):
+            total = blanket_total_batch(lo.astype(np.int64), frac, summary.counts, lv.top, lv.gamma, rng, size)
+            est += lv.debias(total, self.n) / qj
+        return scalar_columns(est, truth)
+
     def mse_expected(self, data: np.ndarray) -> float:
         return float(np.sum(recursive_user_variances(data, self.precisions, self.gammas)))
 

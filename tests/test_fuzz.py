@@ -51,8 +51,9 @@ SIZES = {"n": ["2", "3", "10", "40"], "trials": ["1", "2", "3"], "compositions":
          "p": ["2", "5"], "q": ["10007"], "n-x0": ["0", "1", "2"]}
 VALID_FLOATS = {"eps": ["0.5", "1", "2"], "eps0": ["0.5", "1", "2"], "delta": ["1e-3", "1e-6"],
                 "gamma": ["0.3", "0.9"], "level": ["0.9", "0.95"], "alpha": ["0.05"], "sigma": ["1", "20"],
-                "eps-l": ["1", "2"], "nu": ["0.5"], "lr": ["0.1"], "clip": ["1"], "rel-effect": ["0.5"],
-                "target-accuracy": ["0.01"], "leak": ["0.1"], "beta": ["0.5"], "l2-clip": ["1"]}
+                "eps-l": ["1", "2"], "nu": ["0.5"], "lr": ["0.1"], "clip": ["1"], "margin": ["0.02"],
+                "plant-error": ["0.05"], "target-accuracy": ["0.01"], "leak": ["0.1"], "beta": ["0.5"],
+                "l2-clip": ["1"]}
 DATA = ["uniform", "zipf:1.1", "constant:0", "counts:3,2,1", "normal:0.5,0.1", "beta:2,2", "adult-age", "bogus",
         "", "counts:1e30,1,1", "/dev/null:c", "zipf:-1", "constant:2"]
 
