@@ -33,7 +33,9 @@ def test_protocols_subpackage_and_registry(tmp_path):
     assert "krr" in registry.names()
     # no generic top-level name is claimed: outside the source tree, `protocols` is not importable
     code = "import importlib.util, shufflesim.protocols; print(importlib.util.find_spec('protocols') is None)"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    # without PYTHONPATH: a developer's PYTHONPATH=<checkout> would put the checkout's top-level folders on the path
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True, env=env)
     assert r.stdout.strip() == "True"
 
 

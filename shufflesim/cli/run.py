@@ -30,7 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _bundled() -> Path | None:
-    """The installed copy of scenarios/ (package ``shufflesim.scenarios.files``), if any."""
+    """The installed copy of scenarios/ (package ``shufflesim.scenarios.files``), if any; run from a source
+    checkout (no installed copy: the package is the checkout's ``shufflesim/``), the checkout's scenarios/."""
+    checkout = Path(__file__).resolve().parents[2] / "scenarios"
+    if (checkout.parent / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
     try:
         from importlib.resources import files
 
