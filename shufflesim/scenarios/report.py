@@ -61,7 +61,7 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
 
 
 PAPER_COLUMNS = ["label", "n", "x0", "statistic", "paper", "shufflesim", "range_lo", "range_hi", "percentile",
-                 "verdict", "side"]
+                 "p_value", "verdict", "side", "flag"]
 
 
 def paper_sections(papers: pd.DataFrame) -> list[str]:
@@ -80,7 +80,8 @@ def paper_sections(papers: pd.DataFrame) -> list[str]:
         for note in dict.fromkeys(x for x in g["note"] if x):
             L += ["Setting: " + note.strip(), ""]
         runs = g["runs"].iloc[0]
-        L += [describe(None if pd.isna(runs) else int(runs), float(g["level"].iloc[0]), len(g)), "",
+        L += [describe(None if pd.isna(runs) else int(runs), float(g["level"].iloc[0]), int(g["family"].iloc[0]),
+                       int((~g["in_family"].astype(bool)).sum())), "",
               markdown_table(g if g["x0"].notna().any() else g.drop(columns="x0"), PAPER_COLUMNS), "",
               f"Verdicts: {g['verdict'].value_counts().to_dict()}.", ""]
         checks = column_checks(g)

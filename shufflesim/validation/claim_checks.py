@@ -776,6 +776,25 @@ def generic_mse_validation(params, paper_value) -> Outcome:
                                        "Holm-adjusted p"})
 
 
+@check("balle2020.lemma_a1_error_bound")
+def lemma_a1_error_bound(params, paper_value) -> Outcome:
+    """Seed 004 Lemma A.1's error expression (one level, as the authors' code evaluates it) against the exact
+    expected MSE of the blanket summation protocol on the same data (the sum of the users' variances), with the
+    simulation of ``generic.mse_validation`` beside it (it tests that expectation, and the expression)."""
+    sim = generic_mse_validation(params, paper_value)
+    checks = {c["check"]: c for c in sim.evidence["checks"]}
+    expected, bound = checks["mse_expected"]["theory"], checks["mse_bound"]["theory"]
+    v = dict(sim.values, expected=expected, bound=bound)
+    below = expected > bound * (1 + 1e-12)
+    return Outcome("refuted" if below else "reproduced",
+                   f"exact expected MSE {expected:.6g} vs the expression {bound:.6g}; simulated {sim.values['mse']:.6g}",
+                   v, caveat=(f"the expression is below the protocol's exact expected MSE on these data; the simulation "
+                              f"agrees with the exact value (p = {checks['mse_expected']['p_value']:.3g})"
+                              if below else ""),
+                   evidence={"method": "exact expected MSE (closed form: sum of the users' variances) vs the printed "
+                                       "expression; " + sim.evidence["method"], "simulation": sim.evidence})
+
+
 @check("generic.audit")
 def generic_audit(params, paper_value) -> Outcome:
     """``audit`` as a check: params protocol, n, options, eps, delta (optional), trials, seed, alpha."""
