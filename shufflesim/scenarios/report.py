@@ -61,7 +61,7 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
 
 
 PAPER_COLUMNS = ["label", "n", "x0", "statistic", "paper", "shufflesim", "range_lo", "range_hi", "percentile",
-                 "p_value", "verdict", "side", "flag"]
+                 "verdict", "side", "p_value", "flag"]
 
 
 def paper_sections(papers: pd.DataFrame) -> list[str]:

@@ -247,13 +247,20 @@ def apply_evidence(claim: Claim, out: Outcome) -> tuple[str, str, dict]:
         missing = [k for k in ("p_value", "family", "level") if k not in ev]
         if missing:
             raise ClaimsError(f"{where}: a statistical verdict must report {', '.join(missing)}")
-        p, level = float(ev["p_value"]), float(ev["level"])
-        if verdict == "refuted" and not p < level:
-            raise ClaimsError(f"{where}: 'refuted' needs a significant test (p = {p:.3g}, level {level:.3g})")
-        ev["borderline"] = bool(level / BORDERLINE_FACTOR <= p < level * BORDERLINE_FACTOR)
-        stat = f"p = {p:.3g} (family: {ev['family']}; level {level:.3g})"
-        if ev["borderline"]:
-            stat += f"; borderline: p within {BORDERLINE_FACTOR:g}x of the level"
+        level = float(ev["level"])
+        if ev["p_value"] is None:  # an interval design: its decision rule instead of a p-value
+            if not ev.get("decision"):
+                raise ClaimsError(f"{where}: a statistical verdict without a p-value must state its decision rule")
+            ev["borderline"] = False
+            stat = f"{ev['decision']} (family: {ev['family']}; level {level:.3g})"
+        else:
+            p = float(ev["p_value"])
+            if verdict == "refuted" and not p < level:
+                raise ClaimsError(f"{where}: 'refuted' needs a significant test (p = {p:.3g}, level {level:.3g})")
+            ev["borderline"] = bool(level / BORDERLINE_FACTOR <= p < level * BORDERLINE_FACTOR)
+            stat = f"p = {p:.3g} (family: {ev['family']}; level {level:.3g})"
+            if ev["borderline"]:
+                stat += f"; borderline: p within {BORDERLINE_FACTOR:g}x of the level"
         caveat = f"{caveat}; {stat}" if caveat else stat
     elif claim.evidence == "reconstruction":
         verdict = {"refuted": "not-reproduced", "reproduced": "reproduced-with-caveat"}.get(verdict, verdict)
@@ -276,8 +283,10 @@ def evidence_line(record: dict) -> str:
     ev = record.get("evidence", {})
     cls = record.get("evidence_class") or ev.get("class", "")
     line = f"evidence: {EVIDENCE.get(cls, cls)}"
-    if cls == "statistical" and "p_value" in ev:
+    if cls == "statistical" and ev.get("p_value") is not None:
         line += f", p = {float(ev['p_value']):.3g}, family: {ev['family']}, level {float(ev['level']):.3g}"
+    elif cls == "statistical" and "level" in ev:
+        line += f", {ev.get('decision', '')}, family: {ev['family']}, level {float(ev['level']):.3g}"
         if ev.get("borderline"):
             line += " (borderline)"
     return line
