@@ -191,3 +191,31 @@ def test_cli_claims_list_shows_every_evidence_class():
     assert len(lines) == len(claims)
     for c, line in zip(claims, lines):
         assert line.split()[:4] == [c.paper, c.id, c.method, c.evidence]
+
+
+def test_agreement_family_holds_each_printed_number_once_with_p_values_and_borderline_flags():
+    """Seed 004 Table 2's family (issue 19): a diagnostic row that reuses a printed number is tested but not
+    counted, so the level is Bonferroni over the distinct numbers; every row has its two-sided p-value."""
+    import numpy as np
+
+    from shufflesim.experiments.stats import bonferroni_level
+    from shufflesim.scenarios import agreement
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(1.0, 0.1, size=4000)
+    base = {"source": "T", "quantity": "abs_error_mean", "runs": None, "note": "", "step": "s", "kind": "sweep",
+            "n": 10, "x0": None, "statistic": "mean", "values": values}
+    rows = [dict(base, label="a", paper=1.0), dict(base, label="diag", paper=1.0), dict(base, label="b", paper=1.3),
+            dict(base, label="c", paper=float(np.quantile(values, 0.9985)))]
+    df = agreement.evaluate(rows, seed=1)
+    assert df["family"].tolist() == [3] * 4 and df["level"].iloc[0] == bonferroni_level(0.95, 3)
+    assert df["in_family"].tolist() == [True, False, True, True]
+    assert "repeats the number printed for a" in df["flag"].iloc[1]
+    # p-values: the printed number's two-sided tail probability in the reference distribution (R = 1: the values)
+    p_c = 2 * np.mean(values > rows[3]["paper"])
+    assert df["p_value"].iloc[3] == pytest.approx(p_c, abs=1.0 / values.size)
+    alpha = 1 - bonferroni_level(0.95, 3)
+    assert df["borderline"].iloc[3] == (alpha / 10 <= df["p_value"].iloc[3] < 10 * alpha)
+    assert df["borderline"].iloc[3] and "borderline" in df["flag"].iloc[3] and not df["borderline"].iloc[0]
+    text = agreement.describe(None, float(df["level"].iloc[0]), 3, 1)
+    assert "family: the 3 distinct printed numbers" in text and "1 further row" in text
