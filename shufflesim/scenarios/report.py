@@ -118,7 +118,7 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
     verdict_rows = []
     if len(claims):
         verdict_rows.append(("Claims of the registry (scenarios/claims/)", claims,
-                             ["claim", "source", "paper_value", "shufflesim_value", "verdict", "caveat"]))
+                             ["claim", "source", "paper_value", "shufflesim_value", "verdict", "caveat", "evidence"]))
     for s in sc["table"]:
         verdict_rows.append((f"Table `{s['name']}` (paper vs shufflesim)", frames[s["name"]],
                              ["label", "n", "eps", "paper_messages", "messages", "paper_mse", "shufflesim_mse",
