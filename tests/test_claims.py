@@ -218,4 +218,4 @@ def test_agreement_family_holds_each_printed_number_once_with_p_values_and_borde
     assert df["borderline"].iloc[3] == (alpha / 10 <= df["p_value"].iloc[3] < 10 * alpha)
     assert df["borderline"].iloc[3] and "borderline" in df["flag"].iloc[3] and not df["borderline"].iloc[0]
     text = agreement.describe(None, float(df["level"].iloc[0]), 3, 1)
-    assert "family: the 3 distinct printed numbers" in text and "1 further row" in text
+    assert "Bonferroni-corrected over the 3 printed numbers" in text and "1 further row" in text

@@ -103,9 +103,9 @@ def describe(runs: int | None, level: float, count: int, duplicates: int = 0) ->
            "the family ('flag' says which)." if duplicates else "")
     return (f"Agreement test: a printed number is *reproduced* when it lies in the central {100 * level:.4g} % "
             f"range of the same statistic of R runs drawn from shufflesim's trials (bootstrap, "
-            f"{RESAMPLES} resamples, fixed seed), {r}; family: the {count} distinct printed numbers of this table; "
-            f"level: {100 * level:.4g} % is 95 % Bonferroni-corrected over that family (each number tested at "
-            f"α = {1 - level:.3g}).{dup} 'percentile' is the printed number's position in that distribution, "
+            f"{RESAMPLES} resamples, fixed seed), {r}; level: {100 * level:.4g} % is 95 % Bonferroni-corrected "
+            f"over the {count} printed numbers of this table (the family: each distinct printed number once; each "
+            f"tested at α = {1 - level:.3g}).{dup} 'percentile' is the printed number's position in that distribution, "
             f"'p_value' its two-sided p-value; a p-value within {BORDERLINE_FACTOR:g}× of α (either side) is flagged "
             "*borderline* ('flag').")
 
