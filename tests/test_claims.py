@@ -21,7 +21,7 @@ def _cli(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-P", "-m", "shufflesim", *args], capture_output=True, text=True, cwd=cwd)
 
 
-def test_every_file_parses_and_covers_the_four_papers():
+def test_every_file_parses_and_covers_the_papers():
     claims = C.load(CLAIMS_DIR)
     assert {c.paper for c in claims} == set(C.PAPERS)
     assert {p.stem for p in CLAIMS_DIR.glob("*.toml")} == set(C.PAPERS)
@@ -40,8 +40,11 @@ SLOW = [c for c in C.load(CLAIMS_DIR) if c.slow]
 def test_fast_claim_runs_and_its_finding_is_in_findings_md(claim):
     r = C.run_claim(claim)
     assert r["verdict"] in C.VERDICTS and r["shufflesim_value"]
-    if r["verdict"] in ("reproduced-with-caveat", "not-checkable"):
+    assert r["verdict"] in C.ALLOWED[claim.evidence] and r["evidence_class"] == claim.evidence
+    if r["verdict"] not in ("reproduced", "refuted"):
         assert r["caveat"], "a caveat or the missing piece must be said"
+    if claim.evidence == "statistical":
+        assert {"p_value", "family", "level"} <= set(r["evidence"]) and "p = " in r["caveat"]
     if claim.finding:
         text = C.render(claim.finding["text"].strip(), r["_values"])
         norm = " ".join(FINDINGS.read_text(encoding="utf-8").split())
@@ -78,7 +81,7 @@ def test_cli_claims_check_json_one_paper():
     assert d["claims"] and all(c["paper"] == "biswas" for c in d["claims"])
     for c in d["claims"]:
         assert {"paper", "source", "claim", "paper_value", "shufflesim_value", "verdict", "evidence"} <= set(c)
-        assert c["verdict"] in C.VERDICTS and c["evidence"]["method"]
+        assert c["verdict"] in C.VERDICTS and c["evidence"]["method"] and c["evidence_class"] in C.EVIDENCE
 
 
 GOOD = '''paper = "biswas"
@@ -90,6 +93,7 @@ source = "s"
 claim = "c"
 paper_value = 1.0
 method = "exact"
+evidence = "exact"
 check = "biswas.histogram_vs_count"
 '''
 
@@ -97,6 +101,10 @@ check = "biswas.histogram_vs_count"
 @pytest.mark.parametrize("text, key", [
     (GOOD.replace('title = "t"\n', ""), "'title'"),
     (GOOD.replace('method = "exact"', 'method = "guess"'), "'method'"),
+    (GOOD.replace('evidence = "exact"\n', ''), "'evidence'"),
+    (GOOD.replace('evidence = "exact"', 'evidence = "hunch"'), "'evidence'"),
+    (GOOD.replace('evidence = "exact"', 'evidence = "reconstruction"'), "'reconstruction'"),
+    (GOOD.replace('evidence = "exact"', 'evidence = "exact"\nreconstruction = "x"'), "'reconstruction'"),
     (GOOD.replace('check = "biswas.histogram_vs_count"', 'check = "nope"'), "'check'"),
     (GOOD.replace('paper_value = 1.0', 'paper_value = true'), "'paper_value'"),
     (GOOD.replace('id = "a"', 'id = 3'), "'id'"),
@@ -119,3 +127,95 @@ def test_good_minimal_file_runs(tmp_path):
     (tmp_path / "biswas.toml").write_text(GOOD, encoding="utf-8")
     out = _cli("claims", "check", "--dir", str(tmp_path), "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["claims"][0]["verdict"] == "refuted"
+
+
+# ---- issue 19: the verdict vocabulary follows from the evidence class --------------------------------
+
+
+def _claim(evidence: str, **kw) -> C.Claim:
+    return C.Claim("biswas", "x", "s", "c", 1.0, "exact", "biswas.histogram_vs_count", file="biswas.toml",
+                   evidence=evidence, **kw)
+
+
+def test_reconstruction_and_fit_cannot_refute():
+    refuted = C.Outcome("refuted", "v", caveat="differs")
+    v, cav, _ = C.apply_evidence(_claim("reconstruction", reconstruction="eq 4 rebuilt"), refuted)
+    assert v == "not-reproduced" and cav.startswith("our reconstruction: eq 4 rebuilt")
+    v, _, _ = C.apply_evidence(_claim("reconstruction", reconstruction="r"), C.Outcome("reproduced", "v"))
+    assert v == "reproduced-with-caveat"
+    v, cav, _ = C.apply_evidence(_claim("fitted"), C.Outcome("reproduced", "v", evidence={"fit": "k = 10"}))
+    assert v == "reproduced-with-fitted-parameters" and "k = 10" in cav
+    assert C.apply_evidence(_claim("fitted"), C.Outcome("refuted", "v", evidence={"fit": "k"}))[0] == "not-reproduced"
+    with pytest.raises(C.ClaimsError, match="fit"):
+        C.apply_evidence(_claim("fitted"), C.Outcome("reproduced", "v"))
+    with pytest.raises(C.ClaimsError, match="not allowed"):
+        C.apply_evidence(_claim("exact"), C.Outcome("reproduced-with-fitted-parameters", "v"))
+
+
+def test_unsourced_threshold_gives_inconclusive_only():
+    thr = {"threshold": {"value": 2.0, "source": None}}
+    with pytest.raises(C.ClaimsError, match="threshold"):
+        C.apply_evidence(_claim("exact"), C.Outcome("refuted", "v", evidence=thr))
+    assert C.apply_evidence(_claim("exact"), C.Outcome("inconclusive", "v", evidence=thr))[0] == "inconclusive"
+    cited = {"threshold": {"value": 2.0, "source": "seed 001 §6"}}
+    assert C.apply_evidence(_claim("exact"), C.Outcome("refuted", "v", evidence=cited))[0] == "refuted"
+
+
+def test_statistical_verdict_needs_p_family_level_and_significance_to_refute():
+    with pytest.raises(C.ClaimsError, match="p_value"):
+        C.apply_evidence(_claim("statistical"), C.Outcome("reproduced", "v"))
+    ev = {"p_value": 0.2, "family": "3 checks", "level": 0.05}
+    with pytest.raises(C.ClaimsError, match="significant"):
+        C.apply_evidence(_claim("statistical"), C.Outcome("refuted", "v", evidence=ev))
+    v, cav, e = C.apply_evidence(_claim("statistical"), C.Outcome("reproduced", "v", evidence=ev))
+    assert v == "reproduced" and e["borderline"] and "borderline" in cav and "family: 3 checks" in cav
+    far = dict(ev, p_value=0.9)
+    assert not C.apply_evidence(_claim("statistical"), C.Outcome("reproduced", "v", evidence=far))[2]["borderline"]
+    sig = dict(ev, p_value=1e-6)
+    v, _, e = C.apply_evidence(_claim("statistical"), C.Outcome("refuted", "v", evidence=sig))
+    assert v == "refuted" and not e["borderline"]
+
+
+def test_no_refutation_rests_on_a_reconstruction_fit_or_unstated_threshold():
+    for c in C.load(CLAIMS_DIR):
+        assert "refuted" not in C.ALLOWED[c.evidence] or c.evidence in ("exact", "statistical", "published-bound")
+    assert {c.id: c.evidence for c in C.load(CLAIMS_DIR, ["balle2020"])}["table3-ikos_original"] == "reconstruction"
+    assert "close_factor" not in {c.id: c for c in C.load(CLAIMS_DIR, ["koskela"])}["fig2-feldman-close"].params
+
+
+def test_cli_claims_list_shows_every_evidence_class():
+    out = _cli("claims", "list")
+    assert out.returncode == 0, out.stderr
+    claims = C.load(CLAIMS_DIR)
+    lines = out.stdout.splitlines()
+    assert len(lines) == len(claims)
+    for c, line in zip(claims, lines):
+        assert line.split()[:4] == [c.paper, c.id, c.method, c.evidence]
+
+
+def test_agreement_family_holds_each_printed_number_once_with_p_values_and_borderline_flags():
+    """Seed 004 Table 2's family (issue 19): a diagnostic row that reuses a printed number is tested but not
+    counted, so the level is Bonferroni over the distinct numbers; every row has its two-sided p-value."""
+    import numpy as np
+
+    from shufflesim.experiments.stats import bonferroni_level
+    from shufflesim.scenarios import agreement
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(1.0, 0.1, size=4000)
+    base = {"source": "T", "quantity": "abs_error_mean", "runs": None, "note": "", "step": "s", "kind": "sweep",
+            "n": 10, "x0": None, "statistic": "mean", "values": values}
+    rows = [dict(base, label="a", paper=1.0), dict(base, label="diag", paper=1.0), dict(base, label="b", paper=1.3),
+            dict(base, label="c", paper=float(np.quantile(values, 0.9985)))]
+    df = agreement.evaluate(rows, seed=1)
+    assert df["family"].tolist() == [3] * 4 and df["level"].iloc[0] == bonferroni_level(0.95, 3)
+    assert df["in_family"].tolist() == [True, False, True, True]
+    assert "repeats the number printed for a" in df["flag"].iloc[1]
+    # p-values: the printed number's two-sided tail probability in the reference distribution (R = 1: the values)
+    p_c = 2 * np.mean(values > rows[3]["paper"])
+    assert df["p_value"].iloc[3] == pytest.approx(p_c, abs=1.0 / values.size)
+    alpha = 1 - bonferroni_level(0.95, 3)
+    assert df["borderline"].iloc[3] == (alpha / 10 <= df["p_value"].iloc[3] < 10 * alpha)
+    assert df["borderline"].iloc[3] and "borderline" in df["flag"].iloc[3] and not df["borderline"].iloc[0]
+    text = agreement.describe(None, float(df["level"].iloc[0]), 3, 1)
+    assert "Bonferroni-corrected over the 3 printed numbers" in text and "1 further row" in text

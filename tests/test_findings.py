@@ -33,6 +33,7 @@ from shufflesim.accounting.bounds import (
 )
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair, krr_gamma_from_eps0, krr_pair, rr2_pair
 from shufflesim.accounting.pairs.krr import krr_strong_pair
+from shufflesim.accounting.pairs.variation import stronger_clones_pair
 from shufflesim.federated.accounting import paper_pipeline
 from shufflesim.maths.rr_count import rr2_count_pmfs
 
@@ -215,17 +216,24 @@ def test_item5_flame_pipeline():
 
 
 def test_item6_koskela_clones_versus_feldman_pair():
-    printed = grab(item(6), r"n = 20, ε0 = 1, ε = 0\.3: NUM vs NUM; n = 200, ε0 = 0\.5, ε = 0\.3: NUM vs NUM\.")
+    # each object named: seed 001's eq 6.1 pair, Feldman et al.'s numerical bound, the 2023 stronger clone pair
+    printed = grab(item(6), r"n = 20, ε0 = 1, ε = 0\.3: eq 6\.1 pair NUM, Feldman et al\.'s numerical bound NUM, "
+                            r"stronger clone pair NUM; n = 200, ε0 = 0\.5, ε = 0\.3: NUM, NUM and NUM\.")
     vals = []
     for n, eps0, eps in [(20, 1.0, 0.3), (200, 0.5, 0.3)]:
-        vals += [hs(clones_pair(n, eps0, as_rows=True), eps), feldman_numerical_delta(eps, n=n, eps0=eps0).delta_upper]
+        vals += [hs(clones_pair(n, eps0, as_rows=True), eps), feldman_numerical_delta(eps, n=n, eps0=eps0).delta_upper,
+                 hs(stronger_clones_pair(n, eps0), eps)]
     check(printed, vals)
+    assert vals[2] < vals[1] < vals[0]  # stronger pair < Feldman's numerical bound < eq 6.1 pair
 
 
 def test_item7_strong_adversary_exceeds_clones():
-    printed = grab(item(7), r"n = 1000, ε0 = 1, k = 4, ε = 0\.5: NUM vs clones NUM\.")
+    printed = grab(item(7), r"n = 1000, ε0 = 1, k = 4, ε = 0\.5: strong adversary's full view NUM vs seed 001's eq 6\.1 "
+                            r"clones pair NUM \(the bound its §6 offers; the 2023 stronger clone pair, shufflesim's "
+                            r"default `clones`, gives NUM\)")
     strong = krr_pair(1000, 4, krr_gamma_from_eps0(4, 1.0), "strong", as_rows=True)
-    check(printed, [hs(strong, 0.5), hs(clones_pair(1000, 1.0, as_rows=True), 0.5)])
+    check(printed, [hs(strong, 0.5), hs(clones_pair(1000, 1.0, as_rows=True), 0.5),
+                    hs(stronger_clones_pair(1000, 1.0), 0.5)])
 
 
 def test_item8_biswas_eq6_versus_exact_count():
@@ -353,3 +361,38 @@ def test_item14_cheu_row():
     assert [c.messages for c in cheu] == [c.paper_messages for c in cheu]
     check(_four(text, r"certified exact worst case is "), [c.mse_exact for c in cheu])
     assert [float(x) for x in _four(text, r"exact worst case is [0-9. /]+ vs the paper's ")] == [c.paper_mse for c in cheu]
+
+
+# --------------------------------------------------------------------------------------------------
+# items 19-21 (issue 19): beyond the seeds
+# --------------------------------------------------------------------------------------------------
+
+
+def test_item19_rr2_all_zeros_gap():
+    text = item(19)
+    printed = grab(text, r"by up to NUM % \(n = 10, ε0 = 2, ε = 0\.1: NUM vs NUM at m = NUM or NUM\)")
+    d = [_rr2_mixed_delta(10, 2.0, m, 0.1) for m in range(10)]
+    m = int(np.argmax(d))
+    m = min(m, 9 - m)  # delta(m) = delta(n-1-m): the smaller of the tied pair
+    check(printed, [100 * (d[m] / d[0] - 1), d[0], d[m], m, 9 - m])
+
+
+def test_item20_stronger_clones_not_attained_by_binary_rr():
+    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+
+    printed = grab(item(20), r"n = 4, ε0 = 2, ε = 0\.1: NUM vs NUM ")
+    exact, _ = worst_neighbouring_delta(krr_matrix(2, 2.0), 4, 0.1)
+    check(printed, [exact, hs(stronger_clones_pair(4, 2.0), 0.1)])
+
+
+def test_item21_variation_ratio_below_exact_for_krr4():
+    from shufflesim.accounting.pairs import krr_eps0_from_gamma
+    from shufflesim.accounting.pairs.variation import variation_ratio_pair, vr_params_krr
+    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+
+    printed = grab(item(21), r"n = 7, ε = 2: brute-force enumeration of every neighbouring pair of data sets gives NUM "
+                             r"\(target .*?\), the reduction's pair NUM ")
+    e0 = krr_eps0_from_gamma(4, 0.25)
+    exact, _ = worst_neighbouring_delta(krr_matrix(4, e0), 7, 2.0)
+    check(printed, [exact, hs(variation_ratio_pair(7, *vr_params_krr(4, e0), unverified=True), 2.0)])
+    assert "hence out of `best`: True." in item(21)

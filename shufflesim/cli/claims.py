@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--records-in", metavar="FILE",
                    help="render from records written by --records-out instead of running the checks")
     r.set_defaults(func=run_report)
-    v = s.add_parser("list", help="parse the registry and list the claims without running them")
+    v = s.add_parser("list", help="parse the registry and list the claims without running them "
+                                  "(paper, id, method, evidence class, speed, source)")
     _common(v)
     v.set_defaults(func=run_list)
 
@@ -63,7 +64,7 @@ def _select(args, *, all_for_report: bool = False):
 def run_list(args) -> int:
     claims, skipped = _select(args, all_for_report=True)
     for c in claims:
-        print(f"{c.paper:<10} {c.id:<28} {c.method:<16} {'slow' if c.slow else 'fast'}  {c.source}")
+        print(f"{c.paper:<10} {c.id:<28} {c.method:<16} {c.evidence:<16} {'slow' if c.slow else 'fast'}  {c.source}")
     return 0
 
 
@@ -90,12 +91,15 @@ def run_check(args) -> int:
 
 
 def _row(r: dict) -> None:
+    from shufflesim.validation.claims import evidence_line
+
     pv = r["paper_value"]
     pv = " / ".join(map(str, pv)) if isinstance(pv, list) else str(pv)
     print(f"[{r['verdict']}] {r['paper']}/{r['id']} ({r['source']})")
     print(f"    claim       {r['claim']}")
     print(f"    paper       {pv}")
     print(f"    shufflesim  {r['shufflesim_value']}")
+    print(f"    {evidence_line(r)}")
     if r["caveat"]:
         print(f"    caveat      {r['caveat']}")
 

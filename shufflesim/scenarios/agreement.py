@@ -10,8 +10,14 @@ outcome of the paper's own experiment if the protocol behaves as shufflesim simu
   fixed seed), or for R = 1 and the mean the T values themselves;
 * the verdict is ``reproduced`` when the printed number lies in the central ``level`` range of that
   distribution, else ``not reproduced`` (with the side).  ``level`` is 95 % Bonferroni-corrected over the
-  numbers of one table (:func:`~shufflesim.experiments.stats.bonferroni_level`), so that a table whose every number comes from the simulated
-  setting is wholly ``reproduced`` with probability ≥ 95 %;
+  *distinct* printed numbers of one table (:func:`~shufflesim.experiments.stats.bonferroni_level`), so that a
+  table whose every number comes from the simulated setting is wholly ``reproduced`` with probability ≥ 95 %.
+  The family holds each printed number once (issue 19): a diagnostic or duplicate row that reuses a number
+  printed for an earlier row (same statistic, n and cell) is tested at the same level but is not a member of
+  the family, and is marked so;
+* every number's two-sided p-value (twice the smaller tail of the reference distribution at the printed
+  number) is reported; it is *borderline* when within a factor 10 of the per-number level 1 − ``level``
+  (either side), and the verdict says so;
 * where the paper does not say how many runs a number summarises, R = 1 is used: the widest range (a mean
   of more runs would have a narrower one), so ``not reproduced`` is then conclusive and ``reproduced`` is not.
 
@@ -75,15 +81,33 @@ def compare(paper: float, draws: np.ndarray, level: float) -> Agreement:
     return Agreement(float(paper), lo, hi, pct, "not reproduced", "paper below" if paper < lo else "paper above")
 
 
-def describe(runs: int | None, level: float, count: int) -> str:
-    """The agreement test in one paragraph, for the report."""
+#: a p-value within this factor of the per-number level (either side) is borderline
+BORDERLINE_FACTOR = 10.0
+
+
+def p_value(draws: np.ndarray, paper: float) -> float:
+    """Two-sided p-value of the printed number in the reference distribution: twice the smaller tail (ties
+    counted half), at most 1."""
+    below = float(np.mean(draws < paper))
+    ties = float(np.mean(draws == paper))
+    above = 1.0 - below - ties
+    return min(1.0, 2.0 * (min(below, above) + ties / 2.0))
+
+
+def describe(runs: int | None, level: float, count: int, duplicates: int = 0) -> str:
+    """The agreement test in one paragraph, for the report: its family, level and what 'borderline' means."""
     r = "R = 1 (the paper does not say how many runs a number summarises; a single run's range is the widest, " \
         "so only 'not reproduced' is conclusive)" if runs is None else f"R = {runs} (the paper's runs)"
-    return (f"Agreement test: a printed number is *reproduced* when it lies in the central {100 * level:.3g} % "
+    dup = (f" The family holds each printed number once: {duplicates} further row(s) reuse a number printed for an "
+           "earlier row (diagnostic or duplicate rows); they are tested at the same level but are not members of "
+           "the family ('flag' says which)." if duplicates else "")
+    return (f"Agreement test: a printed number is *reproduced* when it lies in the central {100 * level:.4g} % "
             f"range of the same statistic of R runs drawn from shufflesim's trials (bootstrap, "
-            f"{RESAMPLES} resamples, fixed seed), {r}; {100 * level:.3g} % is 95 % Bonferroni-corrected over the "
-            f"{count} printed numbers of this table. 'percentile' is the printed number's position in that "
-            "distribution.")
+            f"{RESAMPLES} resamples, fixed seed), {r}; level: {100 * level:.4g} % is 95 % Bonferroni-corrected "
+            f"over the {count} printed numbers of this table (the family: each distinct printed number once; each "
+            f"tested at α = {1 - level:.3g}).{dup} 'percentile' is the printed number's position in that distribution, "
+            f"'p_value' its two-sided p-value; a p-value within {BORDERLINE_FACTOR:g}× of α (either side) is flagged "
+            "*borderline* ('flag').")
 
 
 def fmt_range(a: Agreement) -> str:
@@ -131,15 +155,30 @@ def evaluate(numbers: list[dict], seed: int) -> "pd.DataFrame":
     out = []
     for si, src in enumerate(sources):
         group = [x for x in numbers if x["source"] == src]
-        level = bonferroni_level(0.95, max(len(group), 1))
-        for i, x in enumerate(group):
+        first: dict[tuple, str] = {}  # a printed number (statistic, n, cell, value) -> the row that printed it
+        dup_of = []
+        for x in group:
+            key = (x["statistic"], x["n"], x.get("x0"), float(x["paper"]))
+            dup_of.append(first.get(key))
+            first.setdefault(key, x["label"])
+        family = len(first)
+        level = bonferroni_level(0.95, max(family, 1))
+        alpha = 1.0 - level
+        for i, (x, dup) in enumerate(zip(group, dup_of)):
             gen = np.random.Generator(np.random.PCG64(child(root, AGREEMENT_STREAM, si, i)))
             values = np.asarray(x["values"], dtype=float)
-            a = compare(x["paper"], reference(values, x["runs"] or 1, x["statistic"], gen), level)
+            draws = reference(values, x["runs"] or 1, x["statistic"], gen)
+            a = compare(x["paper"], draws, level)
+            p = p_value(draws, x["paper"])
+            borderline = alpha / BORDERLINE_FACTOR <= p < alpha * BORDERLINE_FACTOR
+            flag = "; ".join(t for t in ("borderline" if borderline else "",
+                                          f"not in the family (repeats the number printed for {dup})" if dup else "")
+                             if t)
             row = {k: v for k, v in x.items() if k != "values"}
             row.update(shufflesim=float(values.mean() if x["statistic"] == "mean" else values.std()),
                        trials=int(values.size), range_lo=a.lo, range_hi=a.hi, percentile=a.percentile,
-                       verdict=a.verdict, side=a.side, level=level)
+                       verdict=a.verdict, side=a.side, level=level, p_value=p, flag=flag, alpha=alpha,
+                       family=family, borderline=borderline, in_family=dup is None)
             out.append(row)
     return pd.DataFrame(out)
 

@@ -61,7 +61,7 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
 
 
 PAPER_COLUMNS = ["label", "n", "x0", "statistic", "paper", "shufflesim", "range_lo", "range_hi", "percentile",
-                 "verdict", "side"]
+                 "verdict", "side", "p_value", "flag"]
 
 
 def paper_sections(papers: pd.DataFrame) -> list[str]:
@@ -80,7 +80,8 @@ def paper_sections(papers: pd.DataFrame) -> list[str]:
         for note in dict.fromkeys(x for x in g["note"] if x):
             L += ["Setting: " + note.strip(), ""]
         runs = g["runs"].iloc[0]
-        L += [describe(None if pd.isna(runs) else int(runs), float(g["level"].iloc[0]), len(g)), "",
+        L += [describe(None if pd.isna(runs) else int(runs), float(g["level"].iloc[0]), int(g["family"].iloc[0]),
+                       int((~g["in_family"].astype(bool)).sum())), "",
               markdown_table(g if g["x0"].notna().any() else g.drop(columns="x0"), PAPER_COLUMNS), "",
               f"Verdicts: {g['verdict'].value_counts().to_dict()}.", ""]
         checks = column_checks(g)
@@ -117,7 +118,7 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
     verdict_rows = []
     if len(claims):
         verdict_rows.append(("Claims of the registry (scenarios/claims/)", claims,
-                             ["claim", "source", "paper_value", "shufflesim_value", "verdict", "caveat"]))
+                             ["claim", "source", "paper_value", "shufflesim_value", "verdict", "caveat", "evidence"]))
     for s in sc["table"]:
         verdict_rows.append((f"Table `{s['name']}` (paper vs shufflesim)", frames[s["name"]],
                              ["label", "n", "eps", "paper_messages", "messages", "paper_mse", "shufflesim_mse",

@@ -239,7 +239,7 @@ def run_claims(ids: list[str], quick: bool) -> tuple[pd.DataFrame, list[str]]:
         rows.append({"claim": i, "source": r["source"], "claim_text": r["claim"],
                      "paper_value": json.dumps(r["paper_value"]) if not isinstance(r["paper_value"], str)
                      else r["paper_value"], "shufflesim_value": r["shufflesim_value"], "verdict": r["verdict"],
-                     "caveat": r["caveat"]})
+                     "evidence": registry.evidence_line(r).removeprefix("evidence: "), "caveat": r["caveat"]})
     return pd.DataFrame(rows), skipped
 
 # --- the whole run -------------------------------------------------------------------------------------

@@ -84,6 +84,43 @@ def krr_realised_log_delta(n: int, k: int, gamma: float, eps: float) -> float:
     return max(out)
 
 
+def holm_adjusted(pvals: dict[str, float]) -> dict[str, float]:
+    """Holm step-down adjusted p-values: a check is rejected at family-wise level a iff its value is <= a."""
+    order = sorted(pvals, key=pvals.get)
+    m, run, out = len(order), 0.0, {}
+    for i, k in enumerate(order):
+        run = max(run, min(1.0, (m - i) * pvals[k]))
+        out[k] = run
+    return out
+
+
+def _with_statistics(check_fn):
+    """A statistical check's outcome with its p-value, family and level (issue 19): the Holm-adjusted p-value of
+    the deciding theory value (``focus``, else the smallest) when the run reports p-values; otherwise (an
+    interval design) the decision rule, with ``p_value`` None."""
+
+    def wrapped(params, paper_value) -> Outcome:
+        out = check_fn(params, paper_value)
+        checks = {c["check"]: c for c in out.evidence.get("checks", [])}
+        alpha = params.get("alpha", 0.05)
+        focus = params.get("focus")
+        names = ", ".join(checks)
+        ps = {k: c.get("p_value") for k, c in checks.items()}
+        if checks and all(p is not None for p in ps.values()):
+            adj = holm_adjusted(ps)
+            out.evidence.update(p_value=adj[focus] if focus else min(adj.values()), level=alpha,
+                                family=f"the {len(checks)} theory values of this run ({names}), Holm-adjusted p")
+        else:
+            out.evidence.update(p_value=None, level=alpha, family=f"the {len(checks)} theory values of this run "
+                                f"({names}), one simultaneous interval",
+                                decision="the theory values against the simulated MSE's interval at level 1 - alpha "
+                                         "(this design reports no p-value)")
+        return out
+
+    wrapped.__doc__ = check_fn.__doc__
+    return wrapped
+
+
 # --------------------------------------------------------------------------------------------------
 # koskela (seed 001)
 # --------------------------------------------------------------------------------------------------
@@ -134,31 +171,42 @@ def rr2_worst_data_set(params, paper_value) -> Outcome:
 
 @check("koskela.clones_vs_feldman_pair")
 def clones_vs_feldman_pair(params, paper_value) -> Outcome:
+    """Seed 001's eq 6.1 clones pair against Feldman et al.'s (2021) numerical bound and against Feldman,
+    McMillan, Talwar's (2023) stronger clone pair (shufflesim's default ``clones`` pair)."""
     from shufflesim.accounting.bounds import feldman_numerical_delta
     from shufflesim.accounting.pairs import clones_pair
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
 
     v = {}
     for tag, (n, eps0, eps) in (("20", (20, 1.0, 0.3)), ("200", (200, 0.5, 0.3))):
         v["clones_" + tag] = hs(clones_pair(n, eps0, as_rows=True), eps)
         v["feldman_" + tag] = feldman_numerical_delta(eps, n=n, eps0=eps0).delta_upper
+        v["stronger_" + tag] = hs(stronger_clones_pair(n, eps0), eps)
     looser = v["clones_20"] > v["feldman_20"] and v["clones_200"] > v["feldman_200"]
     return Outcome("reproduced-with-caveat" if looser else "reproduced",
-                   f"clones {v['clones_20']:.3g} vs Feldman pair {v['feldman_20']:.3g} (n=20)", v,
-                   caveat="valid, but the clones pair is looser than Feldman et al.'s own pair, so the two methods "
-                          "account different dominating pairs" if looser else "",
-                   evidence={"method": "tight on the clones pair; feldman-numerical on Feldman et al.'s pair"})
+                   f"eq 6.1 clones pair {v['clones_20']:.3g} vs Feldman et al.'s numerical bound {v['feldman_20']:.3g} "
+                   f"vs the 2023 stronger clone pair {v['stronger_20']:.3g} (n=20, eps0=1, eps=0.3)", v,
+                   caveat="valid, but the eq 6.1 pair is looser than Feldman et al.'s numerical bound, itself looser "
+                          "than the 2023 stronger clone pair: the methods account different dominating pairs"
+                   if looser else "",
+                   evidence={"method": "tight on the eq 6.1 and stronger clone pairs; feldman-numerical"})
 
 
 @check("koskela.strong_exceeds_clones")
 def strong_exceeds_clones(params, paper_value) -> Outcome:
+    """The strong adversary's full view of shuffled k-RR against seed 001's eq 6.1 clones pair (the bound §6
+    offers) and the 2023 stronger clone pair (shufflesim's default ``clones``), both at k-RR's eps0."""
     from shufflesim.accounting.pairs import clones_pair, krr_gamma_from_eps0, krr_pair
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
 
     strong = hs(krr_pair(1000, 4, krr_gamma_from_eps0(4, 1.0), "strong", as_rows=True), 0.5)
     clones = hs(clones_pair(1000, 1.0, as_rows=True), 0.5)
-    v = {"strong": strong, "clones": clones}
+    stronger = hs(stronger_clones_pair(1000, 1.0), 0.5)
+    v = {"strong": strong, "clones": clones, "stronger": stronger}
     return Outcome("reproduced-with-caveat" if strong > clones else "reproduced",
-                   f"strong adversary {strong:.2g} vs clones {clones:.2g}", v,
-                   caveat="the clones bound covers the analyser's view only, not an adversary who sees the coins"
+                   f"strong adversary {strong:.2g} vs eq 6.1 clones pair {clones:.2g} (stronger clone pair "
+                   f"{stronger:.2g})", v,
+                   caveat="the clones bounds cover the analyser's view only, not an adversary who sees the coins"
                    if strong > clones else "", evidence={"method": "tight"})
 
 
@@ -230,7 +278,9 @@ def koskela_fig1(params, paper_value) -> Outcome:
 
 @check("koskela.fig2")
 def koskela_fig2(params, paper_value) -> Outcome:
-    """Seed 001 Fig 2 (n = 10⁴, ε0 = 4): Feldman et al.'s numerical method is close to the tight bound."""
+    """Seed 001 Fig 2 (n = 10⁴, ε0 = 4): Feldman et al.'s numerical method is "close" to the tight bound.  The
+    paper states no threshold for "close" (the figure is a log plot), so the ratios are reported and the
+    verdict is ``inconclusive`` (issue 19: a threshold nobody stated cannot refute)."""
     from shufflesim.accounting.bounds import feldman_numerical_delta
     from shufflesim.mechanisms import Clones
 
@@ -239,15 +289,16 @@ def koskela_fig2(params, paper_value) -> Outcome:
     for eps in params["eps"]:
         t = _delta(Clones(n, eps0), eps, method="tight-koskela")  # the paper's FA: seed 001's eq 6.1 pair
         f = feldman_numerical_delta(eps, n=n, eps0=eps0).delta_upper
-        rows.append({"eps": eps, "tight_clones": t, "feldman_numerical": f, "ratio": f / t if t > 0 else math.inf})
-    worst = max(max(r["ratio"], 1 / r["ratio"]) for r in rows)
-    close = worst <= params["close_factor"]
-    return Outcome("reproduced-with-caveat" if close else "refuted",
+        rows.append({"eps": eps, "tight_clones": t, "feldman_numerical": f, "ratio": t / f if f > 0 else math.inf})
+    v = {f"ratio_{i}": r["ratio"] for i, r in enumerate(rows)}
+    ratios = ", ".join(f"{r['ratio']:.3g} at eps = {r['eps']:g} (delta ~ {r['tight_clones']:.1e})" for r in rows)
+    return Outcome("inconclusive",
                    "; ".join(f"eps={r['eps']}: FA {r['tight_clones']:.3g}, Feldman {r['feldman_numerical']:.3g}"
-                             for r in rows), {"worst_factor": worst},
-                   caveat=f"within a factor {worst:.2f}; the two account different pairs (koskela/clones-pair)"
-                   if close else f"differ by a factor {worst:.3g}",
-                   evidence={"method": "tight-koskela (seed 001's clones pair) vs feldman-numerical", "rows": rows})
+                             for r in rows), v,
+                   caveat=f"FA (eq 6.1 pair) / Feldman's numerical bound = {ratios}; the paper says 'close' on a log "
+                          "plot and states no threshold, so these ratios neither reproduce nor refute it",
+                   evidence={"method": "tight-koskela (seed 001's clones pair) vs feldman-numerical", "rows": rows,
+                             "threshold": {"value": None, "source": None}})
 
 
 @check("koskela.fig4")
@@ -458,27 +509,41 @@ def _biswas_log_deltas(n, k, eps0, n_x0, eps_l):
 
 @check("biswas.table2_ours")
 def biswas_table2_ours(params, paper_value) -> Outcome:
+    """Seed 003 Table II's "our δ" column: eq 6 at eps0 = 0.49, with k and n_x0 not stated.  k = 10 is taken
+    from Table IV's setting; n_x0 is fitted (the smallest largest log-error over the column) at each n."""
     eps_l = params["eps"]
     pub100, pub1000 = params["published_n100"], params["published_n1000"]
+    k = params.get("k", 10)
 
     def err(logs, pub):
         return max(abs(lg - math.log(p)) for lg, p in zip(logs, pub))
 
-    err100 = err(_biswas_log_deltas(100, 10, 0.49, 80, eps_l), pub100)
-    best = None
-    for m in range(0, 1000, params.get("n_x0_step", 1)):
-        e = err(_biswas_log_deltas(1000, 10, 0.49, m, eps_l), pub1000)
-        if best is None or e < best[0]:
-            best = (e, m)
-    v = {"rel100": math.expm1(err100), "best_m": best[1], "best_log_err": best[0], "best_factor": math.exp(best[0])}
+    def fit(n, pub):
+        best = None
+        for m in range(0, n, params.get("n_x0_step", 1)):
+            e = err(_biswas_log_deltas(n, k, 0.49, m, eps_l), pub)
+            if best is None or e < best[0]:
+                best = (e, m)
+        return best
+
+    err100, m100 = fit(100, pub100)
+    best = fit(1000, pub1000)
+    v = {"rel100": math.expm1(err100), "m100": m100, "k": k, "best_m": best[1], "best_log_err": best[0],
+         "best_factor": math.exp(best[0])}
+    # match: every entry within 1 % (the printed values have 3 significant digits: a half unit of the last
+    # digit is at most 0.5 / 1.00 = 0.5 % relative, so 1 % allows the paper's own rounding of an exact value)
     ok100 = err100 < 0.01
     match1000 = best[0] < 0.01
+    fit_text = f"k = {k} (Table IV's k), n_x0 = {m100} at n = 100" + (f", n_x0 = {best[1]} at n = 1000" if match1000
+                                                                     else "")
     return Outcome("reproduced-with-caveat" if ok100 else "refuted",
-                   f"n=100 column within {100 * v['rel100']:.2f}% at k=10, n_x0=80; n=1000 column: closest n_x0="
-                   f"{best[1]}, off by a factor up to {v['best_factor']:.3g}", v,
-                   caveat="k and n_x0 are not stated; the n = 1000 column matches no n_x0 with k = 10" if not match1000
-                   else "k and n_x0 are not stated (k = 10 and a fitted n_x0 assumed)",
-                   evidence={"method": "published-bound formula (eq 6) recomputed in log space"})
+                   f"n=100 column within {100 * v['rel100']:.2f}% at k={k}, n_x0={m100} (fitted); n=1000 column: "
+                   f"closest n_x0={best[1]}, off by a factor up to {v['best_factor']:.3g}", v,
+                   caveat="the n = 1000 column matches no n_x0 with k = 10" if not match1000 else "",
+                   evidence={"method": "published-bound formula (eq 6) recomputed in log space, n_x0 fitted",
+                             "fit": fit_text,
+                             "threshold": {"value": "1 % relative", "source": "the paper's printed precision "
+                                           "(3 significant digits) with a factor 2 margin"}})
 
 
 @check("biswas.table2_other_columns")
@@ -689,19 +754,15 @@ def ikos_vs_central_laplace(params, paper_value) -> Outcome:
     higher = out["ikos-sum"][1] > lap[2]
     covered = all(lo <= e <= hi for (m, lo, hi), e in ((out["ikos-sum"], v["ikos_expected"]), (lap, v["lap_expected"])))
     theory_higher = v["ikos_expected"] > v["lap_expected"]
-    if lower:
-        verdict = "reproduced"
-    elif higher or theory_higher:
-        verdict = "refuted"
-    else:
-        verdict = "not-checkable"
+    # the exact expected MSEs decide (evidence class exact); the simulation shows them, it does not decide
+    verdict = "refuted" if theory_higher else "reproduced"
     return Outcome(verdict, f"IKOS {v['ikos']:.3g} [{v['ikos_lo']:.3g}, {v['ikos_hi']:.3g}] vs CentralLaplace "
                    f"{v['lap']:.3g} [{v['lap_lo']:.3g}, {v['lap_hi']:.3g}]; with the authors' noise (simulated) "
                    f"{v['direct_authors']:.3g}, exact {ikos_authors:.3g}",
-                   v, caveat="" if lower or higher else (
-                       "the simulated errors are not separated at this many trials; the exact expectations "
-                       f"({v['ikos_expected']:.3f} vs {v['lap_expected']:.3f}) decide, under which IKOS is worse" +
-                       ("" if covered else " (a simulated 95 % interval misses its exact value at this seed)")),
+                   v, caveat=(f"decided by the exact expected MSEs ({v['ikos_expected']:.3f} vs {v['lap_expected']:.3f});"
+                              " the simulated errors are " + ("separated" if lower or higher else "not separated") +
+                              " at this many trials" +
+                              ("" if covered else " (a simulated 95 % interval misses its exact value at this seed)")),
                    evidence={"method": "simulation", "trials": trials, "seed": seed, "n": n, "eps": eps,
                              "data": params["data"]})
 
@@ -755,10 +816,38 @@ def generic_audit(params, paper_value) -> Outcome:
     du = res["accountant"]["delta_upper"]
     verdict = {"consistent": "reproduced", "violated": "refuted", "inconclusive": "not-checkable"}[res["verdict"]]
     v = {"delta_lower": res["delta_lower"], "delta_upper": du, "ratio": res.get("ratio", math.nan)}
+    p_value = audit_p_value(res["delta_evidence"]["hits_first"], res["delta_evidence"]["hits_second"],
+                            res["evaluation_trials"], params["eps"], du)
     return Outcome(verdict, f"audit delta_lower {res['delta_lower']:.4g} <= accountant {du:.4g} (ratio "
                    f"{v['ratio']:.2f})" if verdict == "reproduced" else res["verdict_reason"], v,
                    evidence={"method": res["method"], "trials": res["trials"], "seed": params["seed"],
-                             "pair": res["pair"], "accountant": res["accountant"]})
+                             "pair": res["pair"], "accountant": res["accountant"], "p_value": p_value,
+                             "level": res["alpha"], "family": "one hypothesis, delta(eps) <= the accountant's "
+                             "delta_upper (Clopper-Pearson on the evaluation half)"})
+
+
+def audit_p_value(kx: int, ky: int, T: int, eps: float, du: float) -> float:
+    """The smallest a at which the audit's lower bound CP_lo(kx; a/2) - e^eps CP_hi(ky; a/2) exceeds ``du``
+    (the p-value of H0: delta(eps) <= du for the chosen rejection set), by bisection on log a; 1 when even
+    a -> 1 does not exceed it."""
+    from scipy.stats import beta
+
+    def excess(a):
+        lo = 0.0 if kx <= 0 else float(beta.ppf(a / 2, kx, T - kx + 1))
+        hi = 1.0 if ky >= T else float(beta.ppf(1 - a / 2, ky + 1, T - ky))
+        return lo - math.exp(eps) * hi - du
+
+    if excess(1.0 - 1e-12) <= 0:
+        return 1.0
+    a_lo, a_hi = 1e-300, 1.0 - 1e-12  # excess(a_lo) <= 0 < excess(a_hi)
+    if excess(a_lo) > 0:
+        return a_lo
+    for _ in range(200):
+        mid = math.sqrt(a_lo * a_hi)
+        a_lo, a_hi = (a_lo, mid) if excess(mid) > 0 else (mid, a_hi)
+        if a_hi / a_lo < 1 + 1e-6:
+            break
+    return a_hi
 
 
 @check("biswas.table4_vs_exact")
@@ -787,3 +876,128 @@ def biswas_table4_vs_exact(params, paper_value) -> Outcome:
                    f"the printed delta is below the exact delta of the released count in {below} of {total} entries "
                    f"(by up to {worst:.1f} orders of magnitude where it is nonzero)", v,
                    evidence={"method": "exact (count PMFs) vs the paper's printed values", "entries": rows_out})
+
+
+# --------------------------------------------------------------------------------------------------
+# beyond the seeds (issue 19): seed 001's rr2 pair against the worst data set; FMT 2023's stronger clone
+# pair against binary RR; Wang et al.'s variation-ratio reduction for k-RR with k >= 3
+# --------------------------------------------------------------------------------------------------
+
+
+@check("koskela.rr2_all_zeros_gap")
+def rr2_all_zeros_gap(params, paper_value) -> Outcome:
+    """Seed 001 §4's all-zeros pair for shuffled binary RR (m = 0 others holding 1) against the worst data set:
+    the exact δ of the released count for every m = 0..n-1 (a convolution of two binomials), how much larger
+    the worst is and at which m."""
+    from shufflesim.accounting.pairs import rr2_pair
+
+    rows = []
+    for n in params["n"]:
+        for eps0 in params["eps0"]:
+            for eps in params["eps"]:
+                d = np.array([rr2_mixed_delta(n, eps0, m, eps) for m in range(n)])
+                # delta(m) = delta(n-1-m) (exchange 0 and 1): report the smaller m of the symmetric pair
+                m = int(np.argmax(d))
+                m = min(m, n - 1 - m)
+                rows.append({"n": n, "eps0": eps0, "eps": eps, "all_zeros": hs(rr2_pair(n, eps0), eps),
+                             "m0": float(d[0]), "worst": float(d[m]), "worst_m": m, "ratio": float(d[m] / d[0])})
+    top = max(rows, key=lambda r: r["ratio"])
+    big_n = max(params["n"])
+    top_big = max((r for r in rows if r["n"] == big_n), key=lambda r: r["ratio"])
+    interior = sum(r["worst_m"] > 0 for r in rows)
+    v = {"points": len(rows), "interior": interior, "pct_max": 100 * (top["ratio"] - 1), "n_max": top["n"],
+         "eps0_max": top["eps0"], "eps_max": top["eps"], "m_max": top["worst_m"], "worst_max": top["worst"],
+         "zeros_max": top["all_zeros"], "pct_big": 100 * (top_big["ratio"] - 1), "n_big": big_n,
+         "eps0_big": top_big["eps0"], "eps_big": top_big["eps"], "m_big": top_big["worst_m"],
+         "worst_big": top_big["worst"], "zeros_big": top_big["all_zeros"],
+         "max_worst_m": max(r["worst_m"] for r in rows), "m_max_sym": top["n"] - 1 - top["worst_m"],
+         "m_big_sym": big_n - 1 - top_big["worst_m"]}
+    return Outcome("refuted" if interior else "reproduced",
+                   f"the worst m is interior at {interior} of {len(rows)} points; all-zeros understates the exact "
+                   f"delta by up to {v['pct_max']:.1f}% (n={top['n']}, eps0={top['eps0']}, eps={top['eps']}, worst "
+                   f"m={top['worst_m']})", v,
+                   evidence={"method": "exact delta of the released count for every m (others holding 1)",
+                             "rows": rows})
+
+
+@check("beyond.stronger_clones_vs_binary_rr")
+def stronger_clones_vs_binary_rr(params, paper_value) -> Outcome:
+    """Feldman, McMillan, Talwar 2023's stronger clone pair against the exact δ of shuffled binary RR, maximised
+    over every neighbouring pair of data sets by brute-force enumeration (accounting.shuffle_oracle)."""
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
+    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+
+    rows = []
+    for n, eps0, eps in params["points"]:
+        exact, arg = worst_neighbouring_delta(krr_matrix(2, eps0), n, eps)
+        rows.append({"n": n, "eps0": eps0, "eps": eps, "exact": float(exact), "pair": hs(stronger_clones_pair(n, eps0), eps),
+                     "worst_m": int(sum(arg[2])) if arg else 0})
+    v = {}
+    for i, r in enumerate(rows):
+        v |= {f"exact_{i}": r["exact"], f"pair_{i}": r["pair"], f"m_{i}": r["worst_m"]}
+    # the pair's delta is computed from its exact PMFs (float round-off ~1e-15 relative): a gap of 1e-9
+    # relative is not numerical noise
+    gaps = [r for r in rows if r["exact"] < r["pair"] * (1 - 1e-9)]
+    v["not_attained"] = len(gaps)
+    v["attained"] = len(rows) - len(gaps)
+    return Outcome("refuted" if gaps else "reproduced",
+                   "; ".join(f"n={r['n']}, eps0={r['eps0']:g}, eps={r['eps']:g}: binary RR {r['exact']:.5f} "
+                             f"(worst m={r['worst_m']}) vs pair {r['pair']:.5f}" for r in rows), v,
+                   caveat="" if gaps else "", evidence={"method": "brute-force enumeration of every neighbouring "
+                                                        "pair of data sets vs the pair's exact delta", "rows": rows})
+
+
+@check("beyond.variation_ratio_krr")
+def variation_ratio_krr(params, paper_value) -> Outcome:
+    """Wang et al.'s variation-ratio reduction with k-RR's (p, beta, q) for k >= 3 against the exact worst δ of
+    shuffled k-RR over every neighbouring pair of data sets (brute force), and whether shufflesim keeps the
+    reduction out of k-RR's methods (so out of ``best``)."""
+    from shufflesim.accounting.pairs import krr_eps0_from_gamma
+    from shufflesim.accounting.pairs.variation import variation_ratio_pair, vr_params_krr
+    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.errors import NotApplicableError
+    from shufflesim.mechanisms import KRR
+
+    n, k, gamma, eps = params["n"], params["k"], params["gamma"], params["eps"]
+    eps0 = krr_eps0_from_gamma(k, gamma)
+    exact, arg = worst_neighbouring_delta(krr_matrix(k, eps0), n, eps)
+    vr = hs(variation_ratio_pair(n, *vr_params_krr(k, eps0), unverified=True), eps)
+    try:
+        variation_ratio_pair(n, *vr_params_krr(k, eps0))
+        refused = False
+    except NotApplicableError:
+        refused = True
+    kept_out = refused and "variation-ratio" not in KRR.methods
+    v = {"exact": float(exact), "vr": vr, "ratio": float(exact) / vr, "eps0": eps0, "kept_out": kept_out,
+         "x0": arg[0], "x1": arg[1], "others": " ".join(map(str, arg[2]))}
+    return Outcome("refuted" if exact > vr * (1 + 1e-9) else "reproduced",
+                   f"exact {float(exact):.5f} (target {arg[0]} vs {arg[1]}, others {list(arg[2])}) vs the reduction's "
+                   f"{vr:.5f}; kept out of k-RR's methods: {kept_out}", v,
+                   caveat="" if kept_out else "the reduction is offered for k-RR with k >= 3",
+                   evidence={"method": "brute-force enumeration of every neighbouring pair of data sets vs the "
+                                       "reduction's pair", "eps0": eps0})
+
+
+@check("balle2020.lemma_a1_error_bound")
+def lemma_a1_error_bound(params, paper_value) -> Outcome:
+    """Seed 004 Lemma A.1's error expression (one level, as the authors' code evaluates it) against the exact
+    expected MSE of the blanket summation protocol on the same data (the sum of the users' variances), with the
+    simulation of ``generic.mse_validation`` beside it (it tests that expectation, and the expression)."""
+    sim = generic_mse_validation(params, paper_value)
+    checks = {c["check"]: c for c in sim.evidence["checks"]}
+    expected, bound = checks["mse_expected"]["theory"], checks["mse_bound"]["theory"]
+    v = dict(sim.values, expected=expected, bound=bound)
+    below = expected > bound * (1 + 1e-12)
+    return Outcome("refuted" if below else "reproduced",
+                   f"exact expected MSE {expected:.6g} vs the expression {bound:.6g}; simulated {sim.values['mse']:.6g}",
+                   v, caveat=("the expression is below the protocol's exact expected MSE on these data; the simulation "
+                              f"of the expected MSE: {checks['mse_expected'].get('verdict')}" +
+                              (f" (p = {checks['mse_expected']['p_value']:.3g})"
+                               if checks["mse_expected"].get("p_value") is not None else "")
+                              if below else ""),
+                   evidence={"method": "exact expected MSE (closed form: sum of the users' variances) vs the printed "
+                                       "expression; " + sim.evidence["method"], "simulation": sim.evidence})
+
+
+# the statistical checks report their p-value, family and level (issue 19)
+CHECKS["generic.mse_validation"] = _with_statistics(CHECKS["generic.mse_validation"])

@@ -1,7 +1,7 @@
 """The claims registry: the seed papers' claims as TOML files, the checks that recompute them, the report.
 
 One file per paper under ``scenarios/claims/`` (``koskela.toml``, ``flame.toml``, ``biswas.toml``,
-``balle2020.toml``).  Schema (every key is checked; an error names the file, the claim and the key)::
+``balle2020.toml``; ``beyond.toml`` holds the literature checked beyond the seed papers).  Schema (every key is checked; an error names the file, the claim and the key)::
 
     paper = "koskela"                 # one of PAPERS, equal to the file's stem
     title = "..."                     # the paper, for the report
@@ -12,6 +12,8 @@ One file per paper under ``scenarios/claims/`` (``koskela.toml``, ``flame.toml``
     claim       = "the claim in words"
     paper_value = "..."               # string, number or list: the paper's value(s), as printed
     method      = "tight"             # tight | exact | published-bound | audit | mse-validation | simulation
+    evidence    = "exact"             # exact | statistical | published-bound | reconstruction | fitted (EVIDENCE)
+    reconstruction = "..."            # required with evidence = "reconstruction": what the text lost, what we used
     check       = "koskela.strong_1d" # a function in shufflesim.validation.claim_checks (CHECKS)
     slow        = false               # optional: run only with --slow (CI's slow job)
     [claim.params]                    # optional: the check's inputs (settings, transcribed paper tables)
@@ -21,9 +23,23 @@ One file per paper under ``scenarios/claims/`` (``koskela.toml``, ``flame.toml``
     text    = "... {value:.2e} ..."   # str.format template over the check's named values
 
 A check returns an :class:`Outcome`: the named values it computed, a one-line ``shufflesim_value``,
-the verdict (``reproduced`` | ``reproduced-with-caveat`` | ``refuted`` | ``not-checkable``), the caveat or
-the missing piece, and the evidence (numbers, method, trials, seed).  No result is ever typed into a TOML
-file or a template: templates hold placeholders, the numbers come from the check.
+the verdict, the caveat or the missing piece, and the evidence (numbers, method, trials, seed).  No result
+is ever typed into a TOML file or a template: templates hold placeholders, the numbers come from the check.
+
+The verdict vocabulary follows from the claim's evidence class (issue 19), and :func:`run_claim` enforces it:
+
+* ``exact`` (exact computation or enumeration) and ``published-bound`` (a formula the paper prints, evaluated
+  as printed) may give every verdict except the two below;
+* ``statistical`` (a test) must report its p-value, its family and its level (``Outcome.evidence``:
+  ``p_value``, ``family``, ``level``); "refuted" needs p < level; a p-value within 10x of the level (either
+  side) is flagged *borderline* in the record, the report and FINDINGS.md;
+* ``reconstruction`` (a formula the text lost, rebuilt by the project: the claim's ``reconstruction`` key
+  says which) gives at most "not-reproduced" or "reproduced-with-caveat" (our reconstruction: ...): a check's
+  "refuted" becomes "not-reproduced", its "reproduced" "reproduced-with-caveat";
+* ``fitted`` (parameters the paper does not state, fitted by the check; it reports them in
+  ``Outcome.evidence["fit"]``) gives "reproduced-with-fitted-parameters" or "not-reproduced" at most;
+* a check that decides by a threshold reports it in ``Outcome.evidence["threshold"]`` (``value``,
+  ``source``); without a cited ``source`` the verdict must be "inconclusive" (with the numbers).
 """
 
 from __future__ import annotations
@@ -39,13 +55,28 @@ from typing import Any
 from shufflesim.errors import ShufflesimError
 from shufflesim.validation.outcome import Outcome  # noqa: F401  (re-exported: the checks' return type)
 
-PAPERS = ("koskela", "flame", "biswas", "balle2020")
+#: the seed papers' files, and ``beyond``: claims of the literature the project checked beyond the seeds
+PAPERS = ("koskela", "flame", "biswas", "balle2020", "beyond")
 METHODS = ("tight", "exact", "published-bound", "audit", "mse-validation", "simulation")
-VERDICTS = ("reproduced", "reproduced-with-caveat", "refuted", "not-checkable")
+VERDICTS = ("reproduced", "reproduced-with-caveat", "reproduced-with-fitted-parameters", "not-reproduced", "refuted",
+            "inconclusive", "not-checkable")
+#: the evidence classes (issue 19): the key of a claim's ``evidence``, and how reports describe it
+EVIDENCE = {"exact": "exact computation or enumeration",
+            "statistical": "statistical test (p-value, family, level)",
+            "published-bound": "published bound or formula evaluated as printed",
+            "reconstruction": "reconstruction of a formula the text lost",
+            "fitted": "parameters the paper does not state, fitted"}
+_DECISIVE = ("reproduced", "reproduced-with-caveat", "refuted", "inconclusive", "not-checkable")
+#: the verdicts each evidence class can carry
+ALLOWED = {"exact": _DECISIVE, "published-bound": _DECISIVE, "statistical": _DECISIVE,
+           "reconstruction": ("reproduced-with-caveat", "not-reproduced", "inconclusive", "not-checkable"),
+           "fitted": ("reproduced-with-fitted-parameters", "not-reproduced", "inconclusive", "not-checkable")}
+#: a p-value within this factor of the level (either side) is borderline
+BORDERLINE_FACTOR = 10.0
 _TOP = {"paper": str, "title": str, "seed": str, "claim": list}
 _CLAIM_REQUIRED = {"id": str, "source": str, "claim": str, "paper_value": (str, int, float, list), "method": str,
-                   "check": str}
-_CLAIM_OPTIONAL = {"slow": bool, "params": dict, "finding": dict}
+                   "evidence": str, "check": str}
+_CLAIM_OPTIONAL = {"slow": bool, "params": dict, "finding": dict, "reconstruction": str}
 _FINDING = {"number": int, "section": str, "text": str}
 
 
@@ -66,6 +97,8 @@ class Claim:
     params: dict = field(default_factory=dict)
     finding: dict | None = None
     file: str = ""
+    evidence: str = "exact"
+    reconstruction: str = ""
 
 
 def default_dir() -> Path:
@@ -143,6 +176,11 @@ def parse_file(path: Path) -> list[Claim]:
             raise ClaimsError(f"{where}: key 'method': {c['method']!r} is not one of {', '.join(METHODS)}")
         if c["check"] not in CHECKS:
             raise ClaimsError(f"{where}: key 'check': unknown check {c['check']!r}")
+        if c["evidence"] not in EVIDENCE:
+            raise ClaimsError(f"{where}: key 'evidence': {c['evidence']!r} is not one of {', '.join(EVIDENCE)}")
+        if (c["evidence"] == "reconstruction") != ("reconstruction" in c):
+            raise ClaimsError(f"{where}: key 'reconstruction': required with evidence = \"reconstruction\" (what the "
+                              "text lost and what the project uses instead), and only then")
         f = c.get("finding")
         if f is not None:
             for key, t in _FINDING.items():
@@ -157,7 +195,8 @@ def parse_file(path: Path) -> list[Claim]:
                 if field_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field_name):
                     raise ClaimsError(f"{where}: key 'finding.text': bad placeholder {{{field_name}}}")
         out.append(Claim(paper, c["id"], c["source"], c["claim"], c["paper_value"], c["method"], c["check"],
-                         c.get("slow", False), c.get("params", {}), f, name))
+                         c.get("slow", False), c.get("params", {}), f, name, c["evidence"],
+                         c.get("reconstruction", "")))
     return out
 
 
@@ -181,18 +220,78 @@ def load(directory: Path | None = None, papers: list[str] | None = None) -> list
 
 
 def run_claim(claim: Claim) -> dict[str, Any]:
-    """Run one claim's check; the JSON record of ``claims check``."""
+    """Run one claim's check; the JSON record of ``claims check``.  The verdict is the check's, held to what
+    the claim's evidence class can carry (module docstring); a check that claims more raises ClaimsError."""
     from shufflesim.validation.claim_checks import CHECKS
 
     t0 = time.perf_counter()
     out = CHECKS[claim.check](claim.params, claim.paper_value)
-    if out.verdict not in VERDICTS:
-        raise ClaimsError(f"{claim.file}: claim {claim.id!r}: check returned verdict {out.verdict!r}")
+    verdict, caveat, evidence = apply_evidence(claim, out)
     return {"paper": claim.paper, "id": claim.id, "source": claim.source, "claim": claim.claim,
-            "paper_value": claim.paper_value, "shufflesim_value": out.shufflesim_value, "verdict": out.verdict,
-            "caveat": out.caveat, "method": claim.method, "check": claim.check, "params": claim.params,
-            "evidence": dict(out.evidence, values=out.values), "slow": claim.slow,
+            "paper_value": claim.paper_value, "shufflesim_value": out.shufflesim_value, "verdict": verdict,
+            "caveat": caveat, "method": claim.method, "evidence_class": claim.evidence, "check": claim.check,
+            "params": claim.params, "evidence": dict(evidence, values=out.values), "slow": claim.slow,
             "seconds": time.perf_counter() - t0, "_values": out.values}
+
+
+def apply_evidence(claim: Claim, out: Outcome) -> tuple[str, str, dict]:
+    """(verdict, caveat, evidence) of a check's outcome under the claim's evidence class (module docstring)."""
+    where = f"{claim.file}: claim {claim.id!r}"
+    verdict, caveat = out.verdict, out.caveat
+    if verdict not in VERDICTS:
+        raise ClaimsError(f"{where}: check returned verdict {verdict!r}")
+    ev = dict(out.evidence, **{"class": claim.evidence, "class_text": EVIDENCE[claim.evidence]})
+    thr = ev.get("threshold")
+    if thr is not None and not thr.get("source") and verdict not in ("inconclusive", "not-checkable"):
+        raise ClaimsError(f"{where}: the verdict {verdict!r} rests on a threshold ({thr.get('value')}) that cites no "
+                          "source; it must be 'inconclusive' with the numbers")
+    if claim.evidence == "statistical":
+        missing = [k for k in ("p_value", "family", "level") if k not in ev]
+        if missing:
+            raise ClaimsError(f"{where}: a statistical verdict must report {', '.join(missing)}")
+        level = float(ev["level"])
+        if ev["p_value"] is None:  # an interval design: its decision rule instead of a p-value
+            if not ev.get("decision"):
+                raise ClaimsError(f"{where}: a statistical verdict without a p-value must state its decision rule")
+            ev["borderline"] = False
+            stat = f"{ev['decision']} (family: {ev['family']}; level {level:.3g})"
+        else:
+            p = float(ev["p_value"])
+            if verdict == "refuted" and not p < level:
+                raise ClaimsError(f"{where}: 'refuted' needs a significant test (p = {p:.3g}, level {level:.3g})")
+            ev["borderline"] = bool(level / BORDERLINE_FACTOR <= p < level * BORDERLINE_FACTOR)
+            stat = f"p = {p:.3g} (family: {ev['family']}; level {level:.3g})"
+            if ev["borderline"]:
+                stat += f"; borderline: p within {BORDERLINE_FACTOR:g}x of the level"
+        caveat = f"{caveat}; {stat}" if caveat else stat
+    elif claim.evidence == "reconstruction":
+        verdict = {"refuted": "not-reproduced", "reproduced": "reproduced-with-caveat"}.get(verdict, verdict)
+        if verdict in ("not-reproduced", "reproduced-with-caveat"):
+            caveat = f"our reconstruction: {claim.reconstruction}" + (f"; {caveat}" if caveat else "")
+    elif claim.evidence == "fitted":
+        if "fit" not in ev:
+            raise ClaimsError(f"{where}: evidence 'fitted' needs the fit in the check's evidence ('fit')")
+        verdict = {"refuted": "not-reproduced", "reproduced": "reproduced-with-fitted-parameters",
+                   "reproduced-with-caveat": "reproduced-with-fitted-parameters"}.get(verdict, verdict)
+        caveat = f"fitted: {ev['fit']}" + (f"; {caveat}" if caveat else "")
+    if verdict not in ALLOWED[claim.evidence]:
+        raise ClaimsError(f"{where}: verdict {verdict!r} is not allowed with evidence {claim.evidence!r} "
+                          f"(allowed: {', '.join(ALLOWED[claim.evidence])})")
+    return verdict, caveat, ev
+
+
+def evidence_line(record: dict) -> str:
+    """'evidence: <class>' with, for a statistical verdict, its p-value, family and level."""
+    ev = record.get("evidence", {})
+    cls = record.get("evidence_class") or ev.get("class", "")
+    line = f"evidence: {EVIDENCE.get(cls, cls)}"
+    if cls == "statistical" and ev.get("p_value") is not None:
+        line += f", p = {float(ev['p_value']):.3g}, family: {ev['family']}, level {float(ev['level']):.3g}"
+    elif cls == "statistical" and "level" in ev:
+        line += f", {ev.get('decision', '')}, family: {ev['family']}, level {float(ev['level']):.3g}"
+        if ev.get("borderline"):
+            line += " (borderline)"
+    return line
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,6 +307,9 @@ and `tests/test_findings.py` recomputes the numbers through the library once mor
 bent to match a paper.  "Seed NNN" is the seed paper whose file name starts with NNN (citations in
 docs/theory.md).
 `shufflesim claims check` prints every claim of the registry (not only these disagreements) with its verdict.
+Each item ends with its verdict and its evidence class: exact computation or enumeration; statistical test
+(with its p-value, family and level); published bound evaluated; reconstruction of a formula the text lost
+(at most "not-reproduced"); fitted parameters (at most "reproduced-with-fitted-parameters").
 """
 
 
@@ -237,7 +339,8 @@ def findings_markdown(records: list[dict]) -> str:
         if sec != section:
             lines.append(f"## {sec}\n")
             section = sec
-        body = f"{number}. {text}\n\n[`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}]"
+        body = (f"{number}. {text}\n\n[`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}; "
+                f"{evidence_line(r)}]")
         lines.append(_wrap_item(body))
     return "\n".join(lines).rstrip() + "\n"
 
