@@ -1,0 +1,258 @@
+"""Dishonest users (issue 23, first slice; docs/theory.md#dishonest): the bias a coalition forces.
+
+Oracles: exact integer/float identities for deterministic shifts (the same honest randomness with two
+coalition strategies), brute-force enumeration of every honest and dishonest message outcome at n = 3
+run through the protocol's own shuffler and analyser, the DLap closed form and an h-fold convolution for
+the remaining Pólya noise.  Monte-Carlo comparisons use fixed seeds and a Bonferroni-corrected normal
+interval so that the family-wise error of this file is below 1e-3.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from shufflesim.errors import ParameterError
+from shufflesim.maths.polya import decode_centered, dlap_logpmf, polya_logpmf
+from shufflesim.pipeline.registry import create
+from shufflesim.validation import dishonest as D
+
+N = 30
+FAMILY = 7 * 4 * 2
+Z = float(stats.norm.isf(1e-3 / FAMILY / 2.0))
+
+
+def _protocols(n: int = N) -> dict:
+    return {
+        "blanket-sum": create("blanket-sum", n, gamma=0.3, k=4),
+        "recursive-sum": create("recursive-sum", n, precisions=[3, 4], gammas=[0.2, 0.3], eps=1.0),
+        "cheu-sum": create("cheu-sum", n, eps=1.0, messages=3, gamma=0.4),
+        "local-rr-sum": create("local-rr-sum", n, eps=1.0),
+        "local-laplace-sum": create("local-laplace-sum", n, eps=1.0),
+        "krr": create("krr", n, k=3, gamma=0.4),
+        "ikos-sum": create("ikos-sum", n, eps=1.0),
+    }
+
+
+PROTOS = _protocols()
+
+
+def _data(proto):
+    n = proto.n
+    if proto.name == "krr":
+        return np.arange(n) % proto.k
+    if proto.name == "ikos-sum":  # p·x integer: the exact IKOS expectation needs a deterministic rounded sum
+        p = proto.parameters.p
+        return (np.arange(n) % (p + 1)) / p
+    return (np.arange(n) % 5) / 4.0
+
+
+LINEAR = [k for k in PROTOS if k not in ("ikos-sum", "local-laplace-sum")]
+
+
+@pytest.mark.parametrize("name", list(PROTOS))
+def test_no_coalition_reproduces_the_protocol_run(name):
+    """c = 0: the attacked population is the protocol's own run, bit for bit (same seed streams)."""
+    proto = PROTOS[name]
+    data = _data(proto)
+    for seed in (0, 7):
+        got = D.attacked_estimate(proto, data, 0, "push", seed)
+        want = proto.run(data, seed).estimate
+        want = float(want[0]) if name == "krr" else float(want)
+        assert got == want  # exactness is the point: identical random streams
+
+
+@pytest.mark.parametrize("name", LINEAR)
+@pytest.mark.parametrize("c", [1, 3])
+def test_push_attains_the_derived_influence_exactly(name, c):
+    """With the honest users' randomness fixed, pushing up instead of down moves the estimate by exactly
+    c·(hi − lo), the derived width; pushing down sends only zero messages, so it equals a dropout."""
+    proto = PROTOS[name]
+    inf = D.influence(proto)
+    data = _data(proto)
+    for seed in range(3):
+        up = D.attacked_estimate(proto, data, c, "push", seed, direction=1)
+        down = D.attacked_estimate(proto, data, c, "push", seed, direction=-1)
+        drop = D.attacked_estimate(proto, data, c, "dropout", seed)
+        assert math.isclose(up - down, c * inf.width, rel_tol=1e-12, abs_tol=1e-12 * proto.n)
+        assert down == drop  # exactness is the point: the same integer message sum goes to the analyser
+
+
+def test_local_laplace_push_is_unbounded():
+    """Any real message is well-formed: a push of size M moves the estimate by exactly 2M·c between directions."""
+    proto = PROTOS["local-laplace-sum"]
+    assert D.influence(proto).width == math.inf
+    data = _data(proto)
+    for m in (10.0, 1e6):
+        up = D.attacked_estimate(proto, data, 2, "push", 3, magnitude=m)
+        down = D.attacked_estimate(proto, data, 2, "push", 3, direction=-1, magnitude=m)
+        assert math.isclose(up - down, 4.0 * m, rel_tol=1e-9)
+
+
+def test_ikos_shift_is_exact_and_spans_the_window():
+    """IKOS: one user's shares of s move the decoded sum by exactly s (no wrap), and the window it can reach
+    is (−q/2, q/2] — the estimate anywhere in (−q/(2p), q/(2p)], far beyond the honest range [0, 1]."""
+    proto = PROTOS["ikos-sum"]
+    prm = proto.parameters
+    data = _data(proto)
+    inf = D.influence(proto)
+    assert inf.modular and inf.width == pytest.approx((prm.q - 1) / prm.p, rel=1e-12)
+    assert inf.width > prm.n  # one user moves the estimate by more than all n honest inputs can
+    for s in (1, -17, 5 * prm.p, -prm.n * prm.p):
+        for seed in range(3):
+            a = D.attacked_estimate(proto, data, 1, "push", seed, shift=s)
+            b = D.attacked_estimate(proto, data, 1, "push", seed, shift=0)
+            assert round((a - b) * prm.p) == s  # decoded values are integers: the shift is exact
+
+
+def _message_laws(proto, x):
+    """Per-user law of the message row (as a dict row-tuple -> probability), by enumeration of the randomiser."""
+    name = proto.name
+    if name == "krr":
+        return {(j,): float(pj) for j, pj in enumerate(proto.randomiser.report_probabilities(int(x)))}
+    if name == "blanket-sum":
+        k, lv = proto.k, proto.randomiser.level
+        law: dict = {}
+        lo, f = math.floor(k * x), k * x - math.floor(k * x)
+        for xb, pw in ((lo, 1 - f), (min(lo + 1, k), f)):
+            for j, pj in enumerate(lv.report_probabilities(xb)):
+                law[(j,)] = law.get((j,), 0.0) + pw * pj
+        return law
+    if name == "local-rr-sum":
+        fl = proto.analyser.flip
+        p1 = x * (1 - fl) + (1 - x) * fl
+        return {(0,): 1 - p1, (1,): p1}
+    if name == "cheu-sum":
+        r, g = proto.params["messages"], proto.params["gamma"]
+        law = {}
+        lo, f = math.floor(r * x), r * x - math.floor(r * x)
+        for xb, pw in ((lo, 1 - f), (min(lo + 1, r), f)):
+            for bits in itertools.product((0, 1), repeat=r):
+                p = pw
+                for j, b in enumerate(bits):
+                    true = 1 if j + 1 <= xb else 0
+                    p *= (1 - g / 2) if b == true else g / 2
+                law[bits] = law.get(bits, 0.0) + p
+        return law
+    raise AssertionError(name)
+
+
+def _det_law(rows):
+    return {tuple(int(v) for v in r): 1.0 for r in rows}
+
+
+def _enumerated_expectation(proto, data, c, strategy, direction):
+    """E[estimate] by enumerating every message outcome of every user (n = 3) through the protocol's own
+    shuffler and analyser; the coalition's messages are deterministic for push/dropout and enumerated for
+    withhold-noise/extreme-input."""
+    xd, xh = data[:c], data[c:]
+    laws = [_message_laws(proto, x) for x in xh]
+    if strategy == "push":
+        rows = D._dishonest_messages(proto, xd, "push", direction, 0, 0.0, None, np.random.default_rng(0))
+        laws += [{tuple(int(v) for v in r): 1.0} for r in rows]
+    elif strategy == "extreme-input":
+        ext = (0 if direction > 0 else 1) if proto.name == "krr" else (1.0 if direction > 0 else 0.0)
+        laws += [_message_laws(proto, ext) for _ in range(c)]
+    elif strategy == "withhold-noise":  # the same randomiser with no noise: the rounding only
+        for x in xd:
+            if proto.name == "krr":
+                laws.append({(int(x),): 1.0})
+            else:
+                k = {"blanket-sum": proto.params.get("k"), "local-rr-sum": 1,
+                     "cheu-sum": proto.params.get("messages")}[proto.name]
+                lo, f = math.floor(k * x), k * x - math.floor(k * x)
+                law = {}
+                for xb, pw in ((lo, 1 - f), (min(lo + 1, k), f)):
+                    row = (xb,) if proto.name != "cheu-sum" else tuple(int(j + 1 <= xb) for j in range(k))
+                    law[row] = law.get(row, 0.0) + pw
+                laws.append(law)
+    total = 0.0
+    seed = np.random.SeedSequence(0)
+    for combo in itertools.product(*[list(law.items()) for law in laws]):
+        p = math.prod(pr for _, pr in combo)
+        if p == 0.0:
+            continue
+        msgs = np.array([row for row, _ in combo], dtype=np.int64).reshape(len(combo), -1)
+        if msgs.size == 0:
+            msgs = np.zeros((0, proto.messages_per_user), dtype=np.int64)
+        raw = proto.analyser.analyse(proto.shuffler.shuffle(msgs, seed), np.random.default_rng(0))
+        total += p * D._scalar(proto, raw, 0)
+    return total
+
+
+@pytest.mark.parametrize("name", ["blanket-sum", "krr", "local-rr-sum", "cheu-sum"])
+@pytest.mark.parametrize("strategy", D.STRATEGIES)
+@pytest.mark.parametrize("direction", [1, -1])
+def test_expected_estimate_matches_enumeration(name, strategy, direction):
+    """The derived E[estimate] under attack equals the brute-force expectation at n = 3 with c = 1, 2."""
+    small = {"blanket-sum": create("blanket-sum", 3, gamma=0.3, k=2),
+             "krr": create("krr", 3, k=3, gamma=0.4),
+             "local-rr-sum": create("local-rr-sum", 3, eps=0.7),
+             "cheu-sum": create("cheu-sum", 3, eps=1.0, messages=2, gamma=0.4)}[name]
+    data = np.array([0, 2, 1]) if name == "krr" else np.array([0.3, 1.0, 0.75])
+    for c in (1, 2):
+        want = _enumerated_expectation(small, data, c, strategy, direction)
+        got = D.expected_estimate(small, data, c, strategy, direction=direction)
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(PROTOS))
+@pytest.mark.parametrize("strategy", D.STRATEGIES)
+@pytest.mark.parametrize("direction", [1, -1])
+def test_simulated_bias_agrees_with_the_derived_value(name, strategy, direction):
+    """Monte-Carlo mean of the attacked estimate (c = 2) within Z standard errors of the derived E."""
+    proto = PROTOS[name]
+    data = _data(proto)
+    est = D.simulate_attack(proto, data, 2, strategy, 200, seed=11, direction=direction, magnitude=50.0)
+    want = D.expected_estimate(proto, data, 2, strategy, direction=direction, magnitude=50.0)
+    se = est.std(ddof=1) / math.sqrt(est.size)
+    assert abs(est.mean() - want) <= Z * se
+
+
+def test_ikos_wraparound_expectation_and_worst_shift():
+    """Past the window the estimate wraps: the derived E (exact noise law) tracks the simulated mean, and
+    the worst shift found by scanning every residue moves the estimate by nearly the whole window."""
+    proto = PROTOS["ikos-sum"]
+    prm = proto.parameters
+    data = _data(proto)
+    R = int(np.round(data[1:] * prm.p).sum())
+    s = prm.q // 2 - R  # centre of the noise at the upper edge: about half the runs wrap
+    est = D.simulate_attack(proto, data, 1, "push", 400, seed=5, shift=s)
+    want = D.expected_estimate(proto, data, 1, "push", shift=s)
+    assert abs(est.mean() - want) <= Z * est.std(ddof=1) / math.sqrt(est.size)
+    lo_s, lo_b, hi_s, hi_b = D.ikos_worst_shifts(proto, data, 1)
+    assert hi_b == pytest.approx(D.expected_bias(proto, data, 1, "push", shift=hi_s), rel=1e-12)
+    assert lo_b == pytest.approx(D.expected_bias(proto, data, 1, "push", shift=lo_s), rel=1e-12)
+    assert hi_b - lo_b > 0.9 * D.influence(proto).width
+
+
+def test_remaining_noise_law():
+    """h of n Pólya shares: h = n is DLap(α) exactly; h < n is the h-fold convolution of one share's law."""
+    n, alpha = 5, math.exp(-0.8)
+    z, pmf, tail = D.remaining_noise_pmf(n, n, alpha)
+    assert tail < 1e-290
+    np.testing.assert_allclose(pmf, np.exp(dlap_logpmf(z, alpha)), rtol=1e-10, atol=1e-300)
+    one = np.exp(polya_logpmf(np.arange(400), 1.0 / n, alpha))
+    share = np.convolve(one, one[::-1])  # z = -399..399
+    for h in (1, 2, 3):
+        law = share
+        for _ in range(h - 1):
+            law = np.convolve(law, share)
+        L = (law.size - 1) // 2
+        zz, pm, _ = D.remaining_noise_pmf(h, n, alpha)
+        Lh = (pm.size - 1) // 2
+        m = min(L, Lh, 200)
+        np.testing.assert_allclose(pm[Lh - m:Lh + m + 1], law[L - m:L + m + 1], rtol=1e-9, atol=1e-300)
+        assert abs(pm.sum() - 1.0) < 1e-12
+
+
+def test_bad_arguments():
+    proto = PROTOS["blanket-sum"]
+    with pytest.raises(ParameterError):
+        D.attacked_estimate(proto, _data(proto), 1, "bribe", 0)
+    with pytest.raises(ParameterError):
+        D.attacked_estimate(proto, _data(proto), N + 1, "push", 0)
