@@ -383,3 +383,107 @@ def ikos_worst_shifts(proto, data, c: int) -> tuple[int, float, int, float]:
     s_lo, s_hi = centred(np.argmin(f)), centred(np.argmax(f))
     return (s_lo, expected_bias(proto, data, c, "push", shift=s_lo),
             s_hi, expected_bias(proto, data, c, "push", shift=s_hi))
+
+
+# --- privacy left with M honest users (docs/theory.md#dishonest-honest) ----------------------------------------
+#: mechanism kinds whose view with a coalition is exactly the M-user mechanism's (shuffled identical randomisers)
+HONEST_KINDS = ("rr2", "krr", "clones")
+
+
+def honest_mechanism(mech, honest: int):
+    """The mechanism left when only ``honest`` of its n users are honest: the same shuffled randomiser among
+    M = ``honest`` users (the coalition's reports are known and independent of the target's input, so the
+    view is equivalent to the M-user mechanism's; docs/theory.md#dishonest-honest)."""
+    import dataclasses
+
+    from shufflesim.core.checks import check_int
+
+    kind = getattr(mech, "kind", None)
+    if kind not in HONEST_KINDS:
+        raise NotApplicableError(f"--honest is defined for {', '.join(HONEST_KINDS)}; got {kind}")
+    m = check_int("honest", honest, minimum=1, maximum=mech.n)
+    return dataclasses.replace(mech, n=m)
+
+
+@dataclass(frozen=True)
+class HonestIKOSPrivacy:
+    """Certified δ(ε) of ikos-sum when only h of its n users add their Pólya shares (two-sided)."""
+
+    h: int
+    eps: float
+    delta_lower: float
+    delta_upper: float
+    noise_delta_upper: float
+    tv_term: float
+    sigma: float
+    worst_shift: int
+
+
+def _hockey(pmf: np.ndarray, d: int, ee: float, side: int = 1) -> float:
+    """Σ_z max(0, P(z) − e^ε P(z − d)) over the array's support (P = 0 outside it), each term moved by the
+    floating-point error of the computed masses (relative 4e-16 per convolution term, pmf.size terms at
+    most) upwards (``side`` = 1, for an upper bound) or downwards (−1, for a lower bound)."""
+    shifted = np.zeros_like(pmf)
+    shifted[d:] = pmf[:-d] if d > 0 else pmf
+    slack = 4e-16 * (pmf.size + 10)
+    return float(np.sum(np.maximum(0.0, pmf - ee * shifted + side * slack * (pmf + ee * shifted))))
+
+
+def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
+    """δ(ε) of the IKOS comparison mechanism with only h honest Pólya shares, plus the IKOS TV term with h
+    users (docs/theory.md#dishonest-honest).
+
+    Upper: max over shifts d ∈ {1..p} of the hockey-stick divergence of (Z_h, Z_h + d) on the truncated law,
+    + 2P(A > L) for the truncation, + (1 + e^ε)·2^{−σ(h)}.  Lower: the pair at shift p (a user changing x
+    from 0 to 1) with both laws folded mod q (the analyser sees the sum mod q), minus e^ε·2P(A > L).
+    """
+    from shufflesim.core.checks import check_int, check_real
+    from shufflesim.protocols.ikos_sum import ikos_sigma_improved
+
+    if proto.name != "ikos-sum":
+        raise NotApplicableError("ikos_honest_delta is for ikos-sum")
+    prm = proto.parameters
+    h = check_int("honest", h, minimum=3, maximum=prm.n)
+    eps = check_real("eps", eps, low=0.0)
+    ee = math.exp(eps)
+    z, pmf, tail = remaining_noise_pmf(h, prm.n, prm.alpha)
+    noise = max(_hockey(pmf, d, ee) for d in range(1, prm.p + 1)) + tail
+    sigma = ikos_sigma_improved(h, prm.q, prm.m - 1)
+    tv = math.exp(math.log1p(ee) - sigma * math.log(2.0)) if sigma > 0 else math.inf
+    folded = np.bincount(np.mod(z, prm.q), weights=pmf, minlength=prm.q)
+    rolled = np.roll(folded, prm.p)  # law of (R + p + Z_h) mod q against that of (R + Z_h) mod q
+    slack = 4e-16 * (pmf.size + 10)
+    low = float(np.sum(np.maximum(0.0, folded - ee * rolled - slack * (folded + ee * rolled)))) - ee * tail
+    worst = max(range(1, prm.p + 1), key=lambda d: _hockey(pmf, d, ee))
+    return HonestIKOSPrivacy(h, eps, max(0.0, low), min(1.0, noise + tv), noise, tv, sigma, worst)
+
+
+def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6) -> tuple[float, float]:
+    """[ε_lower, ε_upper] at ``delta`` from :func:`ikos_honest_delta` by bisection (both ends certified:
+    δ_upper(ε_upper) ≤ δ and δ_lower(ε_lower) ≥ δ, or ε_lower = 0)."""
+    from shufflesim.core.checks import check_real
+
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    eps0 = proto.parameters.eps
+
+    def bisect(f) -> float:  # smallest ε on the grid with f(ε) ≤ δ, f non-increasing
+        lo, hi = 0.0, eps0
+        while f(hi) > delta:
+            lo, hi = hi, 2.0 * hi
+            if hi > 1e4:
+                return math.inf
+        while hi - lo > tol * max(hi, 1e-12):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if f(mid) > delta else (lo, mid)
+        return hi
+
+    upper = bisect(lambda e: ikos_honest_delta(proto, h, e).delta_upper)
+    # the largest ε with δ_lower(ε) ≥ δ is a certified lower end
+    f_low = lambda e: ikos_honest_delta(proto, h, e).delta_lower  # noqa: E731
+    if f_low(0.0) < delta:
+        return 0.0, upper
+    lo, hi = 0.0, upper
+    while hi - lo > tol * max(hi, 1e-12):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f_low(mid) >= delta else (lo, mid)
+    return lo, upper
