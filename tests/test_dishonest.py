@@ -362,3 +362,25 @@ def test_ikos_fewer_honest_shares_brute_force():
             assert r.delta_lower <= brute * (1 + TOL) + 1e-15
             assert brute <= r.noise_delta_upper * (1 + TOL) + 1e-15
             assert r.noise_delta_upper > D.ikos_honest_delta(proto, prm.n, eps).noise_delta_upper
+
+
+def test_cli_account_honest(capsys):
+    """``account rr2 --n N --honest M`` prints what ``account rr2 --n M`` prints; a bad M is one error line."""
+    import json
+
+    from shufflesim.cli.main import main
+
+    def run(*argv):
+        code = main(["account", *argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    base = ["--eps0", "1", "--delta", "1e-6", "--json"]
+    c1, o1, _ = run("rr2", "--n", "1000", "--honest", "900", *base)
+    c2, o2, _ = run("rr2", "--n", "900", *base)
+    assert c1 == c2 == 0
+    a, b = json.loads(o1), json.loads(o2)
+    a.pop("seconds", None), b.pop("seconds", None)
+    assert a["results"] == b["results"] and a["params"] == b["params"]
+    code, out, err = run("krr", "--n", "50", "--k", "3", "--eps0", "1", "--eps", "0.5", "--honest", "51")
+    assert code == 2 and out == "" and err.startswith("error: ") and len(err.strip().splitlines()) == 1
