@@ -384,3 +384,40 @@ def test_cli_account_honest(capsys):
     assert a["results"] == b["results"] and a["params"] == b["params"]
     code, out, err = run("krr", "--n", "50", "--k", "3", "--eps0", "1", "--eps", "0.5", "--honest", "51")
     assert code == 2 and out == "" and err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+# --- the tolerate defence (IKOS) -------------------------------------------------------------------------------
+def test_ikos_tolerate_keeps_dlap_with_f_n_absent_users():
+    """F = 0.2 of n = 30: with 6 dropouts the remaining noise is exactly DLap(α) and the noise δ is DLap's
+    exact profile; with 10 dropouts (more than tolerated) it is worse; the undefended protocol is worse at 6."""
+    from shufflesim.mechanisms.dlap import dlap_delta
+
+    proto = PROTOS["ikos-sum"]
+    prm = proto.parameters
+    d = D.ikos_tolerant(proto, 0.2)
+    assert d.randomiser.n_users == 24
+    z, pmf, _ = D.remaining_noise_pmf(24, d.randomiser.n_users, prm.alpha)
+    np.testing.assert_allclose(pmf, np.exp(dlap_logpmf(z, prm.alpha)), rtol=1e-10, atol=1e-300)
+    eps = 0.5
+    exact = dlap_delta(eps, prm.eps, prm.p)
+    ok = D.ikos_honest_delta(d, 24, eps)
+    assert ok.delta_lower <= exact <= ok.noise_delta_upper
+    more = D.ikos_honest_delta(d, 30, eps)  # extra honest noise only helps
+    assert more.noise_delta_upper <= exact + 1e-10
+    assert D.ikos_honest_delta(d, 20, eps).delta_lower > exact
+    assert D.ikos_honest_delta(proto, 24, eps).delta_lower > exact
+    assert D.ikos_noise_mse(d) == pytest.approx(D.ikos_noise_mse(proto) * 30 / 24, rel=1e-12)
+
+
+def test_ikos_tolerate_noise_variance_simulated():
+    """The defended protocol's estimate (inputs with p·x integer: no rounding noise, so the error is the
+    noise over p, if nothing wraps) has variance (n/h0)·Var DLap/p²: a chi-square interval at level 1e-4."""
+    proto = create("ikos-sum", 30, eps=1.0)
+    d = D.ikos_tolerant(proto, 0.5)
+    data = _data(proto)
+    est = D.simulate_attack(d, data, 0, "push", 400, seed=21)
+    t = D.truth(d, data)
+    ss = float(np.sum((est - t) ** 2))  # known mean (unbiased): n = 400 degrees of freedom
+    want = D.ikos_noise_mse(d)
+    lo, hi = stats.chi2.ppf([0.5e-4, 1 - 0.5e-4], est.size)
+    assert lo <= ss / want <= hi

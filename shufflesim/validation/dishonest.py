@@ -272,33 +272,36 @@ def _per_user_expected(proto, xd, strategy, direction, target, magnitude) -> flo
 
 
 def remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> tuple[np.ndarray, np.ndarray, float]:
-    """The exact law of the noise left when only h of the n IKOS users add their Pólya shares.
+    """The exact law of the noise left when only h IKOS users add shares designed for n (docs/theory.md#dishonest-polya).
 
     Each share is Pólya(1/n, α) − Pólya(1/n, α) (seed 004 §5.2), and Pólya laws with the same α add in r,
-    so the h shares sum to A − B with A, B iid Pólya(h/n, α) (h = n: DLap(α)).  Returns (z, pmf, tail_mass):
-    the support −L..L, P(A − B = z) there (Σ_{a, b ≤ L, a − b = z} P(A = a)P(B = b), by convolution), and an
-    upper bound 2·P(A > L) on the probability mass the truncation leaves out.  L (a power of two) is the first
-    with P(A > L) ≤ ``tail``: for r ≤ 1 the ratio P(A = j+1)/P(A = j) = α(j + r)/(j + 1) is at most α, so
-    P(A > L) ≤ P(A = L + 1)/(1 − α).
+    so the h shares sum to A − B with A, B iid Pólya(h/n, α) (h = n: DLap(α); h > n happens for the
+    ``--tolerate`` defence, whose shares are designed for fewer users than there are).  Returns
+    (z, pmf, tail_mass): the support −L..L, P(A − B = z) there (Σ_{a, b ≤ L, a − b = z} P(A = a)P(B = b), by
+    convolution), and an upper bound 2·P(A > L) on the probability mass the truncation leaves out.  L (a power
+    of two) is the first with P(A > L) ≤ ``tail``: for j ≥ L + 1 the ratio P(A = j+1)/P(A = j) =
+    α(j + r)/(j + 1) is at most ρ = α·max(1, (L + 1 + r)/(L + 2)), so P(A > L) ≤ P(A = L + 1)/(1 − ρ) once ρ < 1.
     """
     from shufflesim.core.checks import check_int
 
     n = check_int("n", n, minimum=1)
-    h = check_int("h", h, minimum=1, maximum=n)
+    h = check_int("h", h, minimum=1)
     r = h / n
-    # the pmf ratio P(L+1)/P(L) = α (L + r)/(L + 1) < α for r < 1: the tail beyond L is ≤ P(L+1)/(1 − α)
     L = 1
     while True:
+        rho = alpha * max(1.0, (L + 1 + r) / (L + 2))
         lp = float(polya_logpmf(L + 1, r, alpha))
-        if lp - math.log1p(-alpha) <= math.log(tail) or L > 50_000_000:
-            break
+        if rho < 1.0:
+            log_tail = lp - math.log1p(-rho)
+            if log_tail <= math.log(tail):
+                break
+        if L > 1 << 26:
+            raise NotApplicableError(f"the remaining noise law needs more than 2^26 support points (alpha={alpha})")
         L *= 2
     a = np.exp(polya_logpmf(np.arange(L + 1), r, alpha))
-    tail_a = math.exp(lp - math.log1p(-alpha)) if r <= 1 else math.nan
     pmf = np.convolve(a, a[::-1])  # index i ↔ z = i − L
     z = np.arange(-L, L + 1)
-    # mass outside −L..L or lost by truncating A or B at L: at most 2·P(A > L)
-    return z, pmf, 2.0 * tail_a
+    return z, pmf, 2.0 * math.exp(log_tail)
 
 
 def _ikos_expected_decoded(R: int, s: int, q: int, z: np.ndarray, pmf: np.ndarray) -> float:
@@ -337,7 +340,7 @@ def expected_estimate(proto, data, c: int, strategy: str, *, direction: int = 1,
     if h == 0:
         z, pmf = np.zeros(1, dtype=np.int64), np.ones(1)
     else:
-        z, pmf, _ = remaining_noise_pmf(h, prm.n, prm.alpha)
+        z, pmf, _ = remaining_noise_pmf(h, proto.randomiser.n_users, prm.alpha)
     return _ikos_expected_decoded(R, s, prm.q, z, pmf) / prm.p
 
 
@@ -374,7 +377,7 @@ def ikos_worst_shifts(proto, data, c: int) -> tuple[int, float, int, float]:
         w = np.zeros(q)
         w[0] = 1.0
     else:
-        z, pmf, _ = remaining_noise_pmf(prm.n - c, prm.n, prm.alpha)
+        z, pmf, _ = remaining_noise_pmf(prm.n - c, proto.randomiser.n_users, prm.alpha)
         w = np.bincount(np.mod(z, q), weights=pmf, minlength=q)
     u = np.arange(q)
     d_r = np.mod(u + R + (q - 1) // 2, q) - (q - 1) // 2  # decoded value of R + u
@@ -446,7 +449,7 @@ def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
     h = check_int("honest", h, minimum=3, maximum=prm.n)
     eps = check_real("eps", eps, low=0.0)
     ee = math.exp(eps)
-    z, pmf, tail = remaining_noise_pmf(h, prm.n, prm.alpha)
+    z, pmf, tail = remaining_noise_pmf(h, proto.randomiser.n_users, prm.alpha)
     noise = max(_hockey(pmf, d, ee) for d in range(1, prm.p + 1)) + tail
     sigma = ikos_sigma_improved(h, prm.q, prm.m - 1)
     tv = math.exp(math.log1p(ee) - sigma * math.log(2.0)) if sigma > 0 else math.inf
@@ -487,3 +490,35 @@ def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6) -> tuple[flo
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if f_low(mid) >= delta else (lo, mid)
     return lo, upper
+
+
+# --- the defence: tolerate a fraction F of absent or noiseless users (docs/theory.md#dishonest-tolerate) --------
+def ikos_tolerant(proto, fraction: float):
+    """A copy of an ikos-sum protocol whose users add Pólya(1/h0, α) − Pólya(1/h0, α), h0 = ⌈(1 − F)·n⌉.
+
+    Any h ≥ h0 honest shares then sum to DLap(α) plus independent noise Pólya((h − h0)/h0)-differences,
+    a post-processing of the DLap mechanism: the comparison mechanism stays ε-DP (seed 004 §8's defence,
+    "increase the overall noise by a constant factor"); the noise variance grows by n/h0 ≈ 1/(1 − F).
+    Only :func:`attacked_estimate`/:func:`simulate_attack` and the functions of this module know the copy
+    (its ``sample_fast`` and ``mse_*`` are the undefended protocol's).
+    """
+    import copy
+    import dataclasses
+
+    from shufflesim.core.checks import check_real
+
+    if proto.name != "ikos-sum":
+        raise NotApplicableError("the --tolerate defence is implemented for ikos-sum only in this slice")
+    f = check_real("tolerate", fraction, low=0.0, high=1.0, high_open=True)
+    h0 = max(1, math.ceil((1.0 - f) * proto.n - 1e-9))
+    out = copy.copy(proto)
+    out.randomiser = dataclasses.replace(proto.randomiser, n_users=h0)
+    out.params = dict(proto.params, tolerate=f, noise_users=h0)
+    return out
+
+
+def ikos_noise_mse(proto) -> float:
+    """Noise part of the MSE of the sum with every user honest: (n/h0)·Var DLap(α)/p², h0 = the design count."""
+    prm = proto.parameters
+    r = prm.n / proto.randomiser.n_users
+    return r * 2.0 * prm.alpha / ((1.0 - prm.alpha) ** 2 * prm.p**2)
