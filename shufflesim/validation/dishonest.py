@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -272,6 +273,14 @@ def _per_user_expected(proto, xd, strategy, direction, target, magnitude) -> flo
 
 
 def remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> tuple[np.ndarray, np.ndarray, float]:
+    """The exact law of the noise left by h honest Pólya shares designed for n users (copies of a cached
+    computation; :func:`_remaining_noise_pmf` derives it)."""
+    z, pmf, t = _remaining_noise_pmf(int(h), int(n), float(alpha), float(tail))
+    return z.copy(), pmf.copy(), t
+
+
+@lru_cache(maxsize=32)
+def _remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> tuple[np.ndarray, np.ndarray, float]:
     """The exact law of the noise left when only h IKOS users add shares designed for n (docs/theory.md#dishonest-polya).
 
     Each share is Pólya(1/n, α) − Pólya(1/n, α) (seed 004 §5.2), and Pólya laws with the same α add in r,
@@ -450,14 +459,15 @@ def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
     eps = check_real("eps", eps, low=0.0)
     ee = math.exp(eps)
     z, pmf, tail = remaining_noise_pmf(h, proto.randomiser.n_users, prm.alpha)
-    noise = max(_hockey(pmf, d, ee) for d in range(1, prm.p + 1)) + tail
+    per_shift = [_hockey(pmf, d, ee) for d in range(1, prm.p + 1)]
+    noise = max(per_shift) + tail
     sigma = ikos_sigma_improved(h, prm.q, prm.m - 1)
     tv = math.exp(math.log1p(ee) - sigma * math.log(2.0)) if sigma > 0 else math.inf
     folded = np.bincount(np.mod(z, prm.q), weights=pmf, minlength=prm.q)
     rolled = np.roll(folded, prm.p)  # law of (R + p + Z_h) mod q against that of (R + Z_h) mod q
     slack = 4e-16 * (pmf.size + 10)
     low = float(np.sum(np.maximum(0.0, folded - ee * rolled - slack * (folded + ee * rolled)))) - ee * tail
-    worst = max(range(1, prm.p + 1), key=lambda d: _hockey(pmf, d, ee))
+    worst = 1 + int(np.argmax(per_shift))
     return HonestIKOSPrivacy(h, eps, max(0.0, low), min(1.0, noise + tv), noise, tv, sigma, worst)
 
 
