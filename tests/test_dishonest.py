@@ -421,3 +421,16 @@ def test_ikos_tolerate_noise_variance_simulated():
     want = D.ikos_noise_mse(d)
     lo, hi = stats.chi2.ppf([0.5e-4, 1 - 0.5e-4], est.size)
     assert lo <= ss / want <= hi
+
+
+def test_coalition_table_rows():
+    """One row per (c, strategy); c = 0 rows have derived bias 0 (honest population) and the bias grows
+    linearly in c for push (derived c·hi − Σ x_coalition)."""
+    proto = PROTOS["blanket-sum"]
+    data = _data(proto)
+    rows = D.coalition_table(proto, data, [0, 2, 4], ("push", "dropout"), trials=20, seed=3)
+    assert [(r["c"], r["strategy"]) for r in rows] == [(c, s) for c in (0, 2, 4) for s in ("push", "dropout")]
+    inf = D.influence(proto)
+    for r in rows:
+        want = r["c"] * (inf.hi if r["strategy"] == "push" else inf.dropout) - float(np.sum(data[:r["c"]]))
+        assert r["bias_derived"] == pytest.approx(want, abs=1e-12)

@@ -532,3 +532,26 @@ def ikos_noise_mse(proto) -> float:
     prm = proto.parameters
     r = prm.n / proto.randomiser.n_users
     return r * 2.0 * prm.alpha / ((1.0 - prm.alpha) ** 2 * prm.p**2)
+
+
+def coalition_table(proto, data, sizes, strategies=STRATEGIES, *, trials: int = 200, seed: RngLike = 0,
+                    direction: int = 1, **kw) -> list[dict]:
+    """Bias and MSE against coalition size: one record per (c, strategy) with the derived bias
+    (:func:`expected_bias`), the simulated mean bias and its standard error, and the simulated MSE
+    (the rows of the 'bias vs coalition size' plot; trial t of cell (i, j) uses child (i, j, t) of ``seed``)."""
+    root = as_seed_sequence(seed)
+    t = truth(proto, data, kw.get("target", 0))
+    rows = []
+    for i, c in enumerate(sizes):
+        for j, strategy in enumerate(strategies):
+            est = simulate_attack(proto, data, int(c), strategy, trials, child(root, i, j), direction=direction, **kw)
+            err = est - t
+            try:
+                derived = expected_bias(proto, data, int(c), strategy, direction=direction, **kw)
+            except NotApplicableError:
+                derived = math.nan
+            rows.append({"protocol": proto.name, "c": int(c), "strategy": strategy, "direction": direction,
+                         "bias_derived": derived, "bias_measured": float(err.mean()),
+                         "bias_se": float(err.std(ddof=1) / math.sqrt(err.size)) if err.size > 1 else math.nan,
+                         "mse_measured": float(np.mean(err * err)), "trials": int(trials)})
+    return rows
