@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from shufflesim.errors import ParameterError
-from shufflesim.maths.polya import decode_centered, dlap_logpmf, polya_logpmf
+from shufflesim.maths.polya import dlap_logpmf, polya_logpmf
 from shufflesim.pipeline.registry import create
 from shufflesim.validation import dishonest as D
 

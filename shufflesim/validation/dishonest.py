@@ -226,7 +226,8 @@ def attacked_estimate(proto, data, c: int, strategy: str, seed: RngLike = None, 
     _check(proto, strategy)
     xd, xh, c = _split(proto, data, c)
     s = as_seed_sequence(seed)
-    honest = np.asarray(proto.randomiser.randomise(xh, np.random.Generator(np.random.PCG64(child(s, RANDOMISER_STREAM)))))
+    gen_honest = np.random.Generator(np.random.PCG64(child(s, RANDOMISER_STREAM)))
+    honest = np.asarray(proto.randomiser.randomise(xh, gen_honest))
     if honest.ndim == 1:
         honest = honest[:, None]
     bad = _dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift,
@@ -281,7 +282,8 @@ def remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> t
 
 @lru_cache(maxsize=32)
 def _remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> tuple[np.ndarray, np.ndarray, float]:
-    """The exact law of the noise left when only h IKOS users add shares designed for n (docs/theory.md#dishonest-polya).
+    """The exact law of the noise left when only h IKOS users add shares designed for n users
+    (docs/theory.md#dishonest-polya).
 
     Each share is Pólya(1/n, α) − Pólya(1/n, α) (seed 004 §5.2), and Pólya laws with the same α add in r,
     so the h shares sum to A − B with A, B iid Pólya(h/n, α) (h = n: DLap(α); h > n happens for the
@@ -438,7 +440,9 @@ def _hockey(pmf: np.ndarray, d: int, ee: float, side: int = 1) -> float:
     shifted = np.zeros_like(pmf)
     shifted[d:] = pmf[:-d] if d > 0 else pmf
     slack = 4e-16 * (pmf.size + 10)
-    return float(np.sum(np.maximum(0.0, pmf - ee * shifted + side * slack * (pmf + ee * shifted))))
+    # + an absolute 1e-290 per term: masses near the subnormal range carry no relative precision
+    return max(0.0, float(np.sum(np.maximum(0.0, pmf - ee * shifted + side * slack * (pmf + ee * shifted))))
+               + side * 1e-290 * pmf.size)
 
 
 def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
@@ -466,14 +470,17 @@ def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
     folded = np.bincount(np.mod(z, prm.q), weights=pmf, minlength=prm.q)
     rolled = np.roll(folded, prm.p)  # law of (R + p + Z_h) mod q against that of (R + Z_h) mod q
     slack = 4e-16 * (pmf.size + 10)
-    low = float(np.sum(np.maximum(0.0, folded - ee * rolled - slack * (folded + ee * rolled)))) - ee * tail
+    low = (float(np.sum(np.maximum(0.0, folded - ee * rolled - slack * (folded + ee * rolled)))) - ee * tail
+           - 1e-290 * pmf.size)
     worst = 1 + int(np.argmax(per_shift))
     return HonestIKOSPrivacy(h, eps, max(0.0, low), min(1.0, noise + tv), noise, tv, sigma, worst)
 
 
-def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6) -> tuple[float, float]:
+def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6, *, noise_only: bool = False) -> tuple[float, float]:
     """[ε_lower, ε_upper] at ``delta`` from :func:`ikos_honest_delta` by bisection (both ends certified:
-    δ_upper(ε_upper) ≤ δ and δ_lower(ε_lower) ≥ δ, or ε_lower = 0)."""
+    δ_upper(ε_upper) ≤ δ and δ_lower(ε_lower) ≥ δ, or ε_lower = 0).  ε_upper = inf when no ε ≤ 700 is
+    certified (the IKOS term (1 + e^ε)2^{−σ} grows with ε, so a δ below it is never reached).
+    ``noise_only``: the comparison mechanism's δ alone (without the IKOS statistical-distance term)."""
     from shufflesim.core.checks import check_real
 
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -483,14 +490,17 @@ def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6) -> tuple[flo
         lo, hi = 0.0, eps0
         while f(hi) > delta:
             lo, hi = hi, 2.0 * hi
-            if hi > 1e4:
+            if hi > 700.0:
                 return math.inf
         while hi - lo > tol * max(hi, 1e-12):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if f(mid) > delta else (lo, mid)
         return hi
 
-    upper = bisect(lambda e: ikos_honest_delta(proto, h, e).delta_upper)
+    which = "noise_delta_upper" if noise_only else "delta_upper"
+    upper = bisect(lambda e: getattr(ikos_honest_delta(proto, h, e), which))
+    if not math.isfinite(upper):
+        return 0.0, upper
     # the largest ε with δ_lower(ε) ≥ δ is a certified lower end
     f_low = lambda e: ikos_honest_delta(proto, h, e).delta_lower  # noqa: E731
     if f_low(0.0) < delta:
