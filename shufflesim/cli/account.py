@@ -47,6 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--target-accuracy", type=float_arg, default=None,
                        help="relative width of the certified interval for FFT composition (default 1e-3)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
+        if name in ("rr2", "krr", "clones"):  # docs/theory.md#dishonest-honest
+            q.add_argument("--honest", type=int_arg, default=None, metavar="M",
+                           help="only M of the n users are honest (the others' reports are known): account the "
+                                "same mechanism among the M honest users")
         q.set_defaults(func=run, mechanism_class=cls)
     ms.choices.building = False  # from now on an unknown name may be a protocol's
 
@@ -121,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.accounting.account import account
 
     mech = _mechanism(args)
+    if getattr(args, "honest", None) is not None:
+        from shufflesim.validation.dishonest import honest_mechanism
+
+        mech = honest_mechanism(mech, args.honest)
     numerics = {"target_accuracy": args.target_accuracy} if args.target_accuracy is not None else None
     _warn_slow(args, mech)
     if args.compare:
