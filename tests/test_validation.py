@@ -292,3 +292,28 @@ def test_cli_validate_all_writes_table(tmp_path):
     assert text == out.stdout
     for name in registry.names():
         assert f"| {name}" in text
+
+
+def test_anytime_p_inverts_the_sequence_radius():
+    # alpha_at is the inverse of factor in alpha (same rho): a value exactly one radius away has p = alpha
+    cs = AsympCS(0.05)
+    for t, sd in ((1024, 1.0), (5000, 3.7), (100_000, 0.02)):
+        for a in (0.2, 0.05, 1e-3):
+            v = t * cs.rho2 + 1.0
+            radius = sd * math.sqrt(2.0 * v / (t * t * cs.rho2) * math.log(math.sqrt(v) / a))
+            assert cs.alpha_at(radius, sd, t) == pytest.approx(a, rel=1e-9)
+    assert cs.alpha_at(-1.0, 1.0, 1024) == 1.0 and cs.alpha_at(0.0, 1.0, 1024) == 1.0
+
+
+@pytest.mark.parametrize("shift, verdict", [(1.0, "agrees"), (1.10, "violated")])
+def test_sequential_p_values_match_the_verdicts(shift, verdict):
+    # chi-square(4) squared errors with mean 4; theory says 4 * shift: the p-value of the verdict reached is at
+    # most alpha and the opposite decision's is above it (the decision and the p-value come from one sequence)
+    rng = np.random.default_rng(3)
+    draws = rng.chisquare(4, size=200_000)
+    res = validate_sequential(lambda a, b: draws[a:b], expected=4.0 * shift, alpha=0.05, max_trials=200_000)
+    (c,) = [c for c in res["checks"] if c["check"] == "mse_expected"]
+    assert c["verdict"] == verdict
+    assert c["p_value"] <= 0.05
+    other = c["p_violated"] if verdict == "agrees" else c["p_agrees"]
+    assert other > 0.05

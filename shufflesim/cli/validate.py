@@ -164,7 +164,10 @@ def _verdict_text(c: dict) -> str:
     v = c["verdict"]
     if v == "undecided" and c.get("trials_needed"):
         return f"undecided (about {c['trials_needed']:,} trials would decide it)"
-    return f"{v} ({c['basis']})" if v != "undecided" else v
+    if v == "undecided":
+        return v
+    p = c.get("p_value")  # the sequential design's anytime-valid p-value of the verdict reached
+    return f"{v} ({c['basis']}, anytime p = {p:.2g})" if p is not None else f"{v} ({c['basis']})"
 
 
 def _print(out: dict) -> None:

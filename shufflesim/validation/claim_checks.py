@@ -105,8 +105,18 @@ def _with_statistics(check_fn):
         alpha = params.get("alpha", 0.05)
         focus = params.get("focus")
         names = ", ".join(checks)
+        simulated = {k: c for k, c in checks.items() if c.get("basis") == "simulation"}
+        sps = {k: c.get("p_value") for k, c in simulated.items()}
         ps = {k: c.get("p_value") for k, c in checks.items()}
-        if checks and all(p is not None for p in ps.values()):
+        if out.evidence.get("design") == "sequential" and simulated and all(p is not None for p in sps.values()):
+            # one confidence sequence decides every simulated check: its anytime p-values are simultaneous
+            deciding = sps[focus] if focus in sps else (
+                min(sps.values()) if any(c["verdict"] == "violated" for c in simulated.values()) else max(sps.values()))
+            out.evidence.update(p_value=deciding, level=alpha,
+                                family=f"the {len(simulated)} simulated theory value(s) of this run "
+                                       f"({', '.join(simulated)}), one anytime-valid confidence sequence (simultaneous, "
+                                       "no adjustment); exact ones decided by theory")
+        elif checks and all(p is not None for p in ps.values()):
             adj = holm_adjusted(ps)
             out.evidence.update(p_value=adj[focus] if focus else min(adj.values()), level=alpha,
                                 family=f"the {len(checks)} theory values of this run ({names}), Holm-adjusted p")
@@ -801,7 +811,7 @@ def generic_mse_validation(params, paper_value) -> Outcome:
     return Outcome(verdict, text, v, caveat="" if verdict == "reproduced" else
                    "undecided within the trial budget" if verdict == "not-checkable" else "",
                    evidence={"method": res["method"], "meaning": res["meaning"], "trials": res["trials"],
-                             "seed": params["seed"], "checks": res["checks"]})
+                             "seed": params["seed"], "checks": res["checks"], "design": res.get("design")})
 
 
 @check("generic.audit")

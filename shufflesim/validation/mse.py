@@ -197,6 +197,7 @@ def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: flo
     t0 = time.perf_counter()
     lo = hi = math.nan
     looks = 0
+    history: list[tuple[int, float, float]] = []
     stopped = "decided"
     if not any(_needs_simulation(c) for c in checks) and not checks:
         stopped = "nothing to simulate"
@@ -205,6 +206,7 @@ def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: flo
             stop = min(next_look(mom.n, first_look, block), max_trials)
             mom.update(draw(mom.n, stop))
             looks += 1
+            history.append((mom.n, mom.mean, mom.sd))
             a, b = cs.interval(mom.mean, mom.sd, mom.n)
             # the running intersection: covered whenever every C_t is, so decisions never flip back
             lo, hi = (a, b) if looks == 1 else (max(lo, a), min(hi, b))
@@ -234,6 +236,8 @@ def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: flo
         if c["verdict"] == "undecided" and mom.n > 1:
             r = required_radius(c, mom.mean)
             c["trials_needed"] = None if r is None else cs.trials_for_radius(r, mom.sd)
+        if c["basis"] == "simulation" and history:
+            c.update(_anytime_p_values(cs, history, c))
     level = 1.0 - alpha
     return {"design": "sequential", "checks": checks, "verdict": overall(checks), "alpha": alpha, "margin": margin,
             "trials": mom.n, "looks": looks, "stopped": stopped, "mse": mom.mean if mom.n else math.nan,
@@ -241,6 +245,23 @@ def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: flo
             "max_seconds": max_seconds, "seconds_simulating": time.perf_counter() - t0,
             "meaning": _meaning(margin, level),
             "method": SEQ_METHOD.format(t_opt=t_opt, t0=first_look, level=level, alpha=alpha)}
+
+
+def _anytime_p_values(cs: AsympCS, history, c: dict[str, Any]) -> dict[str, float]:
+    """A simulated check's anytime-valid p-values from the sequence's looks (:meth:`.AsympCS.anytime_p`): of
+    "agrees" (the intersection inside mse_expected ± margin) or "holds" (its upper end at or below the bound),
+    and of "violated"; ``p_value`` is the one of the verdict reached (of "violated" while undecided).  One
+    sequence serves every check, so these p-values are simultaneously valid: no multiplicity adjustment."""
+    v = c["theory"]
+    if "margin" in c:  # the equivalence check against mse_expected
+        a, b = v * (1 - c["margin"]), v * (1 + c["margin"])
+        p_ok = max(cs.anytime_p(history, b, "upper"), cs.anytime_p(history, a, "lower"))
+        p_bad = min(cs.anytime_p(history, b, "lower"), cs.anytime_p(history, a, "upper"))
+    else:  # a bound: holds when the mean is at most it
+        p_ok = cs.anytime_p(history, v, "upper")
+        p_bad = cs.anytime_p(history, v, "lower")
+    p = p_ok if c["verdict"] in ("agrees", "holds") else p_bad
+    return {"p_value": p, "p_agrees" if "margin" in c else "p_holds": p_ok, "p_violated": p_bad}
 
 
 def theory_values(protocol, data: np.ndarray, planted_error: float = 0.0) -> dict[str, float | None]:

@@ -87,6 +87,31 @@ class AsympCS:
         r = sd * self.factor(t)
         return mean - r, mean + r
 
+    def alpha_at(self, distance: float, sd: float, t: int) -> float:
+        """The smallest level α′ at which C_t (with this sequence's ρ) excludes a value ``distance`` away from
+        the running mean on one side: the inverse of :meth:`factor` in α (Robbins' normal-mixture boundary is
+        valid for every fixed ρ, so for every α′ the sequence with the same ρ covers the mean at all looks with
+        probability ≥ 1 − α′).  1 when the value is on the other side or at the mean."""
+        if not distance > 0:
+            return 1.0
+        if not sd > 0:
+            return 0.0
+        r2 = self.rho2
+        v = t * r2 + 1.0
+        return min(1.0, math.sqrt(v) * math.exp(-(distance / sd) ** 2 * t * t * r2 / (2.0 * v)))
+
+    def anytime_p(self, looks, value: float, side: str) -> float:
+        """Anytime-valid p-value (Howard et al., Ann. Statist. 2021, §2; Waudby-Smith et al. 2024) of the
+        decision "the running intersection's upper end is at most ``value``" (``side`` "upper") or "its lower end
+        is at least ``value``" (``side`` "lower"), from the looks' (t, mean, sd): the smallest α′ at which that
+        decision is reached, i.e. the minimum over looks of :meth:`alpha_at` (a one-sided decision on the
+        running intersection is reached at α′ iff one look reaches it at α′)."""
+        best = 1.0
+        for t, mean, sd in looks:
+            d = (value - mean) if side == "upper" else (mean - value)
+            best = min(best, self.alpha_at(d, sd, t))
+        return best
+
     def trials_for_radius(self, radius: float, sd: float) -> int | None:
         """The smallest t whose radius σ̂·factor(t) is at most ``radius`` (``None`` for radius ≤ 0)."""
         if not radius > 0 or not math.isfinite(radius):
