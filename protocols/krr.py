@@ -176,6 +176,11 @@ class KRRProtocol(HistogramProtocol):
                 continue
             if getattr(x, "applicable", True):
                 cands.append((f"{rel.value} adversary's pair", x.eps_upper))
+        if self.k == 2:  # binary RR: the shuffled reports' exact value at any n (docs/theory.md#exact-rr2)
+            (x,) = account(KRR(self.n, 2, self.gamma, Relation.SHUFFLED, self.params["eps0"]), delta=[delta],
+                           method="exact").results
+            cands.append(("binary RR's exact value", x.eps_upper))
+            r = replace(r, eps_lower=max(r.eps_lower or 0.0, x.eps_lower or 0.0))
         name, up = min(cands, key=lambda c: c[1])
         tried = ", ".join(c[0] for c in cands)
         budget = "" if self.n <= WEAK_PAIR_MAX_N else f" (the weak pair is skipped for n > {WEAK_PAIR_MAX_N}: time budget)"

@@ -292,3 +292,23 @@ def test_scalar_log_pmf_matches_the_vectorised_one():
         want = float(log_binom_pmf(np.array([k]), n, p, 1 - p)[0])
         got = X._log_binom_pmf1(k, n, p, 1 - p)
         assert abs(got - want) <= 0.05 * BINOM_LOG_ERR * max(1.0, abs(want) / 100.0), (n, k, p)
+
+
+def test_krr_k2_shuffled_exact_is_binary_rr_and_brackets_brute_force():
+    # k-RR with k = 2 releases binary RR at eps0 = log(2/gamma - 1): `exact` for the shuffled reports is rr2's
+    # exact value, both ends certified against every enumerated data set
+    from shufflesim.accounting import account
+    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.mechanisms import KRR, RR2
+    from shufflesim.maths.rr import eps0_from_gamma
+
+    for n, gamma, eps in ((4, 0.3, 0.1), (6, 0.5, 0.4), (5, 0.2, 1.0)):
+        mech = KRR(n, 2, gamma, "shuffled")
+        (r,) = account(mech, eps=[eps], method="exact").results
+        e0 = eps0_from_gamma(gamma, 2)
+        truth = worst_neighbouring_delta(krr_matrix(2, e0), n, eps)[0]
+        assert r.delta_lower <= truth * (1 + 1e-9) and truth <= r.delta_upper * (1 + 1e-9)
+        (b,) = account(RR2(n, e0), eps=[eps]).results
+        assert r.delta_upper == pytest.approx(b.delta_upper, rel=1e-9)
+        (best,) = account(mech, eps=[eps], method="best").results
+        assert best.delta_upper <= r.delta_upper * (1 + 1e-12)

@@ -235,3 +235,20 @@ def test_counts_input_checks():
         run_trials(registry.create("krr", 999, k=4, eps0=1.0), c, trials=2, rng=0, engine="fast")
     with pytest.raises(DataError, match="cannot be given as counts"):
         data_counts("adult-age", n=1000, k=4)
+
+
+def test_wide_bucketed_single_use_falls_back_to_the_exact_engine(monkeypatch):
+    # the weak adversary's rows bucket loosely (width ~ blocks^-1/2): where the exact row engine fits, a bucketed
+    # single-use answer wider than BUCKET_MAX_WIDTH is replaced by the exact engine's (both certified)
+    import shufflesim.accounting.bucketed as B
+    from shufflesim.accounting.pairs import krr_pair
+    from shufflesim.accounting.tight import BUCKET_MAX_WIDTH, TightAccountant, tight_epsilon
+
+    pair = krr_pair(300, k=4, gamma=0.5, adversary="weak", as_rows=True)
+    exact = TightAccountant(pair).epsilon([1e-6])[0]
+    monkeypatch.setattr(B, "BUCKET_MIN_ATOMS", 1)  # force the bucket rows at this small n
+    bucketed = B.bucketed_epsilon(pair, [1e-6], accountant=TightAccountant)[0]
+    assert bucketed.eps_lower <= exact.eps_lower and exact.eps_upper <= bucketed.eps_upper  # containment
+    assert (bucketed.eps_upper - bucketed.eps_lower) / bucketed.eps_upper > BUCKET_MAX_WIDTH  # too wide here
+    got = tight_epsilon(pair, [1e-6])[0]
+    assert (got.eps_lower, got.eps_upper) == (exact.eps_lower, exact.eps_upper)  # the same engine, same answer

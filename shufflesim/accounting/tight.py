@@ -932,7 +932,9 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     if _bucketed(pairs, compositions):
         from shufflesim.accounting.bucketed import bucketed_delta  # issue 21: cost independent of n
 
-        return bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
+        out = bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
+        if not _exact_instead(pairs, compositions, out):
+            return out
     return TightAccountant(pairs, compositions=compositions, **numerics).delta(eps)
 
 
@@ -941,8 +943,49 @@ def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[Ep
     if _bucketed(pairs, compositions):
         from shufflesim.accounting.bucketed import bucketed_epsilon  # issue 21: cost independent of n
 
-        return bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
+        out = bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
+        if not _exact_instead(pairs, compositions, out):
+            return out
     return TightAccountant(pairs, compositions=compositions, **numerics).epsilon(delta)
+
+
+#: relative width of a bucketed single-use answer above which the exact row engine is run instead, where it
+#: fits (:func:`_exact_instead`); the weak adversary's rows vary in N and λ independently, so its buckets
+#: narrow only like blocks^-1/2 (docs/theory.md#bucketed-rows)
+BUCKET_MAX_WIDTH = 1e-3
+#: the exact row engine is the fallback only below this estimated time (seconds)
+EXACT_FALLBACK_SECONDS = 60.0
+
+
+def _rel_width(r) -> float:
+    up, lo = (r.eps_upper, r.eps_lower) if hasattr(r, "eps_upper") else (r.delta_upper, r.delta_lower)
+    if lo is None or not math.isfinite(up):
+        return math.inf
+    return 0.0 if up <= 0 else (up - lo) / up
+
+
+def _exact_instead(pairs, compositions: int, results) -> bool:
+    """True when a bucketed single-use answer is wider than :data:`BUCKET_MAX_WIDTH` and the exact row engine
+    is estimated to fit in memory and to take at most :data:`EXACT_FALLBACK_SECONDS`: its answer is then the
+    one returned (narrower; both are certified)."""
+    from shufflesim.accounting import estimates as E
+    from shufflesim.core.resources import ResourceError, check_memory
+
+    seq = pairs if isinstance(pairs, (list, tuple)) else [pairs]
+    if compositions * len(seq) != 1 or not isinstance(seq[0], BinomialRows):
+        return False
+    if all(_rel_width(r) <= BUCKET_MAX_WIDTH for r in results):
+        return False
+    p = seq[0]
+    atoms = float(p.n_atoms)
+    need = E._FIXED_BYTES + 64.0 * p.N.size + E._BYTES_PER_TABLE_ENTRY * atoms / 2
+    if 1.0 + E._SECONDS_PER_ATOM * atoms > EXACT_FALLBACK_SECONDS:
+        return False
+    try:
+        check_memory(need, "exact row engine (fallback)", "")
+    except ResourceError:
+        return False
+    return True
 
 
 def _bucketed(pairs, compositions: int) -> bool:

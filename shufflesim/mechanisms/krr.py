@@ -139,14 +139,41 @@ class KRR(Mechanism):
                 "exact enumeration needs --adversary strong or weak (strong-1d is a stated pair, not a view)")
         if rel is Relation.SHUFFLED:
             raise NotApplicableError(
-                "exact enumeration needs --adversary strong or weak: the shuffled reports' worst case over the other "
-                "users' data is not enumerated (tight bounds it by the stronger clone pair)")
+                "exact for the shuffled reports needs k = 2 (binary RR, exact at any n) or --adversary strong or "
+                "weak: for k >= 3 the worst case over the other users' data is bracketed (tight, best)")
         return BF.krr_bruteforce(self.n, self.k, self.gamma, rel.value)
 
     def bound(self, method: str, options: BoundOptions):
         if method in BLANKET_METHODS:
             return blanket_bound(method, self.n, self.k, self.gamma, options)
         return ldp_bound(method, self.n, self.eps0)
+
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """``exact`` of the shuffled reports for k = 2: binary randomised response at the randomiser's ε0, the
+        worst case over every data set (:mod:`shufflesim.accounting.exact_rr2`; docs/theory.md#exact-rr2).  ε0
+        computed from γ is a few ulps off: the upper end uses it raised (:func:`~shufflesim.maths.rr.eps0_upper`),
+        the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
+        one, so both ends stay certified)."""
+        if method != "exact" or self.k != 2 or self.relation is not Relation.SHUFFLED:
+            return None
+        from shufflesim.accounting import exact_rr2 as X
+        from shufflesim.accounting.results import DeltaBound, EpsBound
+        from shufflesim.maths.rr import EPS0_MARGIN
+
+        e0 = eps0_from_gamma(self.gamma, 2)
+        hi_e0, lo_e0 = eps0_upper(e0), e0 * (1.0 - EPS0_MARGIN)
+        out = []
+        for v in (eps_l if eps_l is not None else delta_l):
+            if eps_l is not None:
+                hi = X.delta_bracket(self.n, hi_e0, v, compositions=compositions)
+                lo = X.delta_bracket(self.n, lo_e0, v, compositions=compositions)
+                out.append(DeltaBound(v, hi.upper, min(lo.lower, hi.upper), "exact", hi.notes))
+            else:
+                hi = X.eps_bracket(self.n, hi_e0, v, compositions=compositions)
+                lo = X.eps_bracket(self.n, lo_e0, v, compositions=compositions)
+                out.append(EpsBound(v, hi.upper, min(lo.lower, hi.upper), "exact", hi.notes))
+        return out, ["mechanism: k = 2, so the shuffled reports are binary randomised response at eps0: exact over "
+                     "every neighbouring pair of data sets (docs/theory.md#exact-rr2)"]
 
     def dominating_pair(self, method: str) -> str | None:
         if method == "feldman-numerical":
