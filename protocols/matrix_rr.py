@@ -140,7 +140,10 @@ class MatrixProtocol(_WithDelta):
 
     def mse_expected(self, data: np.ndarray) -> float:
         """Exact E Σ_j (ĉ_j − c_j)² for this data (pipeline.matrix.inversion_mse)."""
-        return float(np.bincount(np.asarray(data), minlength=self.k).astype(float) @ self._terms())
+        counts = getattr(data, "counts", None)  # a DataSummary (counts input, issue 21) or the users' inputs
+        if counts is None:
+            counts = np.bincount(np.asarray(data), minlength=self.k)
+        return float(np.asarray(counts, dtype=float) @ self._terms())
 
     def mse_worst(self) -> float:
         """n times the largest per-user term: every user holding the worst input."""

@@ -183,9 +183,14 @@ def test_memory_estimate_within_factor(n, comp):
         assert 1 <= ratio <= COMPOSED_MEMORY_FACTOR, d
 
 
-def test_progress_stage_prints_eta():
+def test_progress_stage_prints_eta(monkeypatch):
     from shufflesim.core.progress import stage
 
+    out = io.StringIO()
+    with stage("not a terminal", 10.0, stream=out, quiet_s=0.05, every_s=0.05):
+        time.sleep(0.2)
+    assert out.getvalue() == ""  # by default only a terminal gets progress lines
+    monkeypatch.setenv("SHUFFLESIM_PROGRESS", "1")
     out = io.StringIO()
     with stage("demo", 10.0, stream=out, quiet_s=0.05, every_s=0.05):
         time.sleep(0.3)
@@ -252,3 +257,35 @@ def test_wide_bucketed_single_use_falls_back_to_the_exact_engine(monkeypatch):
     assert (bucketed.eps_upper - bucketed.eps_lower) / bucketed.eps_upper > BUCKET_MAX_WIDTH  # too wide here
     got = tight_epsilon(pair, [1e-6])[0]
     assert (got.eps_lower, got.eps_upper) == (exact.eps_lower, exact.eps_upper)  # the same engine, same answer
+
+
+def test_bucketed_eps_at_a_delta_below_the_default_column_tail(monkeypatch):
+    # the column truncation follows the delta asked (as the pairs' tails do): at delta = 1e-18, far below the
+    # default 1e-16 per row, the bucketed answer stays finite and contains the exact engine's
+    import shufflesim.accounting.bucketed as B
+
+    pair = stronger_clones_pair(100_000, 1.0, as_rows=True, tail_bound=1e-26)
+    exact = TightAccountant(pair).epsilon([1e-18])[0]
+    monkeypatch.setattr(B, "BUCKET_MIN_ATOMS", 1)
+    got = B.bucketed_epsilon(pair, [1e-18], accountant=TightAccountant)[0]
+    assert np.isfinite(got.eps_upper)
+    assert got.eps_lower <= exact.eps_lower and exact.eps_upper <= got.eps_upper
+    assert (got.eps_upper - got.eps_lower) / got.eps_upper <= B.DEFAULT_RTOL
+
+
+def test_simulate_fast_from_counts_at_population_scale(capsys):
+    # `simulate --engine fast` above COUNTS_MIN_N draws categorical synthetic data as counts (never n rows) and is
+    # not refused by the faithful engine's memory check; the MSE agrees with the exact expectation (5 s.e.)
+    from shufflesim.cli.main import main
+    from shufflesim.cli.simulate import COUNTS_MIN_N
+
+    n = 10**9
+    assert n > COUNTS_MIN_N
+    assert main(["simulate", "krr", "--n", str(n), "--k", "10", "--eps0", "1", "--data", "zipf:1.1", "--engine",
+                 "fast", "--trials", "2000", "--seed", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == n and out["engine"] == "fast" and out["complete"]
+    lo, hi = out["mse_ci95"]
+    half = (hi - lo) / 2 / 1.96  # one standard error of the trial mean
+    assert abs(out["mse"] - out["mse_expected"]) <= 5 * half
+    assert out["privacy"]["eps"] < 1e-3  # amplified at this n (the bucketed accountant, delta = 1/n^2)

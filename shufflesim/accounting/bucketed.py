@@ -98,13 +98,14 @@ def _blocks(M: np.ndarray, lam: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     return out
 
 
-def bucket_rows(rows: BinomialRows, n_blocks: int, side: str) -> BinomialRows:
+def bucket_rows(rows: BinomialRows, n_blocks: int, side: str, column_tail: float = COLUMN_TAIL) -> BinomialRows:
     """The upper (``side="upper"``) or lower (``"lower"``) bucket rows of ``rows`` with ``n_blocks`` blocks.
 
     Upper: one row per block at (smallest M, largest lam) carrying the block's mass (rounded up), the
     tail = the pair's tail + the certified mass outside the new rows' column windows.  Lower: one row
     per block at (largest M, smallest lam), mass rounded down (tail kept for reference, not used by
-    lower ends).  Extra atoms are kept; zero-loss rows become one extra atom of loss 0.
+    lower ends).  Extra atoms are kept; zero-loss rows become one extra atom of loss 0.  ``column_tail`` is the
+    per-row mass left outside the new rows' column windows (added to the upper end's tail).
     """
     if side not in ("upper", "lower"):
         raise ParameterError(f"side must be 'upper' or 'lower'; got {side!r}")
@@ -135,7 +136,7 @@ def bucket_rows(rows: BinomialRows, n_blocks: int, side: str) -> BinomialRows:
     # components (x - 1 and x in [l, h] for x in [l, h + 1]); made symmetric (lo + hi = N)
     tail = float(rows.tail)
     if Nr.size:
-        l, h, lt = chernoff_window(Nr - 1, 0.5, math.log(COLUMN_TAIL))
+        l, h, lt = chernoff_window(Nr - 1, 0.5, math.log(column_tail))
         lo = np.minimum(l, Nr - (h + 1))
         lo = np.maximum(lo, 0)
         hi = Nr - lo
@@ -170,19 +171,19 @@ def needs_buckets(pairs, min_atoms: int | None = None, compositions: int = 1) ->
     return any(isinstance(p, BinomialRows) and p.n_atoms > min_atoms for p in seq)
 
 
-def _reduce(pairs, n_blocks: int, side: str):
+def _reduce(pairs, n_blocks: int, side: str, column_tail: float = COLUMN_TAIL):
     if isinstance(pairs, (list, tuple)):
         cache: dict[int, BinomialRows] = {}
         out = []
         for p in pairs:  # identical objects stay identical (the accountant composes repeats by powering)
             if isinstance(p, BinomialRows):
                 if id(p) not in cache:
-                    cache[id(p)] = bucket_rows(p, n_blocks, side)
+                    cache[id(p)] = bucket_rows(p, n_blocks, side, column_tail)
                 out.append(cache[id(p)])
             else:
                 out.append(p)
         return out
-    return bucket_rows(pairs, n_blocks, side) if isinstance(pairs, BinomialRows) else pairs
+    return bucket_rows(pairs, n_blocks, side, column_tail) if isinstance(pairs, BinomialRows) else pairs
 
 
 def _note(n_blocks: int) -> str:
@@ -196,12 +197,12 @@ def _note(n_blocks: int) -> str:
 COMPOSED_NUMERICS = {"max_grid_size": 2**23, "max_refinements": 8}
 
 
-def _run(accountant, pairs, n_blocks, compositions, numerics, ask):
+def _run(accountant, pairs, n_blocks, compositions, numerics, ask, column_tail: float = COLUMN_TAIL):
     uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
     if uses > 1:
         numerics = {**COMPOSED_NUMERICS, **numerics}
-    upper = accountant(_reduce(pairs, n_blocks, "upper"), compositions=compositions, **numerics)
-    lower = accountant(_reduce(pairs, n_blocks, "lower"), compositions=compositions, **numerics)
+    upper = accountant(_reduce(pairs, n_blocks, "upper", column_tail), compositions=compositions, **numerics)
+    lower = accountant(_reduce(pairs, n_blocks, "lower", column_tail), compositions=compositions, **numerics)
     return ask(upper), ask(lower)
 
 
@@ -211,8 +212,12 @@ def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: f
     relative width (eps_upper - eps_lower)/eps_upper is <= ``rtol`` or the block counts are exhausted.
     ``accountant`` is :class:`~.tight.TightAccountant` (passed in: :mod:`.tight` imports this module)."""
     res = None
+    # the column truncation far below the smallest delta asked (as the pairs' own tails: accounting.account)
+    dl = [float(d) for d in (delta if isinstance(delta, (list, tuple, np.ndarray)) else [delta])]
+    uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
+    column_tail = max(min(COLUMN_TAIL, 1e-7 * min(dl) / uses), 1e-300)
     for nb in blocks:
-        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.epsilon(delta))
+        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.epsilon(delta), column_tail)
         res = [_merge_eps(u, l, nb) for u, l in zip(up, lo)]
         if all(_eps_width(r) <= rtol for r in res):
             break

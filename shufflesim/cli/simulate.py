@@ -48,6 +48,19 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, output)
 
 
+#: above this n, categorical synthetic data for the fast engine are drawn as counts (one multinomial) instead of
+#: n rows; below it the rows path is kept, so that results for a seed are unchanged there
+COUNTS_MIN_N = 10**7
+
+
+def _as_counts(cls, spec, args) -> bool:
+    """True for ``--engine fast`` on a categorical protocol with a fast engine, synthetic or counts data
+    (uniform, zipf, constant, counts) and n above :data:`COUNTS_MIN_N`."""
+    return (args.engine == "fast" and cls.data_kind == "categorical" and args.n is not None
+            and args.n > COUNTS_MIN_N and spec.kind in ("uniform", "zipf", "constant", "counts")
+            and callable(getattr(cls, "sample_fast", None)))
+
+
 def _run(args: argparse.Namespace, output) -> int:
     from shufflesim.core.checks import check_int, check_real
     from shufflesim.core.rng import as_seed_sequence, data_seed
@@ -72,12 +85,21 @@ def _run(args: argparse.Namespace, output) -> int:
     k = cls.data_k(params)
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
+    counts_path = _as_counts(cls, spec, args)  # the fast engine from counts: its cost does not grow with n
     if args.n is not None:
-        cls.create(args.n, **params).check_resources()  # validate the parameters before generating any data
-    data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
-                     lower=args.lower, upper=args.upper)
-    protocol = cls.create(len(data), **params)
-    protocol.check_resources()
+        probe = cls.create(args.n, **params)  # validate the parameters before generating any data
+        if not counts_path:
+            probe.check_resources()
+    if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts)
+        from shufflesim.experiments.data import data_counts
+
+        data = data_counts(spec, n=args.n, k=k, rng=data_seed(root))
+        protocol = cls.create(data.n, **params)
+    else:
+        data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
+                         lower=args.lower, upper=args.upper)
+        protocol = cls.create(len(data), **params)
+        protocol.check_resources()
     progress = Progress(trials, enabled=False if args.json else None)
     result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                         engine=args.engine)

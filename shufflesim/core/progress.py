@@ -2,8 +2,9 @@
 progress bar: :func:`stage` announces a long step with its estimated duration and, while it runs, prints
 elapsed time and an ETA to stderr at intervals (issue 21: no path runs past a minute without a word).
 
-Nothing is printed for steps that finish within :data:`QUIET_SECONDS`; ``SHUFFLESIM_PROGRESS=0`` silences
-it, ``SHUFFLESIM_PROGRESS=1`` forces it on (default: on).  The ticker is a daemon thread that only reads
+Nothing is printed for steps that finish within :data:`QUIET_SECONDS`; by default it prints only when the
+stream is a terminal (so ``--json`` output piped to a file or a test's captured stderr stays clean, as the
+Monte-Carlo progress bar does); ``SHUFFLESIM_PROGRESS=0`` silences it, ``SHUFFLESIM_PROGRESS=1`` forces it on.  The ticker is a daemon thread that only reads
 the clock; the computation is not touched.
 """
 
@@ -21,8 +22,12 @@ QUIET_SECONDS = 5.0
 EVERY_SECONDS = 15.0
 
 
-def _enabled() -> bool:
-    return os.environ.get("SHUFFLESIM_PROGRESS", "1") != "0"
+def _enabled(out) -> bool:
+    flag = os.environ.get("SHUFFLESIM_PROGRESS", "")
+    if flag in ("0", "1"):
+        return flag == "1"
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def _fmt(s: float) -> str:
@@ -33,10 +38,10 @@ def _fmt(s: float) -> str:
 def stage(label: str, estimate_s: float | None = None, *, stream=None, quiet_s: float = QUIET_SECONDS,
           every_s: float = EVERY_SECONDS):
     """Context manager around a possibly long step; ``estimate_s`` is its estimated duration."""
-    if not _enabled():
+    out = stream if stream is not None else sys.stderr
+    if not _enabled(out):
         yield
         return
-    out = stream if stream is not None else sys.stderr
     t0 = time.monotonic()
     done = threading.Event()
     if estimate_s is not None and estimate_s > quiet_s:
