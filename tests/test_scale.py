@@ -208,7 +208,7 @@ def test_fast_engine_from_counts_at_1e9_matches_exact_mse():
     """k-RR at n = 1e9 from counts (never n rows): the mean squared error over 4000 fast-engine trials agrees
     with the closed form E sum_j (c_hat_j - c_j)^2 (protocols.krr.krr_mse_expected) within 4 standard errors
     of the trial mean (the standard error estimated from the trials)."""
-    from protocols.krr import krr_mse_expected
+    from shufflesim.protocols.krr import krr_mse_expected
     from shufflesim.experiments.data import data_counts
     from shufflesim.experiments.montecarlo import run_trials
     from shufflesim.pipeline import registry
