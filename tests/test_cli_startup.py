@@ -85,8 +85,9 @@ def test_every_subcommand_still_parses_and_lists():
     assert all(name in lazy.format_help() for name in SUBCOMMANDS)
 
 
-def test_scipy_free_replacements_are_bit_identical():
-    """Issue 17 item 5: the numpy replacements of scipy.special on the start-up path change no bit."""
+def test_scipy_free_replacements_agree_with_scipy():
+    """Issue 17 item 5: the numpy replacements of scipy.special on the start-up path agree with scipy (bit for bit
+    with the newest releases, within the final roundings with the oldest the pyproject allows)."""
     import math
 
     import numpy as np
@@ -103,7 +104,14 @@ def test_scipy_free_replacements_are_bit_identical():
             a[int(rng.integers(0, a.size))] = a.max()  # ties at the maximum
         if t % 7 == 0:
             a[: a.size // 2] = -np.inf
-        assert log_tail_sum(a) == float(logsumexp(a))
+        # bit-identical to scipy 1.17's logsumexp (the golden outputs did not move); scipy 1.11, the floor, sums
+        # in another order, so across the declared range the guarantee is the last two roundings (the sum's and
+        # the log's): at most 2 ulps
+        got, want = log_tail_sum(a), float(logsumexp(a))
+        assert abs(got - want) <= 2 * math.ulp(want), (got, want)
     assert log_tail_sum([]) == -math.inf and log_tail_sum([-np.inf]) == -math.inf
     lam = np.concatenate(([0.0], rng.uniform(0.0, 50.0, 200)))
-    assert np.array_equal(log_c(lam), xlogy(lam, lam) - (lam + 1.0) * np.log1p(lam))
+    a, b = xlogy(lam, lam), (lam + 1.0) * np.log1p(lam)
+    # bit for bit with the newest scipy; across releases xlogy's log may differ by an ulp, and the difference of
+    # the two terms (~150 each here, the result ~-4) carries their absolute rounding: 4 ulps of the larger term
+    assert np.all(np.abs(log_c(lam) - (a - b)) <= 4 * np.spacing(np.maximum(np.abs(a), np.abs(b))))
