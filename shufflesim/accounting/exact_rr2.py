@@ -45,7 +45,7 @@ import numpy as np
 
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, log_binom_pmf
 from shufflesim.core.checks import check_int, check_positive, check_real
-from shufflesim.errors import ParameterError
+from shufflesim.errors import NotApplicableError, ParameterError
 
 _U = 2.0 ** -53
 #: log of the Chernoff budget of each tilted binomial's window (dropped mass e^-60 ~ 8.8e-27 of h's total)
@@ -355,8 +355,19 @@ def _search(n: int, eps0: float, eps: float, *, rtol: float = SEARCH_RTOL, stop_
 # public API
 
 
+#: largest n the exact worst case is computed for: its branch and bound costs ~1 s at 10⁵ and up to a minute
+#: at 10⁶ (small ε0 and ε); above, `tight` brackets the mechanism (the stronger clone pair, bucketed at
+#: population scale, with explicit data sets as the lower end)
+MAX_N_EXACT = 10**6
+#: largest n at which rr2's default method is ``exact`` (about a second); ``tight`` above
+DEFAULT_EXACT_MAX_N = 10**5
+
+
 def _check(n, eps0, compositions):
     n = check_int("n", n, minimum=1)
+    if n > MAX_N_EXACT:
+        raise NotApplicableError(f"the exact worst case over data sets needs n <= {MAX_N_EXACT:.0e} (up to a minute "
+                                 f"there); got n={n}: use --method tight, which brackets it at any n")
     eps0 = check_positive("eps0", eps0)
     if not math.isfinite(eps0) or eps0 > 700.0:
         raise ParameterError(f"eps0 must be finite and <= 700 for the exact computation; got {eps0}")

@@ -34,8 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
         t.add_argument("--delta", type=float_arg, nargs="+", help="delta values: report eps(delta)")
         q.add_argument("--compositions", type=int_arg, default=1, help="number of compositions (default 1)")
-        q.add_argument("--method", choices=(*cls.methods, "best"), default=cls.methods[0],
-                       help=f"default: {cls.methods[0]}; best: every applicable certified method, the smallest "
+        q.add_argument("--method", choices=(*cls.methods, "best"), default=None,
+                       help=f"default: the mechanism's own ({cls.methods[0]}"
+                            + ("; tight above n = 1e5" if cls.kind == "rr2" else "")
+                            + "); best: every applicable certified method, the smallest "
                             "upper bound (the winner is named in the notes)")
         q.add_argument("--compare", action="store_true",
                        help="run every applicable method on this question and print them side by side "

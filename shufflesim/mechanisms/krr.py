@@ -36,6 +36,9 @@ from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 
+#: above this eps0 accounting answers from the local guarantee (accounting.account.LDP_ONLY_EPS0)
+LDP_ONLY_EPS0 = 700.0
+
 from ._common import (BLANKET_METHODS, FELDMAN_PAIR, LDP_METHODS, STRONGER_CLONES, binary_rr_lower, blanket_bound,
                       ldp_bound)
 
@@ -156,6 +159,9 @@ class KRR(Mechanism):
         one, so both ends stay certified)."""
         if method != "exact" or self.k != 2 or self.relation is not Relation.SHUFFLED:
             return None
+        if eps0_upper(eps0_from_gamma(self.gamma, 2)) > LDP_ONLY_EPS0:
+            raise NotApplicableError(f"exact needs eps0 <= {LDP_ONLY_EPS0:g} with its round-off margin (e^eps0 "
+                                     "overflows above); the local guarantee bounds the view there")
         from shufflesim.accounting import exact_rr2 as X
         from shufflesim.accounting.results import DeltaBound, EpsBound
         from shufflesim.maths.rr import EPS0_MARGIN

@@ -3,7 +3,7 @@
 ``RR2(n, eps0)``: each of n users flips its bit with probability 1/(e^{ε0}+1); the analyser sees the
 shuffled reports (equivalently their count).  Methods (docs/theory.md#exact-rr2):
 
-* ``exact`` (the default) — the mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
+* ``exact`` (the default up to n = 10⁵, ``tight`` above; refused above n = 10⁶) — the mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
   data sets (others hold m ones, m = 0..n−1, the target switches 0 ↔ 1), computed and certified from both
   sides by :mod:`shufflesim.accounting.exact_rr2` (a branch and bound over m that proves no m is worse).
   With ``compositions > 1`` it is a bracket: the composed exact δ of the worst single-use data sets (a lower
@@ -54,6 +54,13 @@ class RR2(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
         object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
+
+    @property
+    def default_method(self) -> str:
+        """``exact`` up to n = 10⁵ (about a second), ``tight`` above (seconds at any n, two-sided)."""
+        from shufflesim.accounting.exact_rr2 import DEFAULT_EXACT_MAX_N
+
+        return "exact" if self.n <= DEFAULT_EXACT_MAX_N else "tight"
 
     @property
     def gamma(self) -> float:

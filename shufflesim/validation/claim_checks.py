@@ -108,10 +108,13 @@ def _with_statistics(check_fn):
         simulated = {k: c for k, c in checks.items() if c.get("basis") == "simulation"}
         sps = {k: c.get("p_value") for k, c in simulated.items()}
         ps = {k: c.get("p_value") for k, c in checks.items()}
-        if out.evidence.get("design") == "sequential" and simulated and all(p is not None for p in sps.values()):
-            # one confidence sequence decides every simulated check: its anytime p-values are simultaneous
-            deciding = sps[focus] if focus in sps else (
-                min(sps.values()) if any(c["verdict"] == "violated" for c in simulated.values()) else max(sps.values()))
+        violated_sim = [sps[k] for k, c in simulated.items() if c["verdict"] == "violated"]
+        exact_violation = any(c["verdict"] == "violated" and k not in simulated for k, c in checks.items())
+        if (out.evidence.get("design") == "sequential" and simulated and all(p is not None for p in sps.values())
+                and (focus in sps or violated_sim or not exact_violation)):
+            # one confidence sequence decides every simulated check: its anytime p-values are simultaneous; the
+            # deciding p is the focus's, else a violated check's (the smallest), else the largest agreement p
+            deciding = sps[focus] if focus in sps else (min(violated_sim) if violated_sim else max(sps.values()))
             out.evidence.update(p_value=deciding, level=alpha,
                                 family=f"the {len(simulated)} simulated theory value(s) of this run "
                                        f"({', '.join(simulated)}), one anytime-valid confidence sequence (simultaneous, "
