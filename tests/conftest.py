@@ -22,3 +22,36 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def auto_against_named():
+    """The check shared by blanket-sum's and recursive-sum's auto-mode tests (issue 18): build a protocol in auto
+    mode and in every named mode; auto is the certified mode with the smallest exact worst-case MSE and says so;
+    the function returns that MSE."""
+    from shufflesim import InfeasibleError
+    from shufflesim.pipeline import registry
+
+    def _auto_against_named(name: str, n: int, eps: float, modes, **kw) -> float:
+        """Build ``name`` in auto mode and in every named mode: auto is the certified mode with the smallest exact
+        worst-case MSE and says so; returns that MSE."""
+        from shufflesim.errors import NotApplicableError
+    
+        auto = registry.create(name, n, eps=eps, **kw)
+        named = {}
+        for m in modes:
+            try:
+                named[m] = registry.create(name, n, eps=eps, mode=m, **kw).mse_worst()
+            except (InfeasibleError, NotApplicableError):
+                pass
+        mode = auto.params["mode"]
+        # exact: auto returns the very protocol that mode builds (memoised resolution), not a recomputation
+        assert auto.mse_worst() == named[mode] == min(named.values()), (named, auto.params)
+        reason = auto.params["mode_reason"]
+        assert reason.startswith(f"auto: {mode}, the smallest certified worst-case MSE"), reason
+        assert all(m in reason for m in modes), reason
+        pr = auto.privacy()
+        assert pr.eps <= eps and pr.delta <= 1.0 / n**2  # certified at the target (delta defaults to 1/n^2)
+        return auto.mse_worst()
+
+    return _auto_against_named

@@ -288,35 +288,12 @@ def test_weak_adversary_search_runs_on_the_strong_proxy_and_certifies_weak():
             assert other.mse_worst() >= weak.mse_worst()
 
 
-def _auto_against_named(name: str, n: int, eps: float, modes, **kw) -> float:
-    """Build ``name`` in auto mode and in every named mode: auto is the certified mode with the smallest exact
-    worst-case MSE and says so; returns that MSE."""
-    from shufflesim.errors import NotApplicableError
-
-    auto = registry.create(name, n, eps=eps, **kw)
-    named = {}
-    for m in modes:
-        try:
-            named[m] = registry.create(name, n, eps=eps, mode=m, **kw).mse_worst()
-        except (InfeasibleError, NotApplicableError):
-            pass
-    mode = auto.params["mode"]
-    # exact: auto returns the very protocol that mode builds (memoised resolution), not a recomputation
-    assert auto.mse_worst() == named[mode] == min(named.values()), (named, auto.params)
-    reason = auto.params["mode_reason"]
-    assert reason.startswith(f"auto: {mode}, the smallest certified worst-case MSE"), reason
-    assert all(m in reason for m in modes), reason
-    pr = auto.privacy()
-    assert pr.eps <= eps and pr.delta <= 1.0 / n**2  # certified at the target (delta defaults to 1/n^2)
-    return auto.mse_worst()
-
-
 @pytest.mark.parametrize("n", [1000, 10_000])
-def test_auto_mode_is_the_best_certified_mode_and_monotone_in_eps(n):
+def test_auto_mode_is_the_best_certified_mode_and_monotone_in_eps(n, auto_against_named):
     """Issue 18: `sweep blanket-sum --set eps=0.5,1 --n 1000,10000` ran the paper's rule at n = 1e4, eps = 1
     (14x the tight mode's error at eps = 0.5).  auto now takes, at each point, the certified mode with the
     smallest exact worst-case MSE, so the error never grows with eps on this grid."""
-    worst = {eps: _auto_against_named("blanket-sum", n, eps, ("paper", "bennett", "tight")) for eps in (0.5, 1.0)}
+    worst = {eps: auto_against_named("blanket-sum", n, eps, ("paper", "bennett", "tight")) for eps in (0.5, 1.0)}
     assert worst[1.0] <= worst[0.5], worst
     if n == 10_000:  # the issue's point: the paper's rule certifies eps = 1 here, but is far from the best
         paper = registry.create("blanket-sum", n, eps=1.0, mode="paper")

@@ -280,33 +280,10 @@ def test_weak_adversary_calibrated_on_weak_pairs_after_strong_search():
     assert weak.mse_worst() < strong.mse_worst()
 
 
-def _auto_against_named(name: str, n: int, eps: float, modes, **kw) -> float:
-    """Build ``name`` in auto mode and in every named mode: auto is the certified mode with the smallest exact
-    worst-case MSE and says so; returns that MSE."""
-    from shufflesim.errors import NotApplicableError
-
-    auto = registry.create(name, n, eps=eps, **kw)
-    named = {}
-    for m in modes:
-        try:
-            named[m] = registry.create(name, n, eps=eps, mode=m, **kw).mse_worst()
-        except (InfeasibleError, NotApplicableError):
-            pass
-    mode = auto.params["mode"]
-    # exact: auto returns the very protocol that mode builds (memoised resolution), not a recomputation
-    assert auto.mse_worst() == named[mode] == min(named.values()), (named, auto.params)
-    reason = auto.params["mode_reason"]
-    assert reason.startswith(f"auto: {mode}, the smallest certified worst-case MSE"), reason
-    assert all(m in reason for m in modes), reason
-    pr = auto.privacy()
-    assert pr.eps <= eps and pr.delta <= 1.0 / n**2  # certified at the target (delta defaults to 1/n^2)
-    return auto.mse_worst()
-
-
 @pytest.mark.parametrize("n", [1000, pytest.param(10_000, marks=pytest.mark.slow)])
-def test_auto_mode_is_the_best_certified_mode_and_monotone_in_eps(n):
+def test_auto_mode_is_the_best_certified_mode_and_monotone_in_eps(n, auto_against_named):
     """Issue 18: auto takes, at each point, the certified mode with the smallest exact worst-case MSE (the
     paper's rules stay available by name), so a sweep over eps never gets worse at a larger eps."""
     modes = ("paper", "bennett", "optimised", "tight")
-    worst = {eps: _auto_against_named("recursive-sum", n, eps, modes, messages=2) for eps in (0.5, 1.0)}
+    worst = {eps: auto_against_named("recursive-sum", n, eps, modes, messages=2) for eps in (0.5, 1.0)}
     assert worst[1.0] <= worst[0.5], worst
