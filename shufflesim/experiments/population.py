@@ -1,0 +1,369 @@
+"""Populations, not just users: a protocol run by an honest population plus a deviating coalition
+(issue 23; seed 004 §8; docs/theory.md#dishonest).
+
+A population of n users runs a protocol; the first ``c`` of them (their position is irrelevant: every
+analyser here depends on the messages only through permutation-invariant sums or histograms) deviate with
+one of four strategies, each of which sends only messages the protocol's analyser cannot reject:
+
+* ``push``            — the worst well-formed messages in the direction ``direction`` (±1): the top (bottom)
+  of every message range (blanket, recursive, Cheu, local RR), the ``target`` category (k-RR; direction −1:
+  another category), a real number of size ``magnitude`` (local Laplace: its message space is all of R),
+  and for IKOS additive shares of an arbitrary residue s (the whole coalition's shift, default
+  :func:`ikos_push_shift`);
+* ``extreme-input``   — follow the protocol with the extreme in-range input (1 or 0; k-RR: the target);
+* ``withhold-noise``  — send the true (rounded) value without the randomiser's noise (no blanket, no flips,
+  no Laplace, no Pólya share);
+* ``dropout``         — send nothing (the analyser still debiases for n users).
+
+:func:`influence` gives the derived interval [lo, hi] of what one user's well-formed messages contribute to
+E[estimate] (honest users contribute exactly their input, in [0, 1]); :func:`expected_estimate` the exact
+E[estimate] of an attacked population (linear analysers: sum of per-user expectations; IKOS: the wrap-around
+of the modular decoding included, through the exact law of the honest users' noise);
+:func:`attacked_estimate` runs the protocol's own randomiser (for the honest users, vectorised), the
+strategy's messages for the coalition (vectorised), the protocol's shuffler and analyser.  With c = 0 it
+reproduces :meth:`Protocol.run` bit for bit (same seed streams).
+
+Monte-Carlo trials under attack (``simulate --dishonest``, sweeps, scenarios): :class:`Coalition` (the
+coalition's size and strategy), :func:`attack_records` (the records of a range of trials, faithful or fast
+engine).  The fast engine under attack (:func:`attack_fast_block`) splits the population: the honest n − c
+users' estimate drawn by the protocol's own fast engine for n − c users, plus the coalition's contribution
+(see that function).  This module sits in the experiments layer (the sweep engine runs attacked points);
+:mod:`shufflesim.validation.dishonest` re-exports it with the privacy-left and defence functions.
+
+Estimand: the sum Σ x (summation protocols) and the debiased count of category ``target`` (k-RR).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from shufflesim.core.rng import RngLike, as_seed_sequence, child, trial_seed
+from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.maths.polya import additive_shares, polya_logpmf, reduce_mod, sample_polya
+from shufflesim.maths.rounding import grid_dtype, mixed_radix_digits, randomised_round
+from shufflesim.pipeline.protocol import ANALYSER_STREAM, RANDOMISER_STREAM, SHUFFLER_STREAM
+
+STRATEGIES = ("push", "extreme-input", "withhold-noise", "dropout")
+PROTOCOLS = ("ikos-sum", "recursive-sum", "blanket-sum", "cheu-sum", "local-rr-sum", "local-laplace-sum", "krr")
+#: the coalition's own random stream (the honest users keep the protocol's RANDOMISER_STREAM)
+DISHONEST_STREAM = 3
+#: default size of a local-Laplace push message (its message space is unbounded: any value is well-formed)
+LAPLACE_PUSH = 1000.0
+
+
+@dataclass(frozen=True)
+class Influence:
+    """What one user's well-formed messages can contribute to E[estimate] (docs/theory.md#dishonest).
+
+    Honest users contribute exactly their input (unbiased analysers), i.e. [0, 1].  ``lo``/``hi`` bound
+    (and attain) a deviating user's contribution; ``modular`` marks IKOS, whose contribution is a residue
+    mod q (the coalition's shifts do not add up beyond the decoding window).  ``withhold``: the expected
+    contribution of a user with input x who withholds its noise is ``withhold_slope·x + withhold_offset``.
+    """
+
+    protocol: str
+    lo: float
+    hi: float
+    modular: bool
+    withhold_slope: float
+    withhold_offset: float
+    dropout: float
+    note: str
+
+    @property
+    def width(self) -> float:
+        """hi − lo: the largest bias one user can force over its true input (honest: 1)."""
+        return self.hi - self.lo
+
+    @property
+    def excess(self) -> float:
+        """How far beyond the honest range [0, 1] one user's contribution reaches (max(hi − 1, −lo))."""
+        return max(self.hi - 1.0, -self.lo)
+
+
+def _check(proto, strategy: str | None = None) -> None:
+    if proto.name not in PROTOCOLS:
+        raise NotApplicableError(f"dishonest-user analysis is implemented for {', '.join(PROTOCOLS)}; "
+                                 f"got {proto.name}")
+    if strategy is not None and strategy not in STRATEGIES:
+        raise ParameterError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+
+
+def _recursive_terms(proto):
+    levels = proto.analyser.levels
+    q = proto.analyser.q
+    return levels, q
+
+
+def influence(proto) -> Influence:
+    """Derived [lo, hi] of one user's contribution to E[estimate] (docs/theory.md#dishonest, per protocol)."""
+    _check(proto)
+    name = proto.name
+    if name in ("blanket-sum", "cheu-sum"):
+        g = proto.params["gamma"]
+        # blanket: Ŝ = Σ_i (y_i/k − γ/2)/(1 − γ), y_i ∈ {0..k}; Cheu: Σ_i (Σ_j b_ij/r − γ/2)/(1 − γ), b ∈ {0, 1}
+        lo, hi = -g / (2.0 * (1.0 - g)), (1.0 - g / 2.0) / (1.0 - g)
+        return Influence(name, lo, hi, False, 1.0 / (1.0 - g), lo, lo,
+                         "message range [0, 1] (after dividing by k or r) times the debiasing factor 1/(1-gamma)")
+    if name == "recursive-sum":
+        levels, q = _recursive_terms(proto)
+        lo = -sum(lv.gamma * lv.top / (2.0 * qj * (1.0 - lv.gamma)) for lv, qj in zip(levels, q))
+        hi = sum(lv.top * (1.0 - lv.gamma / 2.0) / (qj * (1.0 - lv.gamma)) for lv, qj in zip(levels, q))
+        return Influence(name, lo, hi, False, math.nan, lo, lo,
+                         "each level's message in {0..D_j}, scaled by 1/(Q_j (1-gamma_j)); withholding noise "
+                         "biases level j by gamma_j (d_j - D_j/2)/(Q_j (1-gamma_j)) (digit-dependent)")
+    if name == "local-rr-sum":
+        f, ctr = proto.analyser.flip, proto.analyser.contrast
+        lo, hi = -f / ctr, (1.0 - f) / ctr
+        return Influence(name, lo, hi, False, 1.0 / ctr, lo, lo,
+                         "one bit, debiased by (y - f)/(1 - 2f): width 1/(1-2f) = coth(eps/2)")
+    if name == "local-laplace-sum":
+        return Influence(name, -math.inf, math.inf, False, 1.0, 0.0, 0.0,
+                         "messages are real numbers: any value is well-formed, the influence is unbounded")
+    if name == "krr":
+        g, k = proto.gamma, proto.k
+        lo, hi = -g / (k * (1.0 - g)), (1.0 - g / k) / (1.0 - g)
+        return Influence(name, lo, hi, False, 1.0 / (1.0 - g), lo, lo,
+                         "count of the target category: report e_j debiased by (e_j - gamma/k)/(1-gamma)")
+    # ikos-sum
+    prm = proto.parameters
+    lo, hi = -((prm.q - 1) // 2) / prm.p, (prm.q // 2) / prm.p
+    return Influence(name, lo, hi, True, 1.0, 0.0, 0.0,
+                     "shares are uniform mod q: one user's shares may sum to any residue, so it can move the "
+                     "decoded sum anywhere in the window (-q/2, q/2], i.e. the estimate anywhere in "
+                     "(-q/(2p), q/(2p)] (wrap-around included)")
+
+
+def ikos_push_shift(proto, direction: int = -1) -> int:
+    """The coalition's default IKOS shift: ±(n·p + ⌈q/2⌉ − ⌊q/2⌋ − 1).
+
+    Downwards this is the largest shift that leaves the lower wrap-around margin of the decoding window at
+    least the upper margin ⌊q/2⌋ − np + 1 the protocol's default q was sized for (docs/theory.md#dishonest):
+    the estimate drops by ≈ n (the whole range of honest sums) with the protocol's own overflow probability.
+    Upwards the same magnitude wraps around (the default q leaves no upper margin): the expected estimate is
+    then computed exactly by :func:`expected_estimate`.
+    """
+    prm = proto.parameters
+    mag = prm.n * prm.p + (prm.q + 1) // 2 - prm.q // 2 - 1
+    return int(direction) * mag
+
+
+# --- the attacked population -------------------------------------------------------------------------------
+def _split(proto, data, c: int):
+    data = proto.check_data(data)
+    c = int(c)
+    if not 0 <= c <= proto.n:
+        raise ParameterError(f"the coalition size c must lie in [0, n={proto.n}]; got {c}")
+    return data[:c], data[c:], c
+
+
+def _dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift, rng) -> np.ndarray | None:
+    """The coalition's (c, m) messages (None for a dropout), vectorised over its members."""
+    c = xd.shape[0]
+    name, rnd = proto.name, proto.randomiser
+    up = direction > 0
+    if strategy == "dropout":
+        return None
+    if strategy == "extreme-input":
+        if name == "krr":
+            x = np.full(c, target if up else (target + 1) % proto.k, dtype=np.int64)
+        else:
+            x = np.full(c, 1.0 if up else 0.0)
+        return np.asarray(rnd.randomise(x, rng))
+    if name == "blanket-sum":
+        k = rnd.k
+        v = randomised_round(xd, k, rng) if strategy == "withhold-noise" else np.full(c, k if up else 0)
+        return v.astype(grid_dtype(k))[:, None]
+    if name == "cheu-sum":
+        r = rnd.r
+        if strategy == "withhold-noise":
+            xbar = randomised_round(xd, r, rng, dtype=np.int64)
+            return (np.arange(1, r + 1)[None, :] <= xbar[:, None]).astype(np.uint8)
+        return np.full((c, r), 1 if up else 0, dtype=np.uint8)
+    if name == "local-rr-sum":
+        v = randomised_round(xd, 1, rng) if strategy == "withhold-noise" else np.full(c, 1 if up else 0)
+        return v.astype(np.uint8)[:, None]
+    if name == "local-laplace-sum":
+        v = xd.astype(float) if strategy == "withhold-noise" else np.full(c, magnitude if up else -magnitude)
+        return v[:, None]
+    if name == "krr":
+        dt = grid_dtype(proto.k - 1)
+        v = xd if strategy == "withhold-noise" else np.full(c, target if up else (target + 1) % proto.k)
+        return v.astype(dt)[:, None]
+    if name == "recursive-sum":
+        levels = rnd.levels
+        dt = grid_dtype(max(lv.top for lv in levels))
+        if strategy == "withhold-noise":
+            digits, t = mixed_radix_digits(xd, rnd.precisions)
+            digits.append(randomised_round(t, rnd.precisions[-1], rng))
+            return np.stack([d.astype(dt) for d in digits], axis=1) if c else np.empty((0, len(levels)), dt)
+        tops = np.array([lv.top if up else 0 for lv in levels], dtype=dt)
+        return np.broadcast_to(tops, (c, len(levels))).copy()
+    # ikos-sum
+    prm = proto.parameters
+    if strategy == "withhold-noise":  # x̄ without the Pólya share
+        vals = reduce_mod(randomised_round(xd, prm.p, rng, dtype=np.int64), prm.q)
+    else:  # push: the whole shift s on the first member, the others send shares of 0
+        s = ikos_push_shift(proto, direction) if shift is None else int(shift)
+        vals = np.zeros(c, dtype=np.uint64)
+        if c:
+            vals[0] = s % prm.q
+    return np.asarray(additive_shares(vals, prm.m, prm.q, rng))
+
+
+def _scalar(proto, raw, target: int) -> float:
+    est = proto.point_estimate(raw)
+    return float(est[target]) if proto.name == "krr" else float(est)
+
+
+def truth(proto, data, target: int = 0) -> float:
+    """The estimand of the whole population (the coalition's true inputs included)."""
+    t = proto.truth(proto.check_data(data))
+    return float(t[target]) if proto.name == "krr" else float(t)
+
+
+def attacked_estimate(proto, data, c: int, strategy: str, seed: RngLike = None, *, direction: int = 1,
+                      target: int = 0, magnitude: float = LAPLACE_PUSH, shift: int | None = None) -> float:
+    """One run with the first ``c`` users deviating: the protocol's randomiser on the honest users (stream 0
+    of ``seed``, as :meth:`Protocol.run`), the coalition's messages (stream 3), shuffler (1), analyser (2)."""
+    _check(proto, strategy)
+    xd, xh, c = _split(proto, data, c)
+    s = as_seed_sequence(seed)
+    gen_honest = np.random.Generator(np.random.PCG64(child(s, RANDOMISER_STREAM)))
+    honest = np.asarray(proto.randomiser.randomise(xh, gen_honest))
+    if honest.ndim == 1:
+        honest = honest[:, None]
+    bad = _dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift,
+                              np.random.Generator(np.random.PCG64(child(s, DISHONEST_STREAM))))
+    messages = honest if bad is None or c == 0 else np.concatenate([np.asarray(bad, dtype=honest.dtype), honest])
+    view = proto.shuffler.shuffle(messages, child(s, SHUFFLER_STREAM))
+    raw = proto.analyser.analyse(view, np.random.Generator(np.random.PCG64(child(s, ANALYSER_STREAM))))
+    return _scalar(proto, raw, target)
+
+
+def simulate_attack(proto, data, c: int, strategy: str, trials: int, seed: RngLike = None, **kw) -> np.ndarray:
+    """``trials`` independent attacked runs (trial t uses child t of ``seed``); returns the estimates."""
+    root = as_seed_sequence(seed)
+    return np.array([attacked_estimate(proto, data, c, strategy, child(root, t), **kw) for t in range(int(trials))])
+
+
+# --- exact expectations --------------------------------------------------------------------------------------
+def _per_user_expected(proto, xd, strategy, direction, target, magnitude) -> float:
+    """Σ over the coalition of E[contribution] (linear analysers), exactly as derived."""
+    c = xd.shape[0]
+    if c == 0:
+        return 0.0
+    inf = influence(proto)
+    up = direction > 0
+    name = proto.name
+    if strategy == "dropout":
+        return c * inf.dropout
+    if strategy == "extreme-input":
+        return float(c) if up else 0.0  # honest analysers are unbiased; krr: c users with the target (or not)
+    if strategy == "push":
+        if name == "local-laplace-sum":
+            return c * (magnitude if up else -magnitude)
+        return c * (inf.hi if up else inf.lo)
+    # withhold-noise
+    if name == "krr":
+        return inf.withhold_slope * float(np.sum(xd == target)) + c * inf.withhold_offset
+    if name == "recursive-sum":
+        levels, q = _recursive_terms(proto)
+        digits, t = mixed_radix_digits(xd, proto.randomiser.precisions)
+        means = [*digits, proto.randomiser.precisions[-1] * t]
+        return float(sum(np.sum(m - lv.gamma * lv.top / 2.0) / (qj * (1.0 - lv.gamma))
+                         for m, lv, qj in zip(means, levels, q)))
+    return inf.withhold_slope * float(np.sum(xd)) + c * inf.withhold_offset
+
+
+def remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> tuple[np.ndarray, np.ndarray, float]:
+    """The exact law of the noise left by h honest Pólya shares designed for n users (copies of a cached
+    computation; :func:`_remaining_noise_pmf` derives it)."""
+    z, pmf, t = _remaining_noise_pmf(int(h), int(n), float(alpha), float(tail))
+    return z.copy(), pmf.copy(), t
+
+
+@lru_cache(maxsize=32)
+def _remaining_noise_pmf(h: int, n: int, alpha: float, tail: float = 1e-300) -> tuple[np.ndarray, np.ndarray, float]:
+    """The exact law of the noise left when only h IKOS users add shares designed for n users
+    (docs/theory.md#dishonest-polya).
+
+    Each share is Pólya(1/n, α) − Pólya(1/n, α) (seed 004 §5.2), and Pólya laws with the same α add in r,
+    so the h shares sum to A − B with A, B iid Pólya(h/n, α) (h = n: DLap(α); h > n happens for the
+    ``--tolerate`` defence, whose shares are designed for fewer users than there are).  Returns
+    (z, pmf, tail_mass): the support −L..L, P(A − B = z) there (Σ_{a, b ≤ L, a − b = z} P(A = a)P(B = b), by
+    convolution), and an upper bound 2·P(A > L) on the probability mass the truncation leaves out.  L (a power
+    of two) is the first with P(A > L) ≤ ``tail``: for j ≥ L + 1 the ratio P(A = j+1)/P(A = j) =
+    α(j + r)/(j + 1) is at most ρ = α·max(1, (L + 1 + r)/(L + 2)), so P(A > L) ≤ P(A = L + 1)/(1 − ρ) once ρ < 1.
+    """
+    from shufflesim.core.checks import check_int
+
+    n = check_int("n", n, minimum=1)
+    h = check_int("h", h, minimum=1)
+    r = h / n
+    L = 1
+    while True:
+        rho = alpha * max(1.0, (L + 1 + r) / (L + 2))
+        lp = float(polya_logpmf(L + 1, r, alpha))
+        if rho < 1.0:
+            log_tail = lp - math.log1p(-rho)
+            if log_tail <= math.log(tail):
+                break
+        if L > 1 << 26:
+            raise NotApplicableError(f"the remaining noise law needs more than 2^26 support points (alpha={alpha})")
+        L *= 2
+    a = np.exp(polya_logpmf(np.arange(L + 1), r, alpha))
+    pmf = np.convolve(a, a[::-1])  # index i ↔ z = i − L
+    z = np.arange(-L, L + 1)
+    return z, pmf, 2.0 * math.exp(log_tail)
+
+
+def _ikos_expected_decoded(R: int, s: int, q: int, z: np.ndarray, pmf: np.ndarray) -> float:
+    """E[centre((R + Z + s) mod q)] over the (truncated) noise law, exactly as the analyser decodes."""
+    t = R + s + z
+    dec = np.mod(t + (q - 1) // 2, q) - (q - 1) // 2  # representative in (−q/2, q/2]
+    return float(np.dot(pmf, dec))
+
+
+def expected_estimate(proto, data, c: int, strategy: str, *, direction: int = 1, target: int = 0,
+                      magnitude: float = LAPLACE_PUSH, shift: int | None = None) -> float:
+    """Exact E[estimate] with the first ``c`` users deviating (derived; docs/theory.md#dishonest).
+
+    IKOS needs honest inputs with p·x integer (a deterministic rounded sum); its wrap-around is computed from
+    the exact law of the honest users' noise (:func:`remaining_noise_pmf`), truncated below 1e-300.
+    """
+    _check(proto, strategy)
+    xd, xh, c = _split(proto, data, c)
+    if proto.name != "ikos-sum":
+        honest = float(np.sum(xh == target)) if proto.name == "krr" else math.fsum(xh.tolist())
+        return honest + _per_user_expected(proto, xd, strategy, direction, target, magnitude)
+    prm = proto.parameters
+    px = np.concatenate([xh, xd]) * prm.p
+    if not np.all(px == np.round(px)):
+        raise NotApplicableError("the exact IKOS expectation needs inputs with p*x integer (deterministic rounding)")
+    R = int(np.round(xh * prm.p).sum())
+    h = prm.n - c
+    s = 0
+    if strategy == "extreme-input":
+        R += c * prm.p if direction > 0 else 0
+        h = prm.n
+    elif strategy == "withhold-noise":
+        R += int(np.round(xd * prm.p).sum())
+    elif strategy == "push":
+        s = ikos_push_shift(proto, direction) if shift is None else int(shift)
+    if h == 0:
+        z, pmf = np.zeros(1, dtype=np.int64), np.ones(1)
+    else:
+        z, pmf, _ = remaining_noise_pmf(h, proto.randomiser.n_users, prm.alpha)
+    return _ikos_expected_decoded(R, s, prm.q, z, pmf) / prm.p
+
+
+def expected_bias(proto, data, c: int, strategy: str, **kw) -> float:
+    """E[estimate] − the population's true estimand (the coalition's true inputs included)."""
+    return expected_estimate(proto, data, c, strategy, **kw) - truth(proto, data, kw.get("target", 0))
+
