@@ -354,7 +354,7 @@ def expected_estimate(proto, data, c: int, strategy: str, *, direction: int = 1,
         h = prm.n
     elif strategy == "withhold-noise":
         R += int(np.round(xd * prm.p).sum())
-    elif strategy == "push":
+    elif strategy == "push" and c:  # no coalition, no shift
         s = ikos_push_shift(proto, direction) if shift is None else int(shift)
     if h == 0:
         z, pmf = np.zeros(1, dtype=np.int64), np.ones(1)
@@ -367,3 +367,233 @@ def expected_bias(proto, data, c: int, strategy: str, **kw) -> float:
     """E[estimate] − the population's true estimand (the coalition's true inputs included)."""
     return expected_estimate(proto, data, c, strategy, **kw) - truth(proto, data, kw.get("target", 0))
 
+
+
+# --- Monte-Carlo trials under attack (simulate --dishonest, sweeps, scenarios) -------------------------------
+@dataclass(frozen=True)
+class Coalition:
+    """A deviating coalition: ``size`` users (the first ones of the data) following ``strategy``.
+
+    ``direction`` (±1) and ``target`` (k-RR's category) as in :func:`attacked_estimate`; ``magnitude`` is the
+    local-Laplace push message, ``shift`` IKOS's residue (None: :func:`ikos_push_shift`)."""
+
+    size: int
+    strategy: str = "push"
+    direction: int = 1
+    target: int = 0
+    magnitude: float = LAPLACE_PUSH
+    shift: int | None = None
+
+    @property
+    def kwargs(self) -> dict:
+        """The keyword arguments of :func:`attacked_estimate` and :func:`expected_bias`."""
+        return {"direction": self.direction, "target": self.target, "magnitude": self.magnitude, "shift": self.shift}
+
+
+def coalition_size(value, n: int) -> int:
+    """The coalition's size from ``--dishonest C``: a count (an integer 0..n) or a fraction in (0, 1) of n,
+    rounded down (⌊C·n⌋: "at most a fraction C of the users")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"dishonest must be a count or a fraction in (0, 1); got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        raise ParameterError(f"dishonest must be a count in [0, n={n}] or a fraction in (0, 1); got {value!r}")
+    if 0.0 < v < 1.0:
+        return int(math.floor(v * n + 1e-9))
+    if v != math.floor(v):
+        raise ParameterError(f"dishonest must be a whole count of users or a fraction in (0, 1); got {value!r}")
+    c = int(v)
+    if c > n:
+        raise ParameterError(f"dishonest={c} users is more than the n={n} users of the population")
+    return c
+
+
+def check_coalition(proto, coalition: Coalition) -> Coalition:
+    """Refuse a coalition the protocol does not support (one-line :class:`ParameterError` /
+    :class:`NotApplicableError`)."""
+    if proto.name not in PROTOCOLS:
+        raise NotApplicableError(f"--dishonest is implemented for {', '.join(PROTOCOLS)}; not for {proto.name} "
+                                 "(its analyser and message space have no dishonest-user model yet)")
+    if coalition.strategy not in STRATEGIES:
+        raise ParameterError(f"strategy must be one of {', '.join(STRATEGIES)}; got {coalition.strategy!r}")
+    if coalition.direction not in (1, -1):
+        raise ParameterError(f"direction must be +1 or -1; got {coalition.direction!r}")
+    if not 0 <= int(coalition.size) <= proto.n:
+        raise ParameterError(f"the coalition size must lie in [0, n={proto.n}]; got {coalition.size}")
+    if proto.name == "krr":
+        if not 0 <= int(coalition.target) < proto.k:
+            raise ParameterError(f"target must be a category in [0, {proto.k}); got {coalition.target}")
+    elif coalition.target != 0:
+        raise ParameterError("target applies to krr only (the summation protocols estimate one sum)")
+    return coalition
+
+
+def _with_n(proto, n: int):
+    """A shallow copy of ``proto`` whose size (and its analyser's) is ``n``: its fast engine then draws the
+    n inputs it is given and debiases for n (the additive split of :func:`attack_fast_block`)."""
+    sub = copy.copy(proto)
+    sub.n = int(n)
+    an = copy.copy(proto.analyser)
+    if hasattr(an, "n"):
+        an.n = int(n)
+    sub.analyser = an
+    sub.__dict__.pop("_fast_cache", None)
+    return sub
+
+
+def _fast_estimates(proto, x: np.ndarray, rng: np.random.Generator, size: int, target: int) -> np.ndarray:
+    """``size`` estimates of the protocol run honestly by the users ``x``, debiased for len(x) users, from the
+    protocol's own exact fast engine (``sample_fast_batch``; k-RR: the target's count of its histogram sampler)."""
+    from shufflesim.pipeline.fast import DataSummary, rr_histogram_batch
+
+    h = int(x.shape[0])
+    if h == 0:
+        return np.zeros(size)
+    if proto.name == "krr":
+        counts = np.bincount(x, minlength=proto.k).astype(np.int64)
+        hist = rr_histogram_batch(counts, proto.gamma, proto.k, rng, size)
+        return (hist[:, target] - h * proto.gamma / proto.k) / (1.0 - proto.gamma)
+    sub = proto if h == proto.n else _with_n(proto, h)
+    return np.asarray(sub.sample_fast_batch(DataSummary.of(x, "real"), 0.0, rng, size)["error"], dtype=float)
+
+
+def _coalition_term(proto, messages, c: int, target: int) -> float:
+    """What the coalition's ``messages`` (None: a dropout) add to the estimate of a linear analyser: the
+    analyser of a c-user copy applied to them alone (the debiasing offsets are linear in n, so the estimate of
+    n users is the honest n − c users' estimate plus this)."""
+    sub = _with_n(proto, c)
+    m = proto.randomiser.messages_per_user
+    if messages is None:
+        messages = np.zeros((0, m), dtype=float if proto.name == "local-laplace-sum" else np.int64)
+    messages = np.asarray(messages)
+    if messages.ndim == 1:
+        messages = messages[:, None]
+    # the protocol's own shuffler (its channels); the order is irrelevant to these analysers' sums and counts
+    view = proto.shuffler.shuffle(messages, np.random.SeedSequence(0))
+    return _scalar(sub, sub.analyser.analyse(view, np.random.Generator(np.random.PCG64(0))), target)
+
+
+def attack_fast_block(proto, data, coalition: Coalition, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` attacked estimates drawn exactly without simulating every message (the fast engine under attack).
+
+    * ``extreme-input``: the coalition follows the protocol with its extreme input, so the population is an
+      honest one with modified data: the protocol's own fast engine on it.
+    * linear analysers (blanket, recursive, Cheu, local RR, local Laplace, k-RR's counts): the estimate is the
+      honest n − c users' estimate (the fast engine of an (n − c)-user copy) plus the coalition's term
+      (:func:`_coalition_term`): a constant for ``push`` and ``dropout``; for ``withhold-noise`` the coalition's
+      own messages (only their randomised rounding is random) are drawn per trial (a loop over trials, O(c)
+      each: the honest users stay vectorised).
+    * IKOS: the honest users' rounded total (binomials) plus their Pólya shares, which sum to
+      Pólya(h/n, α) − Pólya(h/n, α) (docs/theory.md#dishonest-polya), plus the coalition's residue (the shift
+      s, its rounded total without noise, or nothing), decoded mod q as the analyser does.
+    """
+    from shufflesim.pipeline.fast import rounded_total_batch
+
+    x = proto.check_data(data)
+    co = check_coalition(proto, coalition)
+    c, strategy, up = int(co.size), co.strategy, co.direction > 0
+    xd, xh = x[:c], x[c:]
+    if strategy == "extreme-input":
+        x2 = x.copy()
+        if proto.name == "krr":
+            x2[:c] = co.target if up else (co.target + 1) % proto.k
+        else:
+            x2[:c] = 1.0 if up else 0.0
+        if proto.name == "ikos-sum":
+            cols = proto.sample_fast_batch(_summary(x2), 0.0, rng, size)
+            return np.asarray(cols["error"], dtype=float)
+        return _fast_estimates(proto, x2, rng, size, co.target)
+    if proto.name == "ikos-sum":
+        prm = proto.parameters
+        if prm.q >= 1 << 62:  # the noisy total is held in int64 before its reduction mod q
+            raise NotApplicableError(f"the fast engine under attack needs q < 2^62 (got q={prm.q}); use --engine "
+                                     "faithful")
+        h = proto.n - c
+        tot = np.zeros(size, dtype=np.int64)
+        if h:
+            s_h = _summary(xh)
+            tot += rounded_total_batch(s_h.values, s_h.counts, prm.p, rng, size)
+            r = h / proto.randomiser.n_users
+            tot += sample_polya(r, prm.alpha, size, rng) - sample_polya(r, prm.alpha, size, rng)
+        if strategy == "push" and c:
+            s = ikos_push_shift(proto, co.direction) if co.shift is None else int(co.shift)
+            s %= prm.q
+            tot += np.int64(s - prm.q if s > prm.q // 2 else s)  # centred: |s| <= q/2 < 2^61
+        elif strategy == "withhold-noise" and c:
+            s_d = _summary(xd)
+            tot += rounded_total_batch(s_d.values, s_d.counts, prm.p, rng, size)
+        total = reduce_mod(tot, prm.q)
+        q = np.uint64(prm.q)
+        wrapped = total > q // np.uint64(2)
+        mag = np.where(wrapped, q - total, total).astype(np.int64)
+        return np.where(wrapped, -mag, mag) / prm.p
+    honest = _fast_estimates(proto, xh, rng, size, co.target)
+    if c == 0:
+        return honest
+    if strategy == "withhold-noise" and proto.name in ("blanket-sum", "cheu-sum", "local-rr-sum", "recursive-sum"):
+        terms = np.array([_coalition_term(proto, _dishonest_messages(proto, xd, strategy, co.direction, co.target,
+                                                                     co.magnitude, co.shift, rng), c, co.target)
+                          for _ in range(size)])
+        return honest + terms
+    msgs = _dishonest_messages(proto, xd, strategy, co.direction, co.target, co.magnitude, co.shift, rng)
+    return honest + _coalition_term(proto, msgs, c, co.target)
+
+
+def _summary(x: np.ndarray):
+    from shufflesim.pipeline.fast import DataSummary
+
+    return DataSummary.of(x, "real")
+
+
+def attack_records(proto, data, coalition: Coalition, root: RngLike, point: int, start: int, stop: int,
+                   engine: str = "faithful", truth_value: float | None = None) -> dict[str, np.ndarray]:
+    """Record columns (``sq_error``, ``error``) of trials ``[start, stop)`` of grid point ``point`` under attack.
+
+    Faithful: trial t is :func:`attacked_estimate` with seed ``trial_seed(root, point, t)`` — for c = 0 the
+    protocol's own trial t (:func:`~shufflesim.experiments.montecarlo.run_trial`), bit for bit.  Fast: blocks
+    of :data:`~shufflesim.pipeline.fast.FAST_BLOCK` trials from the fast engine's block streams
+    (:func:`~shufflesim.pipeline.fast.block_seed`), each drawn by :func:`attack_fast_block`, so the records do
+    not depend on the chunking.  ``error`` is the attacked estimate minus the whole population's estimand.
+    """
+    from shufflesim.pipeline.fast import FAST_BLOCK, block_seed
+
+    root = as_seed_sequence(root)
+    x = proto.check_data(data)
+    co = check_coalition(proto, coalition)
+    t = truth(proto, x, co.target) if truth_value is None else truth_value
+    if engine == "fast":
+        parts = []
+        for b in range(start // FAST_BLOCK, (stop - 1) // FAST_BLOCK + 1):
+            gen = np.random.Generator(np.random.PCG64(block_seed(root, point, b)))
+            est = attack_fast_block(proto, x, co, gen, FAST_BLOCK)
+            lo = b * FAST_BLOCK
+            parts.append(est[max(start - lo, 0): min(stop - lo, FAST_BLOCK)])
+        est = np.concatenate(parts)
+    else:
+        est = np.array([attacked_estimate(proto, x, co.size, co.strategy, trial_seed(root, point, tt), **co.kwargs)
+                        for tt in range(start, stop)])
+    err = est - t
+    return {"sq_error": err * err, "error": err}
+
+
+def derived_bias(proto, data, coalition: Coalition) -> dict:
+    """The derived figures printed next to a simulated attack: ``expected`` (the exact expected bias of this
+    strategy on these data, :func:`expected_bias`; None where it is not derived, e.g. IKOS with p·x not
+    integer), and ``worst_low``/``worst_high``, the bias range any well-formed messages of the c users can
+    force in expectation (c·lo − Σ x_coalition, c·hi − Σ x_coalition with [lo, hi] = :func:`influence`; IKOS:
+    the decoding window, k-RR: the target count's)."""
+    co = check_coalition(proto, coalition)
+    x = proto.check_data(data)
+    c = int(co.size)
+    try:
+        expected = expected_bias(proto, x, c, co.strategy, **co.kwargs)
+    except NotApplicableError:
+        expected = None
+    inf = influence(proto)
+    own = float(np.sum(x[:c] == co.target)) if proto.name == "krr" else math.fsum(x[:c].tolist())
+    if inf.modular:  # any residue: the decoded estimate anywhere in the window (-q/2p, q/2p], whatever c >= 1
+        lo, hi = (inf.lo - truth(proto, x), inf.hi - truth(proto, x)) if c else (0.0, 0.0)
+    else:
+        lo, hi = c * inf.lo - own, c * inf.hi - own
+    return {"expected": expected, "worst_low": lo, "worst_high": hi, "per_user_low": inf.lo,
+            "per_user_high": inf.hi, "note": inf.note}
