@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from shufflesim import __version__
+from shufflesim.cli import _dishonest
 from shufflesim.cli._common import add_output_options, cap_workers, float_arg, int_arg, open_output, print_json
 from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 from shufflesim.errors import ParameterError
@@ -38,6 +39,7 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
     c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
+    _dishonest.add_options(pp.add_argument_group("dishonest users (issue 23)"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +88,10 @@ def _run(args: argparse.Namespace, output) -> int:
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
     counts_path = _as_counts(cls, spec, args)  # the fast engine from counts: its cost does not grow with n
+    attacked = _dishonest.active(args)  # issue 23: a deviating coalition (cli/_dishonest.py)
+    if attacked and counts_path:
+        raise ParameterError("--dishonest needs the n inputs (the coalition is the first C users); data as counts "
+                             f"(--engine fast above n = {COUNTS_MIN_N}) is not supported: use a smaller n")
     if args.n is not None:
         probe = cls.create(args.n, **params)  # validate the parameters before generating any data
         if not counts_path:
@@ -100,6 +106,9 @@ def _run(args: argparse.Namespace, output) -> int:
                          lower=args.lower, upper=args.upper)
         protocol = cls.create(len(data), **params)
         protocol.check_resources()
+    if attacked:
+        return _dishonest.run(args, protocol, data, root, trials=trials, level=level, output=output, t0=t0,
+                              workers=workers)
     progress = Progress(trials, enabled=False if args.json else None)
     result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                         engine=args.engine)
