@@ -58,6 +58,20 @@ def _values(opt, text: str) -> list:
     return vals
 
 
+def _attack_options() -> dict:
+    from shufflesim.experiments.population import STRATEGIES
+    from shufflesim.pipeline.options import Option
+
+    return {"dishonest": Option("dishonest", float, "coalition size: a count or a fraction of n in (0, 1)"),
+            "strategy": Option("strategy", str, "the coalition's strategy", choices=STRATEGIES),
+            "direction": Option("direction", int, "+1 or -1", choices=(1, -1)),
+            "target": Option("target", int, "krr: the attacked category")}
+
+
+#: ``--set`` names that describe a deviating coalition (issue 23), not a protocol parameter
+ATTACK_OPTIONS = _attack_options()
+
+
 def build_sweep(args: argparse.Namespace):
     from shufflesim.experiments.sweep import Sweep, grid
 
@@ -69,8 +83,12 @@ def build_sweep(args: argparse.Namespace):
         name = name.strip().replace("-", "_")
         if not eq or not text.strip():
             raise ParameterError(f"--set needs NAME=V1,V2,...; got {item!r}")
+        if name in ATTACK_OPTIONS:  # issue 23: a deviating coalition as a grid axis (experiments/population.py)
+            params[name] = _values(ATTACK_OPTIONS[name], text)
+            continue
         if name not in opts:
-            raise ParameterError(f"{args.protocol} has no parameter {name!r}; it has: {', '.join(opts)}")
+            raise ParameterError(f"{args.protocol} has no parameter {name!r}; it has: {', '.join(opts)} (and the "
+                                 f"coalition's {', '.join(ATTACK_OPTIONS)})")
         params[name] = _values(opts[name], text)
     try:
         ns = [int_arg(t.strip()) for t in args.n.split(",")] if args.n else [None]

@@ -597,3 +597,43 @@ def derived_bias(proto, data, coalition: Coalition) -> dict:
         lo, hi = c * inf.lo - own, c * inf.hi - own
     return {"expected": expected, "worst_low": lo, "worst_high": hi, "per_user_low": inf.lo,
             "per_user_high": inf.hi, "note": inf.note}
+
+
+# --- sweeps and scenarios: a coalition as grid parameters ------------------------------------------------------
+#: the sweep and scenario parameters that describe a coalition rather than the protocol
+ATTACK_KEYS = ("dishonest", "strategy", "direction", "target")
+
+
+def split_attack(params: dict) -> tuple[dict, dict | None]:
+    """(protocol parameters, the coalition's parameters or None) of one grid point's parameters."""
+    attack = {k: params[k] for k in ATTACK_KEYS if k in params}
+    rest = {k: v for k, v in params.items() if k not in ATTACK_KEYS}
+    if not attack:
+        return rest, None
+    if "dishonest" not in attack:
+        raise ParameterError(f"{', '.join(attack)} needs dishonest (the coalition's size: a count or a fraction)")
+    d = attack["dishonest"]
+    if isinstance(d, float) and math.isfinite(d) and (d >= 1.0 or d == 0.0) and d == math.floor(d):
+        attack["dishonest"] = int(d)  # a count written as 5.0 (the CLI's numbers) is the count 5
+    if attack.get("strategy", "push") not in STRATEGIES:
+        raise ParameterError(f"strategy must be one of {', '.join(STRATEGIES)}; got {attack['strategy']!r}")
+    return rest, attack
+
+
+def coalition_of(attack: dict, proto) -> Coalition:
+    """The :class:`Coalition` of a point's coalition parameters for ``proto`` (checked)."""
+    c = coalition_size(attack["dishonest"], proto.n)
+    co = Coalition(c, attack.get("strategy", "push"), int(attack.get("direction", 1)), int(attack.get("target", 0)))
+    return check_coalition(proto, co)
+
+
+def attack_summary(proto, data, coalition: Coalition, attack: dict, bias_ci: tuple) -> dict:
+    """A sweep summary row's coalition columns: the parameters, the coalition's size, the measured bias with its
+    interval (``bias_ci``: mean, lo, hi, count of the records' ``error``) and the derived figures
+    (:func:`derived_bias`); ``mse_expected`` is the honest protocol's, so it is blanked (NaN) here."""
+    der = derived_bias(proto, data, coalition)
+    b, lo, hi, _ = bias_ci
+    return {**{f"param_{k}": v for k, v in attack.items()}, "coalition": coalition.size,
+            "bias": b, "bias_lo": lo, "bias_hi": hi,
+            "bias_expected": math.nan if der["expected"] is None else der["expected"],
+            "bias_worst_low": der["worst_low"], "bias_worst_high": der["worst_high"], "mse_expected": math.nan}

@@ -73,10 +73,17 @@ class SweepPoint:
     n: int | None = None
     lower: float | None = None
     upper: float | None = None
+    #: a deviating coalition (issue 23): ``dishonest`` (a count or a fraction of n), ``strategy``, ``direction``,
+    #: ``target`` (:func:`shufflesim.experiments.population.coalition_of`); None: every user is honest
+    attack: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["params"] = {k: d["params"][k] for k in sorted(d["params"])}
+        if d["attack"] is None:  # honest points keep their definition (and the sweep its hash)
+            del d["attack"]
+        else:
+            d["attack"] = {k: d["attack"][k] for k in sorted(d["attack"])}
         return d
 
 
@@ -110,10 +117,13 @@ def grid(protocol: str, *, data: str | Sequence[str] = "uniform", n: int | Seque
     ns = list(n) if isinstance(n, (list, tuple)) else [n]
     names = sorted(params)
     values = [v if isinstance(v, (list, tuple)) else [v] for v in (params[k] for k in names)]
+    from shufflesim.experiments.population import split_attack
+
     pts = []
     for d, nn in itertools.product(datas, ns):
         for combo in itertools.product(*values):
-            pts.append(SweepPoint(protocol, dict(zip(names, combo)), d, nn))
+            prm, attack = split_attack(dict(zip(names, combo)))
+            pts.append(SweepPoint(protocol, prm, d, nn, attack=attack))
     return pts
 
 
@@ -130,6 +140,17 @@ class ChunkTask:
 
 
 _CACHE: dict[tuple[str, int], Any] = {}
+
+
+def point_coalition(spec: Mapping, g: int, proto):
+    """The coalition of point ``g`` (a :class:`~shufflesim.experiments.population.Coalition`), or None for an
+    honest point."""
+    attack = spec["points"][g].get("attack")
+    if attack is None:
+        return None
+    from shufflesim.experiments.population import coalition_of
+
+    return coalition_of(attack, proto)
 
 
 def build_point(spec: Mapping, g: int):
@@ -171,7 +192,12 @@ def compute_chunk(task: ChunkTask) -> dict[str, Any]:
         "point": np.full(task.stop - task.start, task.point, dtype=np.int64),
         "trial": np.arange(task.start, task.stop, dtype=np.int64),
     }
-    if summary is not None:
+    coalition = point_coalition(json.loads(task.spec_json), task.point, proto)
+    if coalition is not None:  # issue 23: the attacked population's trials (same streams as simulate --dishonest)
+        from shufflesim.experiments.population import attack_records
+
+        cols.update(attack_records(proto, x, coalition, root, task.point, task.start, task.stop, engine))
+    elif summary is not None:
         cols.update(fast_records(proto, summary, truth, root, task.point, task.start, task.stop))
     else:
         recs = [run_trial(proto, x, root, task.point, t, truth) for t in range(task.start, task.stop)]
@@ -488,6 +514,11 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
         row = {"point": g, "protocol": pt.protocol, "data": pt.data, "n": proto.n, "engine": engine,
                **{f"param_{k}": v for k, v in proto.params.items() if isinstance(v, (int, float, str))},
                "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": proto.mse_expected(x)}
+        coalition = point_coalition(spec, g, proto)
+        if coalition is not None:  # issue 23: bias of the attacked estimate, and the derived figures
+            from shufflesim.experiments.population import attack_summary
+
+            row.update(attack_summary(proto, x, coalition, pt.attack, stream_mean_ci(root, g, "error", level)))
         for m in proto.metric_names:
             if m in cols:
                 mm, ml, mh, _ = stream_mean_ci(root, g, m, level)
