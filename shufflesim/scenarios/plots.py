@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 
 Y_LABELS = {"mse": "MSE (95% CI; dashed: exact)", "rmse": "root MSE", "rmse_mean": "root MSE of the mean (95% CI)",
-            "mse_expected": "exact MSE", "tv": "TV distance to the true distribution (95% CI)"}
+            "mse_expected": "exact MSE", "tv": "TV distance to the true distribution (95% CI)",
+            "bias": "bias of the attacked estimate (95% CI; dashed: derived)"}
 
 
 _Y_WORDS = {"mse": "MSE", "rmse": "root MSE", "rmse_mean": "root MSE of the mean", "mse_expected": "exact MSE",
-            "tv": "TV distance"}
+            "tv": "TV distance", "bias": "bias"}
 
 
 def _figure_subject(steps: list[dict], kind: str) -> str:
@@ -104,6 +105,12 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
             kw = dict(fmt=fmt, ms=4, capsize=3, lw=1, alpha=0.85, label=label, zorder=2)
             if s["y"] == "tv" and "tv_lo" in g:
                 ax.errorbar(g[xcol], y, yerr=[y - g["tv_lo"], g["tv_hi"] - y], **kw)
+            elif s["y"] == "bias" and "bias_lo" in g:  # issue 23: measured bias, the derived expectation dashed
+                bars = ax.errorbar(g[xcol], y, yerr=[y - g["bias_lo"], g["bias_hi"] - y], **dict(kw, fmt="o"))
+                if g["bias_expected"].notna().any():
+                    ax.plot(g[xcol], g["bias_expected"], "--" if len(g) > 1 else "_", color=bars.lines[0].get_color(),
+                            lw=1.6, ms=14, mew=1.6, zorder=3)
+                    exact_drawn = True
             elif s["y"] in ("mse", "rmse", "rmse_mean"):
                 lo, hi = g["mse_lo"].clip(lower=0), g["mse_hi"]
                 if s["y"] != "mse":
@@ -122,7 +129,8 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
             else:
                 ax.plot(g[xcol], y, fmt, ms=4, label=label)
     if exact_drawn:
-        ax.plot([], [], "--", color="black", lw=1.6, label="exact expectation (dashed, each series' colour)")
+        ax.plot([], [], "--", color="black", lw=1.6, label=("derived expected bias" if s0["y"] == "bias" else
+                                                             "exact expectation") + " (dashed, each series' colour)")
     if s0["logx"]:
         ax.set_xscale("log")
     if s0["logy"]:

@@ -139,7 +139,8 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
     for s in active_sweeps(sc, q):
         L += [f"### sweep `{s['name']}`", "", markdown_table(frames[s["name"]], [
             "label", "protocol", "data", "n", *[f"param_{k}" for k in s["params"]],
-            *(["param_eps", "param_delta"] if s["matched_to"] else []), "trials", "mse", "mse_lo", "mse_hi", "mse_expected", "rmse", "rmse_mean", "tv", "tv_lo", "tv_hi"]), ""]
+            *(["param_eps", "param_delta"] if s["matched_to"] else []), "trials", "mse", "mse_lo", "mse_hi", "mse_expected", "rmse", "rmse_mean", "tv", "tv_lo", "tv_hi",
+            "coalition", "bias", "bias_lo", "bias_hi", "bias_expected", "bias_worst_low", "bias_worst_high"]), ""]
     for s in sc["curve"]:
         df = frames[s["name"]]
         cols = ["label", "compositions", "eps", "delta_lower", "delta_upper", "reason"] if s["x"] == "eps" else \

@@ -49,7 +49,7 @@ class Key:
 ENGINES = ("faithful", "fast", "auto")
 MECHANISMS = ("krr", "rr2", "clones", "biswas", "central-laplace", "central-gaussian")
 STUDIES = ("balle2020",)
-Y_SWEEP = ("mse", "rmse", "rmse_mean", "mse_expected", "tv")
+Y_SWEEP = ("mse", "rmse", "rmse_mean", "mse_expected", "tv", "bias")
 #: what a sweep's paper values are: the mean over runs of |estimated mean − true mean| (the error of the sum
 #: divided by n), or of the TV distance
 PAPER_STATISTICS = ("abs_error_mean", "tv")
@@ -90,7 +90,8 @@ SWEEP: dict[str, Key] = {
     "data": Key((str,), False, "uniform", listable=True,
                 doc="a data spec (shufflesim simulate); datasets/FILE:COLUMN is a file shipped with shufflesim"),
     "params": Key((dict,), False, {}, doc="protocol options; a list value is a grid axis (a list of lists: an axis "
-                  "of list values); '1/n^2' is 1/n**2"),
+                  "of list values); '1/n^2' is 1/n**2; dishonest (a count or a fraction of n), strategy, direction "
+                  "and target describe a deviating coalition (issue 23; y = 'bias')"),
     "trials": Key((int,), True, minimum=1),
     "quick_trials": Key((int,), False, None, minimum=1),
     "engine": Key((str,), False, "auto", choices=ENGINES),

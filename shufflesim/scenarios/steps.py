@@ -58,6 +58,8 @@ def sweep_points(step: dict, quick: bool, sc: dict | None = None, section: str =
     if step["matched_to"] is not None and sc is not None:
         return matched_points(step, sweep_points(reference_step(step, sc, section), quick, sc, section))
 
+    from shufflesim.experiments.population import split_attack
+
     ns = _as_list(step["quick_n"] if quick and step["quick_n"] is not None else step["n"])
     names = sorted(step["params"])
     axes = [_as_list(step["params"][k]) for k in names]
@@ -69,7 +71,9 @@ def sweep_points(step: dict, quick: bool, sc: dict | None = None, section: str =
                 params = {}
                 for k, v in zip(names, combo):
                     params[k] = 1.0 / n**2 if v == "1/n^2" else (1.0 / n if v == "1/n" else v)
-                pts.append(SweepPoint(step["protocol"], params, data, int(n), step.get("lower"), step.get("upper")))
+                params, attack = split_attack(params)  # issue 23: the coalition's keys (dishonest, strategy, ...)
+                pts.append(SweepPoint(step["protocol"], params, data, int(n), step.get("lower"), step.get("upper"),
+                                      attack=attack))
     return pts
 
 
@@ -181,7 +185,13 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
         cls = registry.get(step["protocol"])
     except ShufflesimError as exc:
         raise ScenarioError(f"{where}.protocol: {exc}") from None
+    from shufflesim.experiments.population import ATTACK_KEYS
+
     allowed = [o.name for o in cls.options]
+    if section == "sweep":
+        allowed += list(ATTACK_KEYS)  # issue 23: a deviating coalition
+        if step["y"] == "bias" and "dishonest" not in step["params"]:
+            raise ScenarioError(f"{where}.y: 'bias' needs params.dishonest (the coalition's size)")
     for key, value in step["params"].items():
         if key not in allowed:
             raise ScenarioError(f"{where}.params.{key}: unknown parameter of {step['protocol']} "
@@ -223,9 +233,14 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
     t0 = time.perf_counter()
     for p in points:
         try:
-            registry.create(p.protocol, p.n, **p.params)
+            proto = registry.create(p.protocol, p.n, **p.params)
+            if p.attack is not None:
+                from shufflesim.experiments.population import coalition_of
+
+                coalition_of(p.attack, proto)
         except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:  # a parameter of the wrong type
-            raise ScenarioError(f"{where}: n={p.n}, params {dict(p.params)}: {exc}") from None
+            extra = f", coalition {dict(p.attack)}" if p.attack is not None else ""
+            raise ScenarioError(f"{where}: n={p.n}, params {dict(p.params)}{extra}: {exc}") from None
         if time.perf_counter() - t0 > 1.0:
             break
 
