@@ -75,10 +75,12 @@ def run(args: argparse.Namespace, protocol, data, root, *, trials: int, level: f
     from shufflesim import __version__
     from shufflesim.experiments.population import attack_records, derived_bias, truth
     from shufflesim.experiments.stats import support_ci
-    from shufflesim.pipeline.fast import resolve_engine
+    from shufflesim.experiments.population import attack_engine
 
     co = coalition(args, protocol)
-    engine = resolve_engine(protocol, args.engine)
+    engine, note = attack_engine(protocol, args.engine)
+    if note:
+        print(note, file=sys.stderr)
     if workers > 1:
         print("note: --dishonest runs its trials in this process (--workers is ignored)", file=sys.stderr)
     from shufflesim.experiments.population import Coalition

@@ -545,6 +545,26 @@ def _summary(x: np.ndarray):
     return DataSummary.of(x, "real")
 
 
+def fast_unsupported(proto) -> str | None:
+    """Why the fast engine cannot run ``proto`` under attack (None: it can).  Every protocol of
+    :data:`PROTOCOLS` can, except IKOS with q >= 2^62 (its noisy total is held in int64); there the
+    attacked trials fall back to the faithful engine (:func:`attack_engine`)."""
+    if proto.name == "ikos-sum" and proto.parameters.q >= 1 << 62:
+        return f"ikos-sum with q={proto.parameters.q} >= 2^62: the fast engine under attack holds the noisy total in int64"
+    return None
+
+
+def attack_engine(proto, engine: str) -> tuple[str, str | None]:
+    """(the engine attacked trials run on, a one-line note when the fast engine fell back to faithful)."""
+    from shufflesim.pipeline.fast import resolve_engine
+
+    engine = resolve_engine(proto, engine)
+    why = fast_unsupported(proto) if engine == "fast" else None
+    if why is not None:
+        return "faithful", f"note: the fast engine cannot run this attack ({why}); running the faithful engine"
+    return engine, None
+
+
 def attack_records(proto, data, coalition: Coalition, root: RngLike, point: int, start: int, stop: int,
                    engine: str = "faithful", truth_value: float | None = None) -> dict[str, np.ndarray]:
     """Record columns (``sq_error``, ``error``) of trials ``[start, stop)`` of grid point ``point`` under attack.

@@ -194,8 +194,9 @@ def compute_chunk(task: ChunkTask) -> dict[str, Any]:
     }
     coalition = point_coalition(json.loads(task.spec_json), task.point, proto)
     if coalition is not None:  # issue 23: the attacked population's trials (same streams as simulate --dishonest)
-        from shufflesim.experiments.population import attack_records
+        from shufflesim.experiments.population import attack_engine, attack_records
 
+        engine = attack_engine(proto, engine)[0]
         cols.update(attack_records(proto, x, coalition, root, task.point, task.start, task.stop, engine))
     elif summary is not None:
         cols.update(fast_records(proto, summary, truth, root, task.point, task.start, task.stop))
@@ -516,8 +517,9 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
                "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": proto.mse_expected(x)}
         coalition = point_coalition(spec, g, proto)
         if coalition is not None:  # issue 23: bias of the attacked estimate, and the derived figures
-            from shufflesim.experiments.population import attack_summary
+            from shufflesim.experiments.population import attack_engine, attack_summary
 
+            row["engine"] = attack_engine(proto, engine)[0]
             row.update(attack_summary(proto, x, coalition, pt.attack, stream_mean_ci(root, g, "error", level)))
         for m in proto.metric_names:
             if m in cols:
