@@ -105,6 +105,45 @@ def _pmf(x, b, kappa: float) -> np.ndarray:
     return out
 
 
+#: the recurrences below restart from Loader's log-PMF every this many steps (the log error of a run of
+#: sums is < CHUNK * 3 u * max|step| ~ 1e-12 for steps of magnitude <= 2)
+CHUNK = 1024
+
+
+def _runs(anchor, step: np.ndarray) -> np.ndarray:
+    """Values v_0..v_{m-1} (axis 0) with v_{i+1} = v_i + step[i], restarted every :data:`CHUNK` rows from
+    ``anchor(indices)`` (exact values at those rows)."""
+    m = step.shape[0] + 1
+    na = -(-m // CHUNK)
+    L0 = anchor(np.arange(na) * CHUNK)  # (na, ...)
+    d = np.zeros((na * CHUNK,) + step.shape[1:])
+    d[1:m] = step
+    d = d.reshape((na, CHUNK) + step.shape[1:])
+    d[:, 0] = 0.0
+    out = np.cumsum(d, axis=1) + L0[:, None]
+    return out.reshape((na * CHUNK,) + step.shape[1:])[:m]
+
+
+def _pmf_b(x: np.ndarray, b1: int, nb: int, kappa: float) -> np.ndarray:
+    """P(Bin(b, kappa) = x) on the grid b = b1..b1+nb-1 (rows) x x (columns), through the ratio
+    P(S_{b+1} = x)/P(S_b = x) = (1 - kappa)(b + 1)/(b + 1 - x) (Loader's log-PMF every CHUNK rows)."""
+    b = np.arange(b1, b1 + nb, dtype=np.int64)
+    if kappa >= 1.0 or nb < 64 or x.size == 0 or int(x.max()) > b1 or int(x.min()) < 0:
+        return _pmf(x[None, :], b[:, None], kappa)
+    xf = x.astype(float)[None, :]
+    step = np.log1p(-kappa) - np.log1p(-xf / (b[:-1, None] + 1.0))
+    return np.exp(_runs(lambda i: log_binom_pmf(x[None, :], b[i][:, None], kappa), step))
+
+
+def _pmf_x(ys: np.ndarray, b: int, kappa: float) -> np.ndarray:
+    """P(Bin(b, kappa) = y) for consecutive y = ys, through P(y + 1)/P(y) = (b - y) kappa / ((y + 1)(1 - kappa))."""
+    if kappa >= 1.0 or ys.size < 64 or int(ys[0]) < 0 or int(ys[-1]) > b:
+        return _pmf(ys, b, kappa)
+    y = ys[:-1].astype(float)
+    step = math.log(kappa) - math.log1p(-kappa) + np.log((b - y) / (y + 1.0))
+    return np.exp(_runs(lambda i: log_binom_pmf(ys[i], b, kappa), step))
+
+
 def _strip(b1: int, b2: int, c: np.ndarray, kappa: float, gamma: float, lw_b: np.ndarray, win):
     """Block masses of one strip b in [b1, b2] with boundaries c (blocks [c_j, c_{j+1})), weighted by
     P(B = b) = exp(lw_b): (mass_hat[j], err[j], outside_hat + err) -- err bounds |mass_hat - mass|.
@@ -117,17 +156,17 @@ def _strip(b1: int, b2: int, c: np.ndarray, kappa: float, gamma: float, lw_b: np
     low = c <= med  # boundaries evaluated through the lower CDF
     cl, cu = c[low], c[~low]
     r = 1.0 - kappa
-    p1 = _pmf(c[None, :] - 1, b[:, None], kappa)  # P(S_b = c - 1), nb x J+1
+    p1 = _pmf_b(c - 1, b1, nb, kappa)  # P(S_b = c - 1), nb x J+1
     # lower form: G_b(c) = F_b(c - 2) + gamma (1 - kappa) P(S_b = c - 1)
     ylo, yhi, T_lo, T_hi = win  # T_lo >= P(S_b2 < ylo[0]), T_hi >= P(S_b1 > yhi[1])
     G = np.zeros((nb, cl.size))
     if cl.size:
         ys = np.arange(int(ylo[0]), int(yhi[0]) + 1)
-        cum = np.cumsum(_pmf(ys, b2, kappa))
+        cum = np.cumsum(_pmf_x(ys, b2, kappa))
         x = cl - 2
         idx = np.clip(x - ys[0], -1, ys.size - 1)
         Cx = np.where(idx >= 0, cum[np.maximum(idx, 0)], 0.0)  # F_b2(x) - P(S_b2 < ylo)
-        p2 = _pmf(x[None, :], b[:, None], kappa)
+        p2 = _pmf_b(x, b1, nb, kappa)
         R = np.zeros_like(p2)
         if nb > 1:
             R[:-1] = np.cumsum(p2[:-1][::-1], axis=0)[::-1]  # sum_{b'=b}^{b2-1}
@@ -135,7 +174,7 @@ def _strip(b1: int, b2: int, c: np.ndarray, kappa: float, gamma: float, lw_b: np
     H = np.zeros((nb, cu.size))
     if cu.size:
         ys = np.arange(int(ylo[1]), int(yhi[1]) + 1)
-        rc = np.cumsum(_pmf(ys, b1, kappa)[::-1])[::-1]  # rc[i] = P(ys[i] <= S_b1 <= yhi)
+        rc = np.cumsum(_pmf_x(ys, b1, kappa)[::-1])[::-1]  # rc[i] = P(ys[i] <= S_b1 <= yhi)
         idx = cu - ys[0]
         Ux = np.where(idx < ys.size, rc[np.clip(idx, 0, ys.size - 1)], 0.0)
         Ux = np.where(idx < 0, rc[0], Ux)  # c below the window: P(S_b1 >= c) >= P(window)
@@ -293,6 +332,7 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
     Returns (results, notes)."""
     from shufflesim.accounting.results import DeltaBound, EpsBound
     from shufflesim.accounting.tight import TightAccountant
+    from shufflesim.accounting.estimates import check_accounting
     from shufflesim.core.progress import stage
     from shufflesim.core.resources import check_memory
 
@@ -315,8 +355,10 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         check_memory(64.0 * atoms + (32 << 20), f"the weak adversary's bucket rows at n={n} (h={h:g})",
                      "a smaller n, --adversary strong (dominates the weak adversary's view) or a published bound")
         est_s = 1.0 + 4e-7 * atoms * (1 if compositions == 1 else 20)
+        wb = weak_buckets(n, k, gamma, h, tail_bound=tail_bound)
+        # the engines' own estimate on the (small) reduced rows, before they allocate (issue 21, item 2)
+        est_s = max(est_s, check_accounting(wb.upper, compositions, numerics).seconds * 2)
         with stage(f"the weak adversary's bucket rows (h={h:g}, {compositions} composition(s))", est_s):
-            wb = weak_buckets(n, k, gamma, h, tail_bound=tail_bound)
             up = TightAccountant(wb.upper, compositions=compositions, **numerics)
             lo = TightAccountant(wb.lower, compositions=compositions, **numerics)
             if delta is not None:
