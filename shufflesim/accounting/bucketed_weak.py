@@ -183,30 +183,20 @@ def _strip(b1: int, b2: int, c: np.ndarray, kappa: float, gamma: float, lw_b: np
         if nb > 1:
             S[1:] = np.cumsum(pu[:-1], axis=0)  # sum_{b'=b1}^{b-1} P(S_b' = c - 1)
         H = Ux[None, :] + kappa * S + (1.0 - gamma * r) * pu
-    # absolute uncertainty of every G (P(S_b2 < ylo) missing) and H (P(S_b1 > yhi) missing): T
+    # P(s' < c_j | b): G below the median, 1 - H above; E its rounding error bound (relative to the sum
+    # actually computed); every value may also miss up to T_lo (G) / T_hi (H) of window mass
     tau = REL_ERR
-    nl = cl.size
-    J = c.size - 1
-    m = np.zeros((nb, J))
-    e = np.zeros((nb, J))
-    if nl >= 2:
-        m[:, :nl - 1] = G[:, 1:] - G[:, :-1]
-        # the missing P(S_b2 < ylo) is the same on both unless a boundary lies below ylo: <= T_lo either way
-        e[:, :nl - 1] = tau * (G[:, 1:] + G[:, :-1]) + T_lo
-    if cu.size >= 2:
-        m[:, nl:] = H[:, :-1] - H[:, 1:]
-        e[:, nl:] = tau * (H[:, :-1] + H[:, 1:]) + T_hi
-    if 0 < nl <= J:  # the block holding the median: 1 - P(s' < c_nl-1) - P(s' >= c_nl)
-        m[:, nl - 1] = 1.0 - G[:, -1] - H[:, 0]
-        e[:, nl - 1] = tau * (G[:, -1] + H[:, 0] + 1.0) + T_lo + T_hi
-    elif nl == 0:  # every boundary above the median (cannot happen with the windows used)
-        raise ParameterError("weak buckets: strip window does not contain its median (a bug)")
-    else:
-        raise ParameterError("weak buckets: strip window does not contain its median (a bug)")
-    out_lo = (G[:, 0] if nl else np.zeros(nb)) * (1 + tau) + T_lo
-    out_hi = (H[:, -1] if cu.size else np.zeros(nb)) * (1 + tau) + T_hi
+    Pl = np.empty((nb, c.size))
+    E = np.empty((nb, c.size))
+    Pl[:, low], E[:, low] = G, tau * G
+    Pl[:, ~low], E[:, ~low] = 1.0 - H, tau * H
+    T = T_lo + T_hi
+    m = Pl[:, 1:] - Pl[:, :-1]
+    e = E[:, 1:] + E[:, :-1] + T
+    out_lo = Pl[:, 0] + E[:, 0] + T  # P(s' < c_0 | b), rounded up
+    out_hi = 1.0 - Pl[:, -1] + E[:, -1] + T  # P(s' >= c_J | b), rounded up
     wm = w @ m
-    we = w @ e + tau * (w @ np.abs(m)) + 1e-300
+    we = w @ e + tau * (w @ np.abs(m)) + 1e-300  # and P(B = b)'s own relative error
     out = float(w @ (out_lo + out_hi)) * (1 + tau)
     return wm, we, out
 
@@ -246,9 +236,6 @@ def weak_buckets(n, k, gamma, h: float, *, tail_bound: float = 1e-15,
             c = np.arange(c0, cend + 1, ws)
             if c[-1] != cend:
                 c = np.append(c, cend)
-            med = kappa * (0.5 * (b1 + b2) + 1.0)
-            if c[0] > med or c[-1] <= med:
-                raise ParameterError("weak buckets: strip window does not contain its median (a bug)")
             win = ((int(slo2[i]), int(slo[i])), (int(shi2[i]), int(shi1[i])), float(T2[i]), float(T1[i]))
             mhat, err, out = _strip(b1, b2, c, kappa, gamma, lw_all[b1 - b_lo:b2 - b_lo + 1], win)
             tail += out
@@ -388,6 +375,12 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         used = wb
         if done or any(w > (rtol if delta is not None else 10 * rtol) / 2 for w in own):
             break
+    if delta is None and tail_bound > 1e-300 and any(r.delta_upper < 1e3 * used.upper.tail * compositions
+                                                     for r in res):  # the truncated mass would dominate
+        tb = max(1e-300, 1e-7 * min(r.delta_upper for r in res) / compositions)
+        if tb < tail_bound:
+            return weak_bucketed(n, k, gamma, eps=eps, compositions=compositions, rtol=rtol, tail_bound=tb,
+                                 steps=steps, **numerics)
     note = (f"weak adversary's pair bucketed from CDF differences: {used.blocks} blocks, relative width "
             f"h = {used.h:g} (docs/theory.md#bucketed-weak); certified by post-processing both ways")
     notes = [f"pair: krr-weak ({REFERENCE})", note]
