@@ -151,6 +151,16 @@ def test_account_weak_at_scale_meets_precision():
     assert r.eps_lower <= s.eps_upper
 
 
+@pytest.mark.parametrize("n,delta", [(10**6, 1e-18), (10**8, 1e-16)])
+def test_small_delta(n, delta):
+    """delta = 1/n^2-like: the truncations (rows, columns) follow the delta asked, so the upper end stays finite,
+    below eps0, and the width meets 1e-3."""
+    (r,), _ = W.weak_bucketed(n, 4, 0.25, delta=[delta])
+    eps0 = KRR(n, 4, 0.25, "weak").eps0
+    assert 0 < r.eps_lower <= r.eps_upper < eps0 / 10
+    assert (r.eps_upper - r.eps_lower) <= 1e-3 * r.eps_upper
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n,compositions", [(10**9, 1), (10**8, 1000)])
 def test_account_weak_internet_scale(n, compositions):

@@ -342,7 +342,8 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         check_memory(64.0 * atoms + (32 << 20), f"the weak adversary's bucket rows at n={n} (h={h:g})",
                      "a smaller n, --adversary strong (dominates the weak adversary's view) or a published bound")
         est_s = 1.0 + 4e-7 * atoms * (1 if compositions == 1 else 20)
-        wb = weak_buckets(n, k, gamma, h, tail_bound=tail_bound)
+        # the column truncation as far below the deltas asked as the pair's own tail (bucketed.bucketed_epsilon)
+        wb = weak_buckets(n, k, gamma, h, tail_bound=tail_bound, column_tail=min(COLUMN_TAIL, tail_bound))
         # the engines' own estimate on the (small) reduced rows, before they allocate (issue 21, item 2)
         est_s = max(est_s, check_accounting(wb.upper, compositions, numerics).seconds * 2)
         with stage(f"the weak adversary's bucket rows (h={h:g}, {compositions} composition(s))", est_s):
