@@ -67,7 +67,7 @@ def test_contains_exact_single_use_1e4(k, gamma):
         assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (h, e, b)
 
 
-@pytest.mark.parametrize("k,gamma", [(4, 0.25), (3, 0.5)])
+@pytest.mark.parametrize("k,gamma", [(4, 0.25), (3, 0.5), (2, 0.5)])
 def test_contains_exact_delta(k, gamma):
     """delta(eps) intervals, coarse blocks, against the exact row engine."""
     n = 2000
