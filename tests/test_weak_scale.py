@@ -71,12 +71,16 @@ def test_contains_exact_single_use_1e4(k, gamma):
 def test_contains_exact_delta(k, gamma):
     """delta(eps) intervals, coarse blocks, against the exact row engine."""
     n = 2000
-    eps = [0.05, 0.2, 0.5]
+    eps = [0.02, 0.05, 0.2, 0.5]
     rows = krr_weak_pair(n, k, gamma, as_rows=True, tail_bound=1e-25)
     exact = TightAccountant(rows).delta(eps)
     res, _ = W.weak_bucketed(n, k, gamma, eps=eps, steps=(0.1,))
     for e, b in zip(exact, res):
-        assert _contains(b.delta_lower, b.delta_upper, e.delta_lower, e.delta_upper), (e, b)
+        if e.delta_upper > 1e3 * rows.tail:
+            assert _contains(b.delta_lower, b.delta_upper, e.delta_lower, e.delta_upper), (e, b)
+        else:  # the exact pair's own truncated tail makes its interval the wider one: both hold the truth
+            assert b.delta_lower <= e.delta_upper and e.delta_lower <= b.delta_upper, (e, b)
+        assert b.delta_upper > 0
 
 
 @pytest.mark.parametrize("compositions", [2, 5])
