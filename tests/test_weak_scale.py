@@ -36,7 +36,7 @@ SMALL = [(4, 0.25), (3, 0.5), (10, 0.1)]
 
 
 @pytest.mark.parametrize("k,gamma", SMALL)
-@pytest.mark.parametrize("n", [1000, 3000])
+@pytest.mark.parametrize("n", [1000, pytest.param(3000, marks=pytest.mark.slow)])
 def test_contains_exact_single_use(n, k, gamma):
     """Coarse block widths: the bucketed interval contains the exact engine's, at two deltas.  At the default
     width and this small n the blocks hold one row each: both intervals are then the eps search's own
@@ -83,7 +83,7 @@ def test_contains_exact_delta(k, gamma):
         assert b.delta_upper > 0
 
 
-@pytest.mark.parametrize("compositions", [2, 5])
+@pytest.mark.parametrize("compositions", [2, pytest.param(5, marks=pytest.mark.slow)])
 def test_contains_exact_composed(compositions):
     """Composed: coarse bucket rows contain the exact rows' FFT interval; at the default width both
     certified intervals overlap (each contains the true value)."""
