@@ -91,9 +91,16 @@ def krr_mse_expected(n: int, k: int, gamma: float) -> float:
     return n * (a * (1 - a) + (k - 1) * b * (1 - b)) / (1.0 - gamma) ** 2
 
 
-#: largest n for which privacy() also evaluates the weak adversary's pair for the shuffled view (~1 s at 10⁴,
-#: ~100 s at 10⁵ on the shared 2-core machine)
+#: largest n for which privacy() also evaluates the weak adversary's exact row pair for the shuffled view
+#: (~1 s at 10⁴, ~100 s at 10⁵ on the shared 2-core machine), and binary RR's exact value for k = 2
 WEAK_PAIR_MAX_N = 20_000
+#: from this n on the weak adversary's pair is evaluated through its bucket rows
+#: (shufflesim.accounting.bucketed_weak; ~2-5 s single use at 10⁵-10⁹, 10-15 s between 2·10⁴ and 5·10⁴)
+WEAK_BUCKETS_MIN_N = 100_000
+
+
+def _weak_in_budget(n: int) -> bool:
+    return n <= WEAK_PAIR_MAX_N or n >= WEAK_BUCKETS_MIN_N
 
 
 @register
@@ -168,7 +175,7 @@ class KRRProtocol(HistogramProtocol):
         from shufflesim.accounting.account import account
 
         cands = [("stronger clone pair", r.eps_upper)]
-        rels = [Relation.STRONG] + ([Relation.WEAK] if self.n <= WEAK_PAIR_MAX_N else [])
+        rels = [Relation.STRONG] + ([Relation.WEAK] if _weak_in_budget(self.n) else [])
         for rel in rels:
             try:
                 (x,) = account(KRR(self.n, self.k, self.gamma, rel, self.params["eps0"]), delta=[delta]).results
@@ -184,7 +191,8 @@ class KRRProtocol(HistogramProtocol):
             r = replace(r, eps_lower=max(r.eps_lower or 0.0, x.eps_lower or 0.0))
         name, up = min(cands, key=lambda c: c[1])
         tried = ", ".join(c[0] for c in cands)
-        budget = "" if self.n <= WEAK_PAIR_MAX_N else f" (the weak pair is skipped for n > {WEAK_PAIR_MAX_N}: time budget)"
+        budget = ("" if _weak_in_budget(self.n) else
+                  f" (the weak pair is skipped for {WEAK_PAIR_MAX_N} < n < {WEAK_BUCKETS_MIN_N}: time budget)")
         return (replace(r, eps_upper=up),
                 f"the shuffled reports: smallest certified upper end among {tried}: {name}{budget}")
 
@@ -198,8 +206,8 @@ class KRRProtocol(HistogramProtocol):
         ``eps`` is the certified upper end of the interval; n = 1 has no shuffle amplification and
         reports ε0.  For the shuffled reports (the default) it is the smallest certified upper end among
         the pairs that bound that view — the stronger clone pair, the strong adversary's pair and, for
-        n ≤ :data:`WEAK_PAIR_MAX_N` (time budget: about a second there, minutes at n = 10⁵), the weak
-        adversary's pair — and the notes name the pair (issue 17); the lower end is the shuffled view's own
+        n ≤ :data:`WEAK_PAIR_MAX_N` or n ≥ :data:`WEAK_BUCKETS_MIN_N` (time budget; from 10⁵ on through its
+        bucket rows, docs/theory.md#bucketed-weak), the weak adversary's pair — and the notes name the pair (issue 17); the lower end is the shuffled view's own
         (explicit data sets, docs/theory.md#krr-shuffled-lower).  Cached: the accountant runs once per
         protocol object.
         """

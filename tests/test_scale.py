@@ -138,7 +138,7 @@ def test_accounting_refusal_under_rlimit():
     code = ("import resource,sys; from shufflesim.cli.main import main; "
             "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY)); "
             "sys.exit(main(['account','krr','--n','1e6','--k','4','--gamma','0.25','--adversary','weak',"
-            "'--delta','1e-9']))")
+            "'--delta','1e-9','--compositions','50']))")  # single use now fits (bucketed_weak): composed does not
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("SHUFFLESIM_MEMORY_LIMIT", None)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

@@ -152,11 +152,17 @@ class KRR(Mechanism):
         return ldp_bound(method, self.n, self.eps0)
 
     def direct(self, method, eps_l, delta_l, compositions, run_pair):
-        """``exact`` of the shuffled reports for k = 2: binary randomised response at the randomiser's ε0, the
+        """``tight`` for the weak adversary where its row pair is large: its bucket rows
+        (:mod:`shufflesim.accounting.bucketed_weak`, docs/theory.md#bucketed-weak).  ``exact`` of the shuffled reports for k = 2: binary randomised response at the randomiser's ε0, the
         worst case over every data set (:mod:`shufflesim.accounting.exact_rr2`; docs/theory.md#exact-rr2).  ε0
         computed from γ is a few ulps off: the upper end uses it raised (:func:`~shufflesim.maths.rr.eps0_upper`),
         the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
         one, so both ends stay certified)."""
+        if method == "tight" and self.relation is Relation.WEAK:
+            from shufflesim.accounting.bucketed_weak import use_buckets, weak_bucketed
+
+            if use_buckets(self.n, self.k, self.gamma, compositions):  # issue 21: the weak pair at any n
+                return weak_bucketed(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l, compositions=compositions)
         if method != "exact" or self.k != 2 or self.relation is not Relation.SHUFFLED:
             return None
         if eps0_upper(eps0_from_gamma(self.gamma, 2)) > LDP_ONLY_EPS0:

@@ -250,8 +250,8 @@ def _check_weak_memory(n: int, gamma: float, kk: float, b_lo: int, b_hi: int, lb
     s_lo, s_hi, _ = chernoff_window(max(b_hi, 1), kk, lb - math.log(max(nb, 1)) + 5.0)
     rows = float(nb) * float(int(s_hi) - int(s_lo) + 2)
     check_memory(rows * _WEAK_BYTES_PER_ROW, f"the weak adversary's pair at n={n} ({rows:.3g} rows)",
-                 "a smaller n, --adversary strong (an upper bound on the weak adversary's view), or a "
-                 "published bound (--method balle|erlingsson)")
+                 "`account krr --adversary weak` (method tight), which takes the weak pair's bucket rows "
+                 "(shufflesim.accounting.bucketed_weak) at this n, or a smaller n")
 
 
 def krr_weak_pair(
