@@ -265,14 +265,38 @@ def _check_training(where: str, step: dict) -> None:
     for key in step["settings"]:
         if key not in known:
             raise ScenarioError(f"{where}.settings.{key}: unknown setting (allowed: {', '.join(known)})")
+    axes = training_axes(step)
+    for key in axes:
+        if key in step["settings"]:
+            raise ScenarioError(f"{where}.settings.{key}: given as the step's own key {key}; give it once")
+    if step["x"] == "poisoned" and "poisoned" not in axes:
+        raise ScenarioError(f"{where}.x: 'poisoned' needs the step's poisoned = [fractions]")
     for i, proto in enumerate(_as_list(step["protocol"])):
         if proto not in ALL_PROTOCOLS:
             raise ScenarioError(f"{where}.protocol: {proto!r} is not allowed (allowed: {', '.join(ALL_PROTOCOLS)})")
-        try:
-            _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"], **step["settings"]))
-        except (TypeError, ValueError, ShufflesimError) as exc:
-            raise ScenarioError(f"{where}.settings: {exc}") from None
-    _label_fields(where, step["label"], {"protocol"} | set(step["settings"]))
+        for point in training_points(axes):
+            try:
+                _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"],
+                                     **step["settings"], **point))
+            except (TypeError, ValueError, ShufflesimError) as exc:
+                raise ScenarioError(f"{where}.{'settings' if not point else 'poisoned'}: {exc}") from None
+    _label_fields(where, step["label"], {"protocol"} | set(step["settings"]) | set(axes))
+
+
+#: a [[training]] step's own keys that are FLSettings fields (a list value is an axis of the grid)
+TRAINING_AXES = ("poisoned", "poison_strategy", "range_check")
+
+
+def training_axes(step: dict) -> dict[str, list]:
+    """The step's poisoning keys that are given, each as a list of values."""
+    return {k: _as_list(step[k]) for k in TRAINING_AXES if step.get(k) is not None}
+
+
+def training_points(axes: dict[str, list]) -> list[dict]:
+    """Every combination of the axes' values (one empty point when there are none)."""
+    import itertools
+
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
 def _check_claims(ids: list[str]) -> None:
