@@ -274,12 +274,13 @@ def _check_training(where: str, step: dict) -> None:
     for i, proto in enumerate(_as_list(step["protocol"])):
         if proto not in ALL_PROTOCOLS:
             raise ScenarioError(f"{where}.protocol: {proto!r} is not allowed (allowed: {', '.join(ALL_PROTOCOLS)})")
-        for point in training_points(axes):
+        for point in [{}] + (training_points(axes) if axes else []):  # the settings alone, then each point
             try:
                 _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"],
                                      **step["settings"], **point))
             except (TypeError, ValueError, ShufflesimError) as exc:
-                raise ScenarioError(f"{where}.{'settings' if not point else 'poisoned'}: {exc}") from None
+                at = "settings" if not point else ", ".join(f"{k} = {v!r}" for k, v in point.items())
+                raise ScenarioError(f"{where} ({at}): {exc}" if point else f"{where}.settings: {exc}") from None
     _label_fields(where, step["label"], {"protocol"} | set(step["settings"]) | set(axes))
 
 
