@@ -287,3 +287,15 @@ def test_training_step_refuses_the_same_key_twice(tmp_path):
 
     with pytest.raises(ScenarioError, match="give it once"):
         check_runnable(load(p), quick=True)
+
+
+def test_training_step_seeds(tmp_path):
+    """``seeds = 2`` runs every point with the scenario's seed and the next; the first is the single-seed run."""
+    from shufflesim.scenarios.runner import run_training_step
+
+    sc = _scenario(tmp_path, 'poisoned = 0.1\nseeds = 2\nx = "poisoned"')
+    df = run_training_step(sc["training"][0], sc, quick=False)
+    assert sorted(set(df["seed"])) == [1, 2] and len(df) == 2 * 3
+    one = _scenario(tmp_path, 'poisoned = 0.1\nx = "poisoned"')
+    single = run_training_step(one["training"][0], one, quick=False)
+    assert "seed" not in single and single["accuracy"].tolist() == df[df["seed"] == 1]["accuracy"].tolist()

@@ -235,9 +235,10 @@ def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path
     for s in steps:
         for label, g in frames[s["name"]].groupby("label", sort=False):
             if x == "poisoned":
-                g = g[g["round"] == g["round"].max()].sort_values("poisoned_fraction")
-            ax.plot(g["poisoned_fraction" if x == "poisoned" else "round"], g["accuracy"],
-                    "o-" if len(g) > 1 else "o", ms=3, label=label)
+                g = g[g["round"] == g["round"].max()]
+            xcol = "poisoned_fraction" if x == "poisoned" else "round"
+            g = g.groupby(xcol, sort=True, as_index=False)["accuracy"].mean()  # over a step's seeds
+            ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
     ax.set_xlabel("round (0: the initial model)" if x == "round" else
                   "poisoned clients per round (fraction of the n sampled); accuracy after the last round")
     ax.set_ylabel("test accuracy")

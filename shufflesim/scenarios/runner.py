@@ -186,9 +186,11 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
     rounds = (step["quick_rounds"] or min(step["rounds"], 2)) if quick else step["rounds"]
     rows = []
     axes = training_axes(step)
-    for proto, point in [(p, pt) for p in _as_list(step["protocol"]) for pt in training_points(axes)]:
+    seeds = (step.get("quick_seeds") or 1) if quick else (step.get("seeds") or 1)
+    for proto, point, k in [(p, pt, k) for p in _as_list(step["protocol"]) for pt in training_points(axes)
+                            for k in range(seeds)]:
         try:
-            settings = FLSettings(protocol=proto, dataset=step["dataset"], rounds=rounds, seed=sc["seed"],
+            settings = FLSettings(protocol=proto, dataset=step["dataset"], rounds=rounds, seed=sc["seed"] + k,
                                   **step["settings"], **point)
         except TypeError as exc:
             raise ScenarioError(f"training {step['name']}: settings: {exc}") from None
@@ -201,6 +203,7 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
                          "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta"),
                          # False when the run dropped messages (FLAME overflow): eps does not cover it
                          "covered": bool((res.get("privacy") or {}).get("covered", True)),
+                         **({"seed": settings.seed} if seeds > 1 else {}),
                          **({} if not axes else {
                              "poisoned": point.get("poisoned", settings.poisoned),
                              "poisoned_fraction": pois["fraction"] if pois else 0.0,

@@ -155,6 +155,8 @@ TRAINING: dict[str, Key] = {
     "range_check": Key((bool,), False, None, listable=True, doc="the analyser's range check (a list: both)"),
     "x": Key((str,), False, "round", choices=("round", "poisoned"),
              doc="'poisoned': plot the last round's accuracy against the poisoned fraction"),
+    "seeds": Key((int,), False, 1, minimum=1, doc="runs of every point, seeds seed, seed + 1, ...; plotted: their mean"),
+    "quick_seeds": Key((int,), False, 1, minimum=1),
 }
 
 CELLS: dict[str, Key] = {

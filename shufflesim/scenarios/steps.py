@@ -129,7 +129,7 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
     for s in sc["training"]:
         per_round = 1.0 if s["dataset"] == "mnist" else 2.0  # MNIST, n = 1000: about 1 s a round a protocol
         total += per_round * len(_as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"]) \
-            * len(training_points(training_axes(s)))
+            * len(training_points(training_axes(s))) * ((s["quick_seeds"] or 1) if quick else (s["seeds"] or 1))
     for s in sc["cells"]:
         for _ in _as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
             total += 1.0 + 2e-4 * cells_trials(s, quick)
