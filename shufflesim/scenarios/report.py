@@ -154,7 +154,7 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
         df = frames[s["name"]]
         pois = ["poisoned_fraction", "out_of_range"] if "poisoned_fraction" in df else []  # one row a poisoning point
         last = (df[df["round"] == df["round"].max()].groupby(["label", "poisoned_fraction"], sort=False, as_index=False)
-                .agg({"protocol": "first", "out_of_range": "mean", "round": "first", "accuracy": "mean", "eps": "first",
+                .agg({"protocol": "first", "out_of_range": "first", "round": "first", "accuracy": "mean", "eps": "first",
                       "delta": "first"}) if pois  # the mean over the step's seeds
                 else df.sort_values("round").groupby("label", sort=False).tail(1))
         L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", *pois, "round",
