@@ -4,7 +4,8 @@ Trains multinomial logistic regression with FedAvg rounds on the embedded digits
 data; each round samples ``--n`` users holding ``--per-user`` samples each.  Prints the test accuracy of
 the initial model and after every round, and the (eps, delta) of the whole run against the analyser.
 ``--json`` prints one object with ``accuracy``, ``eps``, ``delta``, ``protocol``, ``params``,
-``rejected_messages``, ``privacy`` (every method's value), ``messages`` and ``seconds``.
+``rejected_messages``, ``privacy`` (every method's value), ``messages`` and ``seconds``; with ``--poisoned`` or
+``--no-range-check`` also ``poisoning`` (clients per round, strategy, out-of-range values counted and dropped).
 """
 
 from __future__ import annotations
