@@ -4,7 +4,8 @@ Trains multinomial logistic regression with FedAvg rounds on the embedded digits
 data; each round samples ``--n`` users holding ``--per-user`` samples each.  Prints the test accuracy of
 the initial model and after every round, and the (eps, delta) of the whole run against the analyser.
 ``--json`` prints one object with ``accuracy``, ``eps``, ``delta``, ``protocol``, ``params``,
-``rejected_messages``, ``privacy`` (every method's value), ``messages`` and ``seconds``.
+``rejected_messages``, ``privacy`` (every method's value), ``messages`` and ``seconds``; with ``--poisoned`` or
+``--no-range-check`` also ``poisoning`` (clients per round, strategy, out-of-range values counted and dropped).
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ldp-mechanism", default="laplace", choices=("laplace", "gaussian"))
     p.add_argument("--l2-clip", type=float_arg, default=1.0, help="DP-FL: L2 clipping norm (default 1)")
     p.add_argument("--no-tight", action="store_true", help="skip the PLD accountant (faster)")
+    p.add_argument("--poisoned", type=float_arg, default=0.0, metavar="F",
+                   help="SS-*: clients an adversary controls per round, a fraction in [0, 1) or a count >= 1 "
+                        "(default 0)")
+    p.add_argument("--poison-strategy", default="worst-in-range",
+                   choices=("worst-in-range", "worst-message", "out-of-range"),
+                   help="what poisoned clients send: the clipping range's extreme against the mean update, "
+                        "the most extreme value the analyser's range check accepts, or values outside it")
+    p.add_argument("--no-range-check", action="store_true",
+                   help="SS-*: switch the analyser's range check off (to measure what it protects against)")
     p.add_argument("--plot", metavar="PNG", help="write accuracy against rounds (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -60,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
                    eps_l=args.eps_l, randomiser=args.randomiser, b=args.b, beta=args.beta, k=args.k,
                    n_p=args.n_p, l=args.l, nu=args.nu, encrypt=args.encrypt, eps=args.eps, delta=args.delta,
                    calibration=args.calibration, ldp_mechanism=args.ldp_mechanism, l2_clip=args.l2_clip,
-                   tight=not args.no_tight)
+                   tight=not args.no_tight, poisoned=args.poisoned, poison_strategy=args.poison_strategy,
+                   range_check=not args.no_range_check)
     bar = Progress(args.rounds, "rounds", enabled=False if args.json else None)
     try:
         res = train(s, progress=bar)
@@ -87,4 +98,9 @@ def run(args: argparse.Namespace) -> int:
     if res["privacy"].get("note"):
         print("  note: " + res["privacy"]["note"])
     print(f"rejected messages: {res['rejected_messages']}")
+    if "poisoning" in res:
+        ps = res["poisoning"]
+        print(f"poisoning: {ps['clients_per_round']} of {res['params']['n']} clients a round ({ps['strategy']}), "
+              f"range check {'on' if ps['range_check'] else 'off'}: {ps['out_of_range']} out-of-range values "
+              f"{'dropped' if ps['range_check'] else 'summed'}")
     return 0

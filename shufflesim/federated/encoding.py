@@ -330,7 +330,8 @@ class RoundResult:
 
 def run_round(cfg: FlameConfig, updates: np.ndarray, rng: np.random.Generator, *, keys=None, round_id: int = 0,
               interfere: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
-              decryptor=None) -> RoundResult:
+              decryptor=None, poisoned: np.ndarray | None = None, strategy: str = "worst-in-range",
+              range_check: bool = True) -> RoundResult:
     """One round of encoding → (encryption) → padding shuffler → (decryption) → aggregate.
 
     ``updates``: the n users' raw local updates (n, d).  ``keys``: an
@@ -338,11 +339,37 @@ def run_round(cfg: FlameConfig, updates: np.ndarray, rng: np.random.Generator, *
     simulation; the same stages run).  ``interfere``: a function applied to the shuffled (index, payload)
     before the analyser — an active attacker on the channel (tests use it to tamper and replay).
     ``decryptor``: reuse the analyser's decryptor across rounds (replays of earlier rounds are then caught).
+    ``poisoned``: a boolean mask of the clients an adversary controls and ``strategy`` what they send
+    (:mod:`.poisoning`; ``None``: every client honest, the same draws as without the argument).
+    ``range_check=False`` switches the analyser's typecheck off (only non-finite values are still dropped),
+    to measure what it protects against; ``out_of_range`` then counts the values it would have dropped.
     """
     x = clip_rescale(updates, cfg.C)
     g_user, g_shuf = rng.spawn(2)
-    msgs = randomize(cfg, x, g_user)
     R = cfg.coord_randomiser()
+    attack = poisoned is not None and bool(np.any(poisoned))
+    if attack:
+        from shufflesim.federated.poisoning import STRATEGIES, poison_inputs, push_down
+
+        if strategy not in STRATEGIES:
+            raise ParameterError(f"unknown poison strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+        poisoned = np.asarray(poisoned, dtype=bool)
+        if poisoned.shape != (x.shape[0],):
+            raise ParameterError(f"poisoned must be a mask over the {x.shape[0]} clients")
+        down = push_down(updates)
+        if strategy == "worst-in-range":  # the client follows the protocol from the extreme input
+            x = poison_inputs(x, poisoned, down)
+    msgs = randomize(cfg, x, g_user)
+    poison_report = None
+    if attack:
+        poison_report = {"clients": int(poisoned.sum()), "strategy": strategy, "messages": 0}
+        if strategy != "worst-in-range":  # the client replaces the values it encrypts (same indices, same draws)
+            from shufflesim.federated.poisoning import poison_messages
+
+            msgs.value, poison_report["messages"] = poison_messages(msgs.value, msgs.index, msgs.sender, poisoned,
+                                                                     down, strategy, R)
+        else:
+            poison_report["messages"] = int(np.count_nonzero(poisoned[msgs.sender]))
     if keys is not None:
         pk = keys.public
         payload = np.empty(msgs.index.size, dtype=object)
@@ -375,6 +402,15 @@ def run_round(cfg: FlameConfig, updates: np.ndarray, rng: np.random.Generator, *
     # most one report's range instead of arbitrarily
     typed = R.valid(vals)
     report["out_of_range"] = int(np.count_nonzero(ok & ~typed))
-    ok = ok & typed
-    report["rejected_messages"] = rejected + report["out_of_range"]
+    if range_check:
+        ok = ok & typed
+        report["rejected_messages"] = rejected + report["out_of_range"]
+    else:  # no typecheck: every finite value is summed
+        finite = np.isfinite(vals)
+        report["range_check"] = False
+        report["nonfinite"] = int(np.count_nonzero(ok & ~finite))
+        ok = ok & finite
+        report["rejected_messages"] = rejected + report["nonfinite"]
+    if poison_report is not None:
+        report["poisoned"] = poison_report
     return RoundResult(aggregate(cfg, idx, vals, ok), report)

@@ -62,6 +62,9 @@ class FLSettings:
     ldp_mechanism: str = "laplace"
     l2_clip: float = 1.0       # DP-FL: L2 clipping norm S
     tight: bool = True         # SS: also run the PLD accountant (slower for SS-Simple)
+    poisoned: float = 0        # SS: poisoned clients per round, a fraction in [0, 1) or a count (.poisoning)
+    poison_strategy: str = "worst-in-range"
+    range_check: bool = True   # SS: the analyser's typecheck (False: measure what it protects against)
     extra: dict = field(default_factory=dict)
 
 
@@ -107,6 +110,19 @@ def _validate(s: FLSettings) -> None:
         raise ParameterError("calibration must be analytic or classical")
     if s.ldp_mechanism not in ("laplace", "gaussian"):
         raise ParameterError("ldp mechanism must be laplace or gaussian")
+    from shufflesim.federated.poisoning import Poisoning
+
+    poison = Poisoning(s.poisoned, s.poison_strategy)  # validates both
+    if poison.active and s.protocol not in SS_PROTOCOLS:
+        raise ParameterError(f"poisoning is simulated for {', '.join(SS_PROTOCOLS)} (the analyser's typecheck is "
+                             f"theirs); got protocol {s.protocol!r}")
+    if not isinstance(s.range_check, bool):
+        raise ParameterError(f"range_check must be true or false; got {s.range_check!r}")
+    if not s.range_check and s.protocol not in SS_PROTOCOLS:
+        raise ParameterError(f"range_check is the analyser's typecheck of {', '.join(SS_PROTOCOLS)}; got protocol "
+                             f"{s.protocol!r}")
+    if poison.active:
+        poison.count(s.n)  # a count above n is refused before any work
 
 
 def train(s: FLSettings, progress=None) -> dict:
@@ -179,12 +195,25 @@ def train(s: FLSettings, progress=None) -> dict:
     rejected = 0
     rejections: dict[str, int] = {}  # why messages were rejected (decryption, missing, typecheck)
     reports = {"dummies": 0, "overflow": 0, "user_messages": 0}
+    from shufflesim.federated.poisoning import Poisoning, choose, poison_stream
+
+    poison = Poisoning(s.poisoned, s.poison_strategy)
+    n_poisoned = poison.count(n)
+    # the poisoned clients are drawn from a child of the run's root that no round uses: honest draws unchanged
+    g_poison = np.random.Generator(np.random.PCG64(poison_stream(s.seed))) if n_poisoned else None
+    poison_totals = {"clients": 0, "messages": 0, "out_of_range": 0}
     for r in range(s.rounds):
         g = np.random.Generator(np.random.PCG64(root.spawn(1)[0]))
         users = g.choice(data.users, size=n, replace=False)
         upd = model.local_updates(theta, data.X_users[users], data.y_users[users], s.lr, s.local_steps)
         if cfg is not None:
-            res = run_round(cfg, upd, g, keys=keys, round_id=r, decryptor=dec)
+            bad = choose(n_poisoned, n, g_poison) if n_poisoned else None
+            res = run_round(cfg, upd, g, keys=keys, round_id=r, decryptor=dec, poisoned=bad,
+                            strategy=s.poison_strategy, range_check=s.range_check)
+            if bad is not None:
+                poison_totals["clients"] += res.report["poisoned"]["clients"]
+                poison_totals["messages"] += res.report["poisoned"]["messages"]
+            poison_totals["out_of_range"] += res.report["out_of_range"]
             est = res.estimate
             rejected += res.report["rejected_messages"]
             for key, v in res.report.get("decrypt", {}).items():
@@ -239,7 +268,15 @@ def train(s: FLSettings, progress=None) -> dict:
         privacy = {"eps": eps, "delta": delta, "method": f"ldp-{s.ldp_mechanism}, basic composition over rounds"}
     if not math.isfinite(eps):
         eps = math.inf
+    extra: dict = {}
+    if n_poisoned or not s.range_check:  # absent from honest, checked runs: their output is unchanged
+        extra["poisoning"] = {"poisoned": s.poisoned, "clients_per_round": n_poisoned,
+                              "fraction": n_poisoned / n, "strategy": s.poison_strategy,
+                              "range_check": s.range_check, **poison_totals,
+                              "dropped_out_of_range": poison_totals["out_of_range"] if s.range_check else 0,
+                              "privacy_note": "eps above assumes all n clients randomise honestly; poisoned "
+                                              "clients' messages are no blanket for the honest ones"}
     return {"protocol": s.protocol, "dataset": s.dataset, "params": params, "accuracy": acc,
             "eps": eps if math.isfinite(eps) else None, "delta": delta, "rejected_messages": rejected,
             **({"rejections": rejections} if cfg is not None else {}), "privacy": privacy, "messages": reports if cfg is not None else None,
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, **extra}

@@ -239,10 +239,16 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
 
 def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     plt, fig, ax = _fig()
+    x = steps[0].get("x") or "round"  # 'poisoned': the last round's accuracy against the poisoned fraction
     for s in steps:
         for label, g in frames[s["name"]].groupby("label", sort=False):
-            ax.plot(g["round"], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
-    ax.set_xlabel("round (0: the initial model)")
+            if x == "poisoned":
+                g = g[g["round"] == g["round"].max()]
+            xcol = "poisoned_fraction" if x == "poisoned" else "round"
+            g = g.groupby(xcol, sort=True, as_index=False)["accuracy"].mean()  # over a step's seeds
+            ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
+    ax.set_xlabel("round (0: the initial model)" if x == "round" else
+                  "poisoned clients per round (fraction of the n sampled); accuracy after the last round")
     ax.set_ylabel("test accuracy")
     ax.set_title(title, fontsize=9)
     ax.grid(True, alpha=0.3)

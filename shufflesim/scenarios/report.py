@@ -153,8 +153,12 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
             "cell", "x0", "true_p", "trials", "mean_abs_error", "mean_lo", "mean_hi", "q025", "median", "q975"]), ""]
     for s in sc["training"]:
         df = frames[s["name"]]
-        last = df.sort_values("round").groupby("label", sort=False).tail(1)
-        L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", "round",
+        pois = ["poisoned_fraction", "out_of_range"] if "poisoned_fraction" in df else []  # one row a poisoning point
+        last = (df[df["round"] == df["round"].max()].groupby(["label", "poisoned_fraction"], sort=False, as_index=False)
+                .agg({"protocol": "first", "out_of_range": "first", "round": "first", "accuracy": "mean", "eps": "first",
+                      "delta": "first"}) if pois  # the mean over the step's seeds
+                else df.sort_values("round").groupby("label", sort=False).tail(1))
+        L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", *pois, "round",
                                                                                    "accuracy", "eps", "delta"]), ""]
     L += ["Result files: `results/*.csv` and `results/*.parquet` (tidy, with `*.meta.json`); run metadata in "
           "`run.json`.", ""]

@@ -35,7 +35,7 @@ from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
 from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
                                         curve_eps, curve_x, estimate_seconds, reference_step, shown_data,
-                                        sweep_points, sweep_trials)
+                                        sweep_points, sweep_trials, training_axes, training_points)
 
 __all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
 
@@ -179,25 +179,50 @@ def run_table_step(step: dict, quick: bool) -> pd.DataFrame:
 
 
 def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
-    """Federated training of every protocol of the step: one row per (protocol, round)."""
+    """Federated training of every protocol of the step: one row per (protocol, round), and per point of the
+    poisoning axes (``poisoned``, ``poison_strategy``, ``range_check``) when the step gives them."""
     from shufflesim.federated.training import FLSettings, train
 
     rounds = (step["quick_rounds"] or min(step["rounds"], 2)) if quick else step["rounds"]
     rows = []
-    for proto in _as_list(step["protocol"]):
+    axes = training_axes(step)
+    seeds = (step.get("quick_seeds") or 1) if quick else (step.get("seeds") or 1)
+    for proto, point, k in [(p, pt, k) for p in _as_list(step["protocol"]) for pt in training_points(axes)
+                            for k in range(seeds)]:
         try:
-            settings = FLSettings(protocol=proto, dataset=step["dataset"], rounds=rounds, seed=sc["seed"],
-                                  **step["settings"])
+            settings = FLSettings(protocol=proto, dataset=step["dataset"], rounds=rounds, seed=sc["seed"] + k,
+                                  **step["settings"], **point)
         except TypeError as exc:
             raise ScenarioError(f"training {step['name']}: settings: {exc}") from None
         res = train(settings)
-        label = _label("training", step, step["label"] or "{protocol}", protocol=proto, **step["settings"])
+        label = _label("training", step, step["label"] or _training_label(step, axes), protocol=proto,
+                       **step["settings"], **point)
+        pois = res.get("poisoning")
         for r, acc in enumerate(res["accuracy"]):
             rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
                          "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta"),
                          # False when the run dropped messages (FLAME overflow): eps does not cover it
-                         "covered": bool((res.get("privacy") or {}).get("covered", True))})
+                         "covered": bool((res.get("privacy") or {}).get("covered", True)),
+                         **({"seed": settings.seed} if seeds > 1 else {}),
+                         **({} if not axes else {
+                             "poisoned": point.get("poisoned", settings.poisoned),
+                             "poisoned_fraction": pois["fraction"] if pois else 0.0,
+                             "poison_strategy": settings.poison_strategy, "range_check": settings.range_check,
+                             "out_of_range": pois["out_of_range"] if pois else 0})})
     return pd.DataFrame(rows)
+
+
+def _training_label(step: dict, axes: dict[str, list]) -> str:
+    """The default legend label: the protocol and every axis with more than one value (the poisoned axis is
+    the x axis when x = 'poisoned')."""
+    parts = ["{protocol}"]
+    if len(axes.get("poison_strategy", [])) > 1:
+        parts.append("{poison_strategy}")
+    if len(axes.get("range_check", [])) > 1:
+        parts.append("range check {range_check}")
+    if step["x"] != "poisoned" and len(axes.get("poisoned", [])) > 1:
+        parts.append("poisoned {poisoned}")
+    return ", ".join(parts)
 
 
 def run_cells(step: dict, sc: dict, quick: bool) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:

@@ -132,7 +132,8 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
     total += 60.0 * len(sc["table"]) + 5.0 * len(sc["claims"])
     for s in sc["training"]:
         per_round = 1.0 if s["dataset"] == "mnist" else 2.0  # MNIST, n = 1000: about 1 s a round a protocol
-        total += per_round * len(_as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"])
+        total += per_round * len(_as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"]) \
+            * len(training_points(training_axes(s))) * ((s["quick_seeds"] or 1) if quick else (s["seeds"] or 1))
     for s in sc["cells"]:
         for _ in _as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
             total += 1.0 + 2e-4 * cells_trials(s, quick)
@@ -280,14 +281,39 @@ def _check_training(where: str, step: dict) -> None:
     for key in step["settings"]:
         if key not in known:
             raise ScenarioError(f"{where}.settings.{key}: unknown setting (allowed: {', '.join(known)})")
+    axes = training_axes(step)
+    for key in axes:
+        if key in step["settings"]:
+            raise ScenarioError(f"{where}.settings.{key}: given as the step's own key {key}; give it once")
+    if step["x"] == "poisoned" and "poisoned" not in axes:
+        raise ScenarioError(f"{where}.x: 'poisoned' needs the step's poisoned = [fractions]")
     for i, proto in enumerate(_as_list(step["protocol"])):
         if proto not in ALL_PROTOCOLS:
             raise ScenarioError(f"{where}.protocol: {proto!r} is not allowed (allowed: {', '.join(ALL_PROTOCOLS)})")
-        try:
-            _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"], **step["settings"]))
-        except (TypeError, ValueError, ShufflesimError) as exc:
-            raise ScenarioError(f"{where}.settings: {exc}") from None
-    _label_fields(where, step["label"], {"protocol"} | set(step["settings"]))
+        for point in [{}] + (training_points(axes) if axes else []):  # the settings alone, then each point
+            try:
+                _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"],
+                                     **step["settings"], **point))
+            except (TypeError, ValueError, ShufflesimError) as exc:
+                at = "settings" if not point else ", ".join(f"{k} = {v!r}" for k, v in point.items())
+                raise ScenarioError(f"{where} ({at}): {exc}" if point else f"{where}.settings: {exc}") from None
+    _label_fields(where, step["label"], {"protocol"} | set(step["settings"]) | set(axes))
+
+
+#: a [[training]] step's own keys that are FLSettings fields (a list value is an axis of the grid)
+TRAINING_AXES = ("poisoned", "poison_strategy", "range_check")
+
+
+def training_axes(step: dict) -> dict[str, list]:
+    """The step's poisoning keys that are given, each as a list of values."""
+    return {k: _as_list(step[k]) for k in TRAINING_AXES if step.get(k) is not None}
+
+
+def training_points(axes: dict[str, list]) -> list[dict]:
+    """Every combination of the axes' values (one empty point when there are none)."""
+    import itertools
+
+    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
 def _check_claims(ids: list[str]) -> None:
