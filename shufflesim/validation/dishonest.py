@@ -400,23 +400,48 @@ def ikos_worst_shifts(proto, data, c: int) -> tuple[int, float, int, float]:
 
 
 # --- privacy left with M honest users (docs/theory.md#dishonest-honest) ----------------------------------------
-#: mechanism kinds whose view with a coalition is exactly the M-user mechanism's (shuffled identical randomisers)
-HONEST_KINDS = ("rr2", "krr", "clones")
+#: mechanism kinds whose view with a coalition is exactly the M-user mechanism's (shuffled identical randomisers;
+#: a composition of them: each part among the M honest users)
+HONEST_KINDS = ("rr2", "krr", "clones", "cheu", "matrix")
+#: kinds whose noise is distributed as Pólya shares (seed 004 §5.2): the honest count shrinks the noise
+HONEST_NOISE_KINDS = ("ikos", "central-dlap")
+
+
+def honest_count(honest, n: int) -> int:
+    """The number of honest users from ``honest``: a count (an integer 1..n) or a fraction in (0, 1)
+    (⌈fraction·n⌉ honest users, at least 1).  ParameterError for anything else."""
+    from shufflesim.core.checks import check_int, check_real
+
+    n = check_int("n", n, minimum=1)
+    v = check_real("honest", honest, low=0.0, low_open=True)
+    if v < 1.0:
+        return max(1, math.ceil(v * n - 1e-9 * n))
+    if v != math.floor(v):
+        raise ParameterError(f"honest must be a count (an integer 1..n={n}) or a fraction in (0, 1); got {honest!r}")
+    return check_int("honest", int(v), minimum=1, maximum=n)
 
 
 def honest_mechanism(mech, honest: int):
-    """The mechanism left when only ``honest`` of its n users are honest: the same shuffled randomiser among
-    M = ``honest`` users (the coalition's reports are known and independent of the target's input, so the
-    view is equivalent to the M-user mechanism's; docs/theory.md#dishonest-honest)."""
+    """The mechanism left when only ``honest`` of its n users are honest (a count, or a fraction in (0, 1)):
+    the same shuffled randomiser among M = ``honest`` users (the coalition's reports are known and independent
+    of the target's input, so the view is equivalent to the M-user mechanism's; docs/theory.md#dishonest-honest).
+    A composition (the recursive protocol's levels, one shuffler each) has every part among the M users."""
     import dataclasses
 
-    from shufflesim.core.checks import check_int
+    from shufflesim.accounting.mechanism import Composition
 
     kind = getattr(mech, "kind", None)
+    if kind == "composition":
+        m = honest_count(honest, mech.n)
+        return Composition(tuple((honest_mechanism(part, m), c) for part, c in mech.parts))
     if kind not in HONEST_KINDS:
-        raise NotApplicableError(f"--honest is defined for {', '.join(HONEST_KINDS)}; got {kind}")
-    m = check_int("honest", honest, minimum=1, maximum=mech.n)
-    return dataclasses.replace(mech, n=m)
+        why = ("its noise is distributed over the users: give --n N (the users sharing it), the honest count "
+               "shrinks the noise" if kind in HONEST_NOISE_KINDS else "its view does not depend on how many users "
+               "are honest (no shuffled population)" if kind in ("central-laplace", "central-gaussian")
+               else "its guarantee is stated for a fixed data set, not a population of randomisers")
+        raise NotApplicableError(f"--honest as the same mechanism among the honest users is defined for "
+                                 f"{', '.join(HONEST_KINDS)}; {kind}: {why}")
+    return dataclasses.replace(mech, n=honest_count(honest, mech.n))
 
 
 @dataclass(frozen=True)
@@ -445,49 +470,67 @@ def _hockey(pmf: np.ndarray, d: int, ee: float, side: int = 1) -> float:
                + side * 1e-290 * pmf.size)
 
 
-def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
-    """δ(ε) of the IKOS comparison mechanism with only h honest Pólya shares, plus the IKOS TV term with h
-    users (docs/theory.md#dishonest-honest).
+def polya_honest_delta(alpha: float, p: int, n_design: int, h: int, eps: float, *, q: int | None = None,
+                       sigma: float | None = None) -> HonestIKOSPrivacy:
+    """Certified δ(ε) of a statistic of sensitivity p released with the noise of h honest Pólya shares, each
+    designed for ``n_design`` users to sum to DLap(α) (seed 004 §5.2; docs/theory.md#dishonest-honest).
 
-    Upper: max over shifts d ∈ {1..p} of the hockey-stick divergence of (Z_h, Z_h + d) on the truncated law,
-    + 2P(A > L) for the truncation, + (1 + e^ε)·2^{−σ(h)}.  Lower: the pair at shift p (a user changing x
-    from 0 to 1) with both laws folded mod q (the analyser sees the sum mod q), minus e^ε·2P(A > L).
+    Upper: max over shifts d ∈ {1..p} of the hockey-stick divergence of (Z_h, Z_h + d) on the truncated law
+    (:func:`remaining_noise_pmf`), + 2P(A > L) for the truncation, + (1 + e^ε)·2^{−σ} when ``sigma`` is given
+    (IKOS's statistical distance with h honest users).  Lower: the realised pair at shift p (a user moving the
+    statistic by p), folded mod ``q`` when given (the IKOS analyser sees the sum mod q), minus e^ε·2P(A > L)
+    (the truncated mass).  Both ends carry the floating-point slack of :func:`_hockey`.
     """
     from shufflesim.core.checks import check_int, check_real
+
+    h = check_int("honest", h, minimum=1)
+    eps = check_real("eps", eps, low=0.0)
+    ee = math.exp(eps)
+    z, pmf, tail = remaining_noise_pmf(h, n_design, alpha)
+    per_shift = [_hockey(pmf, d, ee) for d in range(1, p + 1)]
+    noise = max(per_shift) + tail
+    tv = 0.0
+    if sigma is not None:
+        tv = math.exp(math.log1p(ee) - sigma * math.log(2.0)) if sigma > 0 else math.inf
+    slack = 4e-16 * (pmf.size + 10)
+    if q is not None:
+        folded = np.bincount(np.mod(z, q), weights=pmf, minlength=q)
+        rolled = np.roll(folded, p)  # law of (R + p + Z_h) mod q against that of (R + Z_h) mod q
+        low = (float(np.sum(np.maximum(0.0, folded - ee * rolled - slack * (folded + ee * rolled)))) - ee * tail
+               - 1e-290 * pmf.size)
+    else:
+        low = _hockey(pmf, p, ee, side=-1) - ee * tail
+    worst = 1 + int(np.argmax(per_shift))
+    return HonestIKOSPrivacy(h, eps, max(0.0, low), min(1.0, noise + tv), noise, tv,
+                             math.inf if sigma is None else sigma, worst)
+
+
+def ikos_honest_delta(proto, h: int, eps: float) -> HonestIKOSPrivacy:
+    """δ(ε) of the IKOS comparison mechanism with only h honest Pólya shares, plus the IKOS TV term with h
+    users, σ(h) from the reconstructed eq. (4) with m − 1 shares (docs/theory.md#dishonest-honest;
+    :func:`polya_honest_delta` with the protocol's α, p, q)."""
+    from shufflesim.core.checks import check_int
     from shufflesim.protocols.ikos_sum import ikos_sigma_improved
 
     if proto.name != "ikos-sum":
         raise NotApplicableError("ikos_honest_delta is for ikos-sum")
     prm = proto.parameters
     h = check_int("honest", h, minimum=3, maximum=prm.n)
-    eps = check_real("eps", eps, low=0.0)
-    ee = math.exp(eps)
-    z, pmf, tail = remaining_noise_pmf(h, proto.randomiser.n_users, prm.alpha)
-    per_shift = [_hockey(pmf, d, ee) for d in range(1, prm.p + 1)]
-    noise = max(per_shift) + tail
-    sigma = ikos_sigma_improved(h, prm.q, prm.m - 1)
-    tv = math.exp(math.log1p(ee) - sigma * math.log(2.0)) if sigma > 0 else math.inf
-    folded = np.bincount(np.mod(z, prm.q), weights=pmf, minlength=prm.q)
-    rolled = np.roll(folded, prm.p)  # law of (R + p + Z_h) mod q against that of (R + Z_h) mod q
-    slack = 4e-16 * (pmf.size + 10)
-    low = (float(np.sum(np.maximum(0.0, folded - ee * rolled - slack * (folded + ee * rolled)))) - ee * tail
-           - 1e-290 * pmf.size)
-    worst = 1 + int(np.argmax(per_shift))
-    return HonestIKOSPrivacy(h, eps, max(0.0, low), min(1.0, noise + tv), noise, tv, sigma, worst)
+    return polya_honest_delta(prm.alpha, prm.p, proto.randomiser.n_users, h, eps, q=prm.q,
+                              sigma=ikos_sigma_improved(h, prm.q, prm.m - 1))
 
 
-def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6, *, noise_only: bool = False) -> tuple[float, float]:
-    """[ε_lower, ε_upper] at ``delta`` from :func:`ikos_honest_delta` by bisection (both ends certified:
-    δ_upper(ε_upper) ≤ δ and δ_lower(ε_lower) ≥ δ, or ε_lower = 0).  ε_upper = inf when no ε ≤ 700 is
-    certified (the IKOS term (1 + e^ε)2^{−σ} grows with ε, so a δ below it is never reached).
-    ``noise_only``: the comparison mechanism's δ alone (without the IKOS statistical-distance term)."""
+def honest_eps_interval(delta_at, delta: float, eps_start: float, tol: float = 1e-6, *,
+                        noise_only: bool = False) -> tuple[float, float]:
+    """[ε_lower, ε_upper] at ``delta`` from ``delta_at(ε)`` (a :class:`HonestIKOSPrivacy`) by bisection (both
+    ends certified: δ_upper(ε_upper) ≤ δ and δ_lower(ε_lower) ≥ δ, or ε_lower = 0).  ε_upper = inf when no
+    ε ≤ 700 is certified.  ``noise_only``: the noise's δ alone (without the IKOS statistical-distance term)."""
     from shufflesim.core.checks import check_real
 
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    eps0 = proto.parameters.eps
 
     def bisect(f) -> float:  # smallest ε on the grid with f(ε) ≤ δ, f non-increasing
-        lo, hi = 0.0, eps0
+        lo, hi = 0.0, eps_start
         while f(hi) > delta:
             lo, hi = hi, 2.0 * hi
             if hi > 700.0:
@@ -498,11 +541,11 @@ def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6, *, noise_onl
         return hi
 
     which = "noise_delta_upper" if noise_only else "delta_upper"
-    upper = bisect(lambda e: getattr(ikos_honest_delta(proto, h, e), which))
+    upper = bisect(lambda e: getattr(delta_at(e), which))
     if not math.isfinite(upper):
         return 0.0, upper
     # the largest ε with δ_lower(ε) ≥ δ is a certified lower end
-    f_low = lambda e: ikos_honest_delta(proto, h, e).delta_lower  # noqa: E731
+    f_low = lambda e: delta_at(e).delta_lower  # noqa: E731
     if f_low(0.0) < delta:
         return 0.0, upper
     lo, hi = 0.0, upper
@@ -510,6 +553,14 @@ def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6, *, noise_onl
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if f_low(mid) >= delta else (lo, mid)
     return lo, upper
+
+
+def ikos_honest_eps(proto, h: int, delta: float, tol: float = 1e-6, *, noise_only: bool = False) -> tuple[float, float]:
+    """[ε_lower, ε_upper] at ``delta`` from :func:`ikos_honest_delta` (:func:`honest_eps_interval`).  ε_upper =
+    inf when no ε ≤ 700 is certified (the IKOS term (1 + e^ε)2^{−σ} grows with ε, so a δ below it is never
+    reached)."""
+    return honest_eps_interval(lambda e: ikos_honest_delta(proto, h, e), delta, proto.parameters.eps, tol,
+                               noise_only=noise_only)
 
 
 # --- the defence: tolerate a fraction F of absent or noiseless users (docs/theory.md#dishonest-tolerate) --------
