@@ -470,6 +470,12 @@ def _hockey(pmf: np.ndarray, d: int, ee: float, side: int = 1) -> float:
                + side * 1e-290 * pmf.size)
 
 
+#: truncation of the remaining noise law for privacy profiles: its mass 2P(A > L) ≤ 2e-40 is added to every
+#: upper end (and e^ε times it taken off every lower end), so δ below ~1e-39 is not resolved; the support then
+#: stays a few thousand points where 1e-300 needs ~10⁵ (a minute of exact convolution at n = 1000, p = 32)
+PRIVACY_TAIL = 1e-40
+
+
 def polya_honest_delta(alpha: float, p: int, n_design: int, h: int, eps: float, *, q: int | None = None,
                        sigma: float | None = None) -> HonestIKOSPrivacy:
     """Certified δ(ε) of a statistic of sensitivity p released with the noise of h honest Pólya shares, each
@@ -486,7 +492,7 @@ def polya_honest_delta(alpha: float, p: int, n_design: int, h: int, eps: float, 
     h = check_int("honest", h, minimum=1)
     eps = check_real("eps", eps, low=0.0)
     ee = math.exp(eps)
-    z, pmf, tail = remaining_noise_pmf(h, n_design, alpha)
+    z, pmf, tail = remaining_noise_pmf(h, n_design, alpha, PRIVACY_TAIL)
     per_shift = [_hockey(pmf, d, ee) for d in range(1, p + 1)]
     noise = max(per_shift) + tail
     tv = 0.0
