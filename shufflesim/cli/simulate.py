@@ -36,6 +36,10 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
                    "statistic from its exact distribution (same distribution, different draws); auto: fast "
                    "where the protocol has it")
     c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
+    c.add_argument("--tolerate", type=float_arg, default=None, metavar="F",
+                   help="calibrate the protocol so that its (eps, delta) holds whenever at least ceil((1-F)n) users "
+                        "are honest (krr, blanket-sum, cheu-sum, recursive-sum, ikos-sum; docs/theory.md#dishonest-"
+                        "tolerate); prints the certificate and the MSE price")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
 
@@ -100,6 +104,15 @@ def _run(args: argparse.Namespace, output) -> int:
                          lower=args.lower, upper=args.upper)
         protocol = cls.create(len(data), **params)
         protocol.check_resources()
+    tolerance = None
+    if args.tolerate is not None:  # issue 23: the defence against F dishonest or absent users
+        from shufflesim.validation.dishonest import tolerant_protocol
+
+        if protocol.name == "ikos-sum" and args.engine != "faithful":
+            raise ParameterError("ikos-sum --tolerate runs with --engine faithful (the fast engine samples the "
+                                 "undefended noise DLap(alpha))")
+        tolerance = tolerant_protocol(protocol, args.tolerate)
+        protocol = tolerance.defended
     progress = Progress(trials, enabled=False if args.json else None)
     result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                         engine=args.engine)
@@ -131,6 +144,7 @@ def _run(args: argparse.Namespace, output) -> int:
         "messages_per_user": protocol.messages_per_user,
         "bits_per_message": protocol.bits_per_message,
         "privacy": privacy.to_dict() if privacy is not None else None,
+        **({"tolerate": tolerance.to_dict()} if tolerance is not None else {}),
         "version": __version__,
         "seconds": seconds,
     }
@@ -184,4 +198,9 @@ def _print_human(out: dict) -> None:
     if out["privacy"]:
         p = out["privacy"]
         print(f"privacy   eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']})")
+    if out.get("tolerate"):
+        t = out["tolerate"]
+        print(f"tolerate  F={t['fraction']:g}: holds with >= {t['h0']} of {out['n']} users honest (certified "
+              f"delta_upper {t['delta_defended_h0']:.3g} <= {t['delta']:.3g}); MSE price x{t['mse_ratio']:.4g} "
+              f"({t['mse_base']:.6g} -> {t['mse_defended']:.6g})")
     print(f"seconds   {out['seconds']:.2f}")

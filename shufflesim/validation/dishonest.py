@@ -577,7 +577,7 @@ def ikos_tolerant(proto, fraction: float, *, raise_messages: bool = False):
     a post-processing of the DLap mechanism: the comparison mechanism stays ε-DP (seed 004 §8's defence,
     "increase the overall noise by a constant factor"); the noise variance grows by n/h0 ≈ 1/(1 − F).
     Only :func:`attacked_estimate`/:func:`simulate_attack` and the functions of this module know the copy
-    (its ``sample_fast`` and ``mse_*`` are the undefended protocol's).
+    (its ``sample_fast`` is the undefended protocol's; its ``noise_mse``, hence ``mse_*``, the defended's).
 
     ``raise_messages``: also raise the messages per user to the fewest m' ≥ m whose IKOS term with h0 honest
     users, (1 + e^ε)2^{−σ(h0, m'−1)}, plus the remaining noise's certified δ(ε) stays within the protocol's δ
@@ -610,6 +610,9 @@ def ikos_tolerant(proto, fraction: float, *, raise_messages: bool = False):
     out = copy.copy(proto)
     out.randomiser = dataclasses.replace(proto.randomiser, n_users=h0)
     out.params = dict(proto.params, tolerate=f, noise_users=h0)
+    # the exact MSE formulas (mse_expected, mse_worst, mse_bound) read the noise term from noise_mse(): the
+    # defended noise's (n/h0)·Var DLap/p² (their overflow check still uses DLap(α)'s tail)
+    out.noise_mse = _FixedPrivacy(ikos_noise_mse(out))
     return out
 
 
@@ -770,7 +773,7 @@ def tolerant_mechanism(mech, fraction: float, delta: float, *, target_eps: float
 
 
 class _FixedPrivacy:
-    """A protocol's ``privacy`` replaced by a fixed guarantee (picklable, for worker processes)."""
+    """A protocol method (``privacy``, ``noise_mse``) replaced by a fixed value (picklable, for worker processes)."""
 
     def __init__(self, guarantee):
         self.guarantee = guarantee
