@@ -77,6 +77,8 @@ def _run(args: argparse.Namespace, output) -> int:
     trials = check_int("trials", args.trials, minimum=1)
     workers = cap_workers(check_int("workers", args.workers, minimum=1))
     level = check_real("level", args.level, low=0.0, high=1.0, low_open=True, high_open=True)
+    if args.tolerate is not None:
+        check_real("tolerate", args.tolerate, low=0.0, high=1.0, high_open=True)
     if args.seed < 0:
         check_int("seed", args.seed, minimum=0)
     root = as_seed_sequence(args.seed)
