@@ -840,8 +840,12 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
         tol = tolerant_mechanism(proto.mechanism(), fraction, g.delta, target_eps=g.eps)
         defended = registry.create("krr", n, k=proto.k, gamma=tol.value, delta=g.delta,
                                    adversary=proto.params["adversary"])
+        # the undefended protocol among h0 users as the protocol itself reports it (its best certified pair)
+        at_h0 = registry.create("krr", h0, k=proto.k, gamma=proto.gamma, delta=g.delta,
+                                adversary=proto.params["adversary"]).privacy()
         tol = dataclasses_replace(tol, base=proto, defended=defended, mse_base=proto.mse_worst(),
-                                  mse_defended=defended.mse_worst(), mse_what="worst-case MSE of the debiased histogram")
+                                  mse_defended=defended.mse_worst(), mse_what="worst-case MSE of the debiased histogram",
+                                  eps_base_h0=(None, at_h0.eps), eps_base_n=(None, g.eps))
     elif name in _RECALIBRATE:
         param, keep = _RECALIBRATE[name]
         fixed = _fixed_params(proto, name, keep)
@@ -928,6 +932,14 @@ def honest_privacy(proto, honest, delta: float | None = None):
                                 (f"{what}: eps in [{lo:.6g}, {up:.6g}] at delta={delta:.3g} (the noise of {m} "
                                  f"shares designed for {proto.randomiser.n_users} users, exact law; IKOS term with "
                                  f"{m} users)",))
+    if proto.name == "krr":  # the protocol among m users, certified as the protocol certifies itself
+        from shufflesim.pipeline import registry
+
+        g = registry.create("krr", m, k=proto.k, gamma=proto.gamma, delta=delta,
+                            adversary=proto.params["adversary"]).privacy()
+        return PrivacyGuarantee(g.eps, delta, f"{g.method}; {what}",
+                                (f"{what}: the same protocol among the {m} honest users (the others' reports are "
+                                 "known)", *g.notes))
     mech = proto.mechanism()
     if mech is None:
         raise NotApplicableError(f"{proto.name} describes no mechanism to account")
