@@ -38,8 +38,8 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
     c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
     c.add_argument("--tolerate", type=float_arg, default=None, metavar="F",
                    help="calibrate the protocol so that its (eps, delta) holds whenever at least ceil((1-F)n) users "
-                        "are honest (krr, blanket-sum, cheu-sum, recursive-sum, ikos-sum; docs/theory.md#dishonest-"
-                        "tolerate); prints the certificate and the MSE price")
+                        "are honest (krr, blanket-sum, cheu-sum, recursive-sum, ikos-sum; "
+                        "docs/theory.md#dishonest-tolerate); prints the certificate and the MSE price")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
 
