@@ -274,3 +274,15 @@ def test_cli_tolerate(capsys):
 def test_hostile_inputs_one_line_exit_2(capsys, argv):
     code, out, err = _cli(capsys, *argv)
     assert code == 2 and out == "" and err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+
+
+def test_tolerate_krr_protocol_by_the_oracle():
+    """The krr protocol (n = 10, k = 3, F = 0.2): γ calibrated against the protocol's own certified ε among h0 = 8
+    users; the exact worst δ of 8 honest users' shuffled reports at the target ε is within the protocol's δ."""
+    proto = create("krr", 10, k=3, eps0=2.0)
+    tol = D.tolerant_protocol(proto, 0.2)
+    assert tol.h0 == 8 and tol.certified and tol.value > proto.gamma and tol.mse_ratio > 1
+    e0 = math.log1p(3 * (1.0 - tol.value) / tol.value)
+    oracle, _ = O.worst_neighbouring_delta(O.krr_matrix(3, e0), 8, tol.target_eps)
+    assert oracle <= tol.delta * (1 + TOL)
+    assert tol.defended.privacy().eps == tol.target_eps and tol.defended.params["honest_min"] == 8

@@ -202,7 +202,8 @@ def _print_human(out: dict) -> None:
         print(f"privacy   eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']})")
     if out.get("tolerate"):
         t = out["tolerate"]
+        cert = (f"delta_upper {t['delta_defended_h0']:.3g} <= {t['delta']:.3g}" if t["delta_defended_h0"] <= t["delta"]
+                else f"eps_upper {t['eps_defended_h0'][1]:.6g} <= {t['target_eps']:.6g}")
         print(f"tolerate  F={t['fraction']:g}: holds with >= {t['h0']} of {out['n']} users honest (certified "
-              f"delta_upper {t['delta_defended_h0']:.3g} <= {t['delta']:.3g}); MSE price x{t['mse_ratio']:.4g} "
-              f"({t['mse_base']:.6g} -> {t['mse_defended']:.6g})")
+              f"{cert}); MSE price x{t['mse_ratio']:.4g} ({t['mse_base']:.6g} -> {t['mse_defended']:.6g})")
     print(f"seconds   {out['seconds']:.2f}")
