@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from shufflesim.cli._common import float_arg, int_arg, print_json
 
@@ -49,10 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--target-accuracy", type=float_arg, default=None,
                        help="relative width of the certified interval for FFT composition (default 1e-3)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
-        if name in ("rr2", "krr", "clones"):  # docs/theory.md#dishonest-honest
-            q.add_argument("--honest", type=int_arg, default=None, metavar="M",
-                           help="only M of the n users are honest (the others' reports are known): account the "
-                                "same mechanism among the M honest users")
+        _add_dishonest_options(q, name)
         q.set_defaults(func=run, mechanism_class=cls)
     ms.choices.building = False  # from now on an unknown name may be a protocol's
 
@@ -105,7 +103,28 @@ def _add_protocol_parser(ms, name: str) -> None:
         q.add_argument("--target-accuracy", type=float_arg, default=None,
                        help="relative width of the certified interval for FFT composition (default 1e-3)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
+        _add_dishonest_options(q, None)
         q.set_defaults(func=run, mechanism_class=None, protocol_class=cls)
+
+
+def _add_dishonest_options(q: argparse.ArgumentParser, kind: str | None) -> None:
+    """``--honest M`` and ``--tolerate F`` (issue 23; docs/theory.md#dishonest-honest, #dishonest-tolerate) on
+    every mechanism; where they are not defined the run is refused in one line naming why."""
+    q.add_argument("--honest", type=float_arg, default=None, metavar="M",
+                   help="only M of the n users are honest (a count, or a fraction in (0, 1)); the others' reports "
+                        "are known: k-RR family (rr2, krr, clones, cheu, matrix): the same mechanism among the M "
+                        "honest users; ikos, central-dlap: the noise of M Polya shares designed for --n users")
+    q.add_argument("--tolerate", type=float_arg, default=None, metavar="F",
+                   help="rr2, krr, clones: calibrate eps0 (gamma for krr) so that the guarantee at --delta holds "
+                        "whenever at least ceil((1-F)n) users are honest (target: --target-eps, default the "
+                        "undefended mechanism's certified eps at n), and print its MSE price")
+    q.add_argument("--target-eps", type=float_arg, default=None, help="with --tolerate: the eps to keep")
+    if kind in ("ikos", "central-dlap"):
+        q.add_argument("--n", dest="noise_users", type=int_arg, default=None, metavar="N",
+                       help="with --honest: the number of users whose Polya shares sum to the noise (seed 004 §5.2)")
+    if kind == "ikos":
+        q.add_argument("--messages", type=int_arg, default=None,
+                       help="with --honest: messages per user m (the IKOS term with M honest users uses m - 1 shares)")
 
 
 def _mechanism(args: argparse.Namespace):
@@ -127,10 +146,26 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.accounting.account import account
 
     mech = _mechanism(args)
-    if getattr(args, "honest", None) is not None:
-        from shufflesim.validation.dishonest import honest_mechanism
+    honest_line = None
+    if getattr(args, "tolerate", None) is not None:
+        return _run_tolerate(args, mech)
+    if getattr(args, "target_eps", None) is not None:
+        from shufflesim.errors import ParameterError
 
+        raise ParameterError("--target-eps goes with --tolerate F")
+    if getattr(args, "honest", None) is None and any(getattr(args, a, None) is not None
+                                                     for a in ("noise_users", "messages")):
+        from shufflesim.errors import ParameterError
+
+        raise ParameterError("--n and --messages of ikos/central-dlap go with --honest M")
+    if getattr(args, "honest", None) is not None:
+        from shufflesim.validation.dishonest import HONEST_NOISE_KINDS, honest_mechanism
+
+        if getattr(mech, "kind", None) in HONEST_NOISE_KINDS:
+            return _run_honest_noise(args, mech)
+        n = mech.n
         mech = honest_mechanism(mech, args.honest)
+        honest_line = f"{mech.n} of {n} users honest (the others' reports known): the same mechanism among {mech.n} users"
     numerics = {"target_accuracy": args.target_accuracy} if args.target_accuracy is not None else None
     _warn_slow(args, mech)
     if args.compare:
@@ -139,15 +174,19 @@ def run(args: argparse.Namespace) -> int:
         cmp = compare(mech, run=account, eps=args.eps, delta=args.delta, compositions=args.compositions,
                       composition=args.composition, numerics=numerics)
         if args.json:
-            print_json(cmp.to_dict())
+            print_json(dict(cmp.to_dict(), **({"honest": honest_line} if honest_line else {})))
         else:
+            if honest_line:
+                print(honest_line)
             print(format_table(cmp))
         return 0
     rep = account(mech, eps=args.eps, delta=args.delta, method=args.method, compositions=args.compositions,
                   composition=args.composition, bennett_variant=args.bennett_variant, numerics=numerics)
     if args.json:
-        print_json(rep.to_dict())
+        print_json(dict(rep.to_dict(), **({"honest": honest_line} if honest_line else {})))
         return 0
+    if honest_line:
+        print(honest_line)
     print(f"{rep.mechanism}  " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                                             for k, v in rep.params.items()))
     print(f"method {rep.method}, {rep.compositions} composition(s)"
@@ -165,6 +204,112 @@ def run(args: argparse.Namespace) -> int:
     for nt in rep.notes:
         print(f"  note: {nt}")
     print(f"  seconds: {rep.seconds:.2f}")
+    return 0
+
+
+def _run_honest_noise(args: argparse.Namespace, mech) -> int:
+    """``account ikos|central-dlap --honest M --n N``: the noise of M honest Pólya shares designed for N users
+    (docs/theory.md#dishonest-honest), certified two-sided; ikos adds its statistical-distance term with M users."""
+    import time
+
+    from shufflesim.core.checks import check_int
+    from shufflesim.errors import NotApplicableError, ParameterError
+    from shufflesim.validation import dishonest as D
+
+    t0 = time.perf_counter()
+    if args.noise_users is None:
+        raise ParameterError(f"--honest on {mech.kind} needs --n N: the number of users whose Polya shares sum to "
+                             "the noise")
+    n = check_int("n", args.noise_users, minimum=1)
+    m = D.honest_count(args.honest, n)
+    if args.compositions != 1 or args.compare or args.method not in (None, "closed-form"):
+        raise NotApplicableError("--honest on the distributed noise answers one use with its own exact method "
+                                 "(no --compositions, --compare or --method)")
+    sigma = None
+    if mech.kind == "ikos":
+        from shufflesim.protocols.ikos_sum import ikos_sigma_improved
+
+        if args.messages is None or mech.q is None:
+            raise ParameterError("--honest on ikos needs --messages m and --q (the IKOS term with M honest users is "
+                                 "(1+e^eps) 2^-sigma(M, q, m-1))")
+        mm = check_int("messages", args.messages, minimum=2)
+        sigma = ikos_sigma_improved(max(m, 2), mech.q, mm - 1)
+        p, alpha, q = mech.p, mech.alpha, mech.q
+    else:
+        p, alpha, q = mech.sensitivity, math.exp(-mech.eps0 / mech.sensitivity), None
+
+    def at(e: float):
+        return D.polya_honest_delta(alpha, p, n, m, e, q=q, sigma=sigma)
+
+    rows = []
+    if args.eps is not None:
+        for e in args.eps:
+            r = at(e)
+            rows.append({"eps": e, "delta_lower": r.delta_lower, "delta_upper": r.delta_upper,
+                         "noise_delta_upper": r.noise_delta_upper, "ikos_term": r.tv_term})
+    else:
+        for d in args.delta:
+            lo, up = D.honest_eps_interval(at, d, mech.eps0)
+            rows.append({"delta": d, "eps_lower": lo, "eps_upper": up})
+    what = f"{m} of {n} users honest"
+    note = (f"the noise of {m} Polya(1/{n}, alpha) differences (seed 004 §5.2), exact law, its truncated mass (<= "
+            f"{2 * D.PRIVACY_TAIL:.0e}) added to the upper end"
+            + (f"; IKOS term (1+e^eps) 2^-sigma with sigma({m}) = {sigma:.6g} (reconstructed eq. 4, "
+               f"{args.messages - 1} shares)" if sigma is not None else "")
+            + ("; lower end: the pair at shift p folded mod q" if q is not None else "; lower end: the pair at "
+               "shift = sensitivity"))
+    out = {"mechanism": mech.kind, "params": mech.params(), "honest": what, "method": "polya-remaining-noise",
+           "results": rows, "notes": [note], "seconds": time.perf_counter() - t0}
+    if args.json:
+        print_json(out)
+        return 0
+    print(what)
+    print(f"{mech.kind}  " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                                        for k, v in mech.params().items()))
+    print("method polya-remaining-noise, 1 composition(s)")
+    for r in rows:
+        if "eps_upper" in r:
+            print(f"  delta={r['delta']:.3g}:  eps in [{r['eps_lower']:.6g}, {r['eps_upper']:.6g}]")
+        else:
+            print(f"  eps={r['eps']:.6g}:  delta in [{r['delta_lower']:.6g}, {r['delta_upper']:.6g}]")
+    print(f"  note: {note}")
+    print(f"  seconds: {out['seconds']:.2f}")
+    return 0
+
+
+def _run_tolerate(args: argparse.Namespace, mech) -> int:
+    """``account rr2|krr|clones --tolerate F --delta D``: the calibrated defence (docs/theory.md#dishonest-tolerate)."""
+    import time
+
+    from shufflesim.errors import NotApplicableError, ParameterError
+    from shufflesim.validation.dishonest import tolerant_mechanism
+
+    t0 = time.perf_counter()
+    if args.honest is not None:
+        raise ParameterError("give --honest M or --tolerate F, not both")
+    if args.delta is None or len(args.delta) != 1:
+        raise ParameterError("--tolerate F needs one --delta D (the guarantee is kept at that delta)")
+    if args.compositions != 1 or args.compare:
+        raise NotApplicableError("--tolerate calibrates one use (no --compositions or --compare)")
+    tol = tolerant_mechanism(mech, args.tolerate, args.delta[0], target_eps=args.target_eps, method=args.method)
+    if args.json:
+        print_json(dict(tol.to_dict(), seconds=time.perf_counter() - t0))
+        return 0
+
+    def iv(t):
+        return f"[{'n/a' if t[0] is None else f'{t[0]:.6g}'}, {t[1]:.6g}]"
+
+    print(f"{mech.kind}  tolerate F={tol.fraction:g}: the guarantee must hold whenever at least {tol.h0} of "
+          f"{tol.n} users are honest")
+    print(f"  target eps={tol.target_eps:.6g} at delta={tol.delta:.3g}")
+    print(f"  undefended {tol.param}={tol.base_value:.6g}: eps {iv(tol.eps_base_n)} with {tol.n} of {tol.n} users "
+          f"honest, {iv(tol.eps_base_h0)} with {tol.h0} of {tol.n} honest")
+    print(f"  defended   {tol.param}={tol.value:.6g}: eps {iv(tol.eps_defended_h0)} with {tol.h0} of {tol.n} "
+          f"users honest; certified delta_upper({tol.target_eps:.6g}) = {tol.delta_defended_h0:.6g} "
+          f"{'<=' if tol.certified else '>'} {tol.delta:.3g}")
+    if tol.mse_ratio is not None:
+        print(f"  MSE price: x{tol.mse_ratio:.6g} ({tol.mse_base:.6g} -> {tol.mse_defended:.6g}; {tol.mse_what})")
+    print(f"  seconds: {time.perf_counter() - t0:.2f}")
     return 0
 
 

@@ -37,6 +37,10 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
                    "statistic from its exact distribution (same distribution, different draws); auto: fast "
                    "where the protocol has it")
     c.add_argument("--level", type=float_arg, default=0.95, help="confidence level (default: 0.95)")
+    c.add_argument("--tolerate", type=float_arg, default=None, metavar="F",
+                   help="calibrate the protocol so that its (eps, delta) holds whenever at least ceil((1-F)n) users "
+                        "are honest (krr, blanket-sum, cheu-sum, recursive-sum, ikos-sum; "
+                        "docs/theory.md#dishonest-tolerate); prints the certificate and the MSE price")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
     _dishonest.add_options(pp.add_argument_group("dishonest users (issue 23)"))
@@ -75,6 +79,8 @@ def _run(args: argparse.Namespace, output) -> int:
     trials = check_int("trials", args.trials, minimum=1)
     workers = cap_workers(check_int("workers", args.workers, minimum=1))
     level = check_real("level", args.level, low=0.0, high=1.0, low_open=True, high_open=True)
+    if args.tolerate is not None:
+        check_real("tolerate", args.tolerate, low=0.0, high=1.0, high_open=True)
     if args.seed < 0:
         check_int("seed", args.seed, minimum=0)
     root = as_seed_sequence(args.seed)
@@ -106,6 +112,15 @@ def _run(args: argparse.Namespace, output) -> int:
                          lower=args.lower, upper=args.upper)
         protocol = cls.create(len(data), **params)
         protocol.check_resources()
+    tolerance = None
+    if args.tolerate is not None:  # issue 23: the defence against F dishonest or absent users
+        from shufflesim.validation.dishonest import tolerant_protocol
+
+        if protocol.name == "ikos-sum" and args.engine != "faithful":
+            raise ParameterError("ikos-sum --tolerate runs with --engine faithful (the fast engine samples the "
+                                 "undefended noise DLap(alpha))")
+        tolerance = tolerant_protocol(protocol, args.tolerate)
+        protocol = tolerance.defended
     if attacked:
         return _dishonest.run(args, protocol, data, root, trials=trials, level=level, output=output, t0=t0,
                               workers=workers)
@@ -140,6 +155,7 @@ def _run(args: argparse.Namespace, output) -> int:
         "messages_per_user": protocol.messages_per_user,
         "bits_per_message": protocol.bits_per_message,
         "privacy": privacy.to_dict() if privacy is not None else None,
+        **({"tolerate": tolerance.to_dict()} if tolerance is not None else {}),
         "version": __version__,
         "seconds": seconds,
     }
@@ -193,4 +209,10 @@ def _print_human(out: dict) -> None:
     if out["privacy"]:
         p = out["privacy"]
         print(f"privacy   eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']})")
+    if out.get("tolerate"):
+        t = out["tolerate"]
+        cert = (f"delta_upper {t['delta_defended_h0']:.3g} <= {t['delta']:.3g}" if t["delta_defended_h0"] <= t["delta"]
+                else f"eps_upper {t['eps_defended_h0'][1]:.6g} <= {t['target_eps']:.6g}")
+        print(f"tolerate  F={t['fraction']:g}: holds with >= {t['h0']} of {out['n']} users honest (certified "
+              f"{cert}); MSE price x{t['mse_ratio']:.4g} ({t['mse_base']:.6g} -> {t['mse_defended']:.6g})")
     print(f"seconds   {out['seconds']:.2f}")
