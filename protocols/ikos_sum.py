@@ -496,10 +496,22 @@ class IKOSSumProtocol(Protocol):
 
         an = self.analyser
         xsum = rounded_total(summary.values, summary.counts, an.p, rng)
-        g = rng.geometric(1.0 - self.randomiser.alpha, size=2)  # support {1, 2, ...}; the difference is DLap
+        g = self._noise_pair(rng, 2)
         total = (xsum + int(g[0]) - int(g[1])) % an.q
         decoded = decode_centered(total, an.q)
         return IKOSEstimate(total, decoded, decoded / an.p)
+
+    def _noise_pair(self, rng: np.random.Generator, size) -> np.ndarray:
+        """Two independent Pólya(n/n_users, α) draws (their difference is the summed noise of the n users'
+        Pólya(1/n_users, α) differences, by the Pólya family's additivity in its first parameter).  When every
+        user's share is designed for n users (the honest protocol) this is a pair of geometrics on {1, 2, ...}
+        (the shift cancels in the difference: DLap(α)); a copy designed for n_users < n users (the tolerate-F
+        defence, :func:`shufflesim.validation.dishonest.ikos_tolerant`) draws negative binomials with real
+        shape n/n_users."""
+        a = self.randomiser.alpha
+        if self.randomiser.n_users == self.parameters.n:
+            return rng.geometric(1.0 - a, size=size)
+        return rng.negative_binomial(self.parameters.n / self.randomiser.n_users, 1.0 - a, size=size)
 
     def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): the
@@ -510,7 +522,7 @@ class IKOSSumProtocol(Protocol):
 
         an = self.analyser
         xsum = rounded_total_batch(summary.values, summary.counts, an.p, rng, size)
-        g = rng.geometric(1.0 - self.randomiser.alpha, size=(size, 2))
+        g = self._noise_pair(rng, (size, 2))
         total = reduce_mod(xsum + g[:, 0] - g[:, 1], an.q)  # uint64 in [0, q)
         q = np.uint64(an.q)
         wrapped = total > q // np.uint64(2)  # 2s > q <=> s > floor(q/2) for integers

@@ -116,9 +116,6 @@ def _run(args: argparse.Namespace, output) -> int:
     if args.tolerate is not None:  # issue 23: the defence against F dishonest or absent users
         from shufflesim.validation.dishonest import tolerant_protocol
 
-        if protocol.name == "ikos-sum" and args.engine != "faithful":
-            raise ParameterError("ikos-sum --tolerate runs with --engine faithful (the fast engine samples the "
-                                 "undefended noise DLap(alpha))")
         tolerance = tolerant_protocol(protocol, args.tolerate)
         protocol = tolerance.defended
     if attacked:

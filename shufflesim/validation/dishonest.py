@@ -259,7 +259,8 @@ def ikos_tolerant(proto, fraction: float, *, raise_messages: bool = False):
     a post-processing of the DLap mechanism: the comparison mechanism stays ε-DP (seed 004 §8's defence,
     "increase the overall noise by a constant factor"); the noise variance grows by n/h0 ≈ 1/(1 − F).
     Only :func:`attacked_estimate`/:func:`simulate_attack` and the functions of this module know the copy
-    (its ``sample_fast`` is the undefended protocol's; its ``noise_mse``, hence ``mse_*``, the defended's).
+    (its fast engine draws the defended noise, Pólya(n/h0, α) − Pólya(n/h0, α); its ``noise_mse``, hence
+    ``mse_*``, is the defended noise's).
 
     ``raise_messages``: also raise the messages per user to the fewest m' ≥ m whose IKOS term with h0 honest
     users, (1 + e^ε)2^{−σ(h0, m'−1)}, plus the remaining noise's certified δ(ε) stays within the protocol's δ
