@@ -268,7 +268,6 @@ def test_cli_tolerate(capsys):
     ["account", "ikos", "--eps0", "1", "--p", "4", "--sigma", "20", "--n", "30", "--eps", "1", "--honest", "20"],
     ["account", "central-dlap", "--eps0", "1", "--n", "30", "--eps", "1", "--honest", "31"],
     ["simulate", "local-rr-sum", "--n", "50", "--eps", "1", "--trials", "2", "--tolerate", "0.1"],
-    ["simulate", "ikos-sum", "--n", "50", "--eps", "1", "--trials", "2", "--tolerate", "0.1", "--engine", "fast"],
     ["simulate", "blanket-sum", "--n", "50", "--eps", "1", "--trials", "2", "--tolerate", "2"],
 ])
 def test_hostile_inputs_one_line_exit_2(capsys, argv):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.core.rng import RngLike, as_seed_sequence, child
-from shufflesim.errors import NotApplicableError
+from shufflesim.errors import NotApplicableError, ParameterError
 
 from shufflesim.experiments.population import (  # noqa: F401 - re-exported (moved for the sweep engine)
     STRATEGIES,
