@@ -35,6 +35,8 @@ def _figure_subject(steps: list[dict], kind: str) -> str:
     if kind == "training":
         sets = {str(s.get("dataset")) for s in steps}
         return "test accuracy against rounds" + (f", {sets.pop()}" if len(sets) == 1 else "")
+    if kind == "defence":
+        return f"tolerating a fraction F of dishonest users, n = {steps[0]['n']}"
     return "cell distributions"
 
 
@@ -234,6 +236,33 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False,
                    bbox_to_anchor=(0.5, -0.02))
         fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return _save(plt, fig, path)
+
+
+def plot_defence(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
+    """Two panels against the tolerated fraction F: the defence's MSE price (exact worst-case MSE, defended over
+    undefended) and the certified ε of the *undefended* protocol when only ⌈(1 − F)n⌉ users are honest (its
+    certified interval as a band where a lower end exists; the target ε dashed) — what the defence buys."""
+    plt = _pyplot()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.2, 3.9), dpi=110)
+    for s in steps:
+        for label, g in frames[s["name"]].groupby("label", sort=False):
+            g = g.sort_values("tolerate")
+            style = "o-" if len(g) > 1 else "o"
+            a1.plot(g["tolerate"], g["mse_ratio"], style, ms=3, label=label)
+            line, = a2.plot(g["tolerate"], g["eps_undefended_upper"], style, ms=3, label=label)
+            lo = pd.to_numeric(g["eps_undefended_lower"], errors="coerce")
+            if lo.notna().all() and len(g) > 1:
+                a2.fill_between(g["tolerate"], lo, g["eps_undefended_upper"], color=line.get_color(), alpha=0.15)
+            a2.plot(g["tolerate"], g["target_eps"], "--", lw=0.8, color=line.get_color())
+    a1.set_xlabel("tolerated fraction F of dishonest users")
+    a1.set_ylabel("MSE price (defended / undefended, exact)")
+    a2.set_xlabel("fraction F of users dishonest (honest: ⌈(1 − F)n⌉)")
+    a2.set_ylabel("certified ε of the undefended protocol\n(band: certified interval; dashed: target)")
+    for ax in (a1, a2):
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    legend_below(a1)
     return _save(plt, fig, path)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from shufflesim.scenarios.steps import _as_list, active_sweeps, cells_trials, curve_eps, curve_x, sweep_points, \
-    sweep_trials
+from shufflesim.scenarios.steps import _as_list, active_sweeps, cells_trials, curve_eps, curve_x, defence_fractions, \
+    sweep_points, sweep_trials
 
 
 def _cell(v) -> str:
@@ -57,6 +57,9 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
     if kind == "training":
         return (f"- training `{s['name']}`: protocols {_as_list(s['protocol'])} on `{s['dataset']}`, "
                 f"{(s['quick_rounds'] or min(s['rounds'], 2)) if quick else s['rounds']} rounds, settings {s['settings']}")
+    if kind == "defence":
+        return (f"- defence `{s['name']}`: protocols {_as_list(s['protocol'])} at n = {s['n']}, params {s['params']}, "
+                f"calibrated to tolerate F ∈ {defence_fractions(s, quick)} dishonest users")
     return f"- table `{s['name']}`: study `{s['study']}`, rows {s['quick_rows'] if quick else s['rows'] or 'all'}"
 
 
@@ -102,7 +105,7 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
     if sc["paper_notes"]:
         L += ["**What the paper reports:** " + sc["paper_notes"].strip(), ""]
     L += ["## What was run", ""]
-    for kind in ("sweep", "curve", "table", "training", "cells"):
+    for kind in ("sweep", "curve", "table", "training", "cells", "defence"):
         L += [_describe_step(kind, s, q) for s in (active_sweeps(sc, q) if kind == "sweep" else sc[kind])]
     if sc["claims"]:
         L.append(f"- claims of the registry: {', '.join(f'`{c}`' for c in sc['claims'])}")
@@ -160,6 +163,11 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
                 else df.sort_values("round").groupby("label", sort=False).tail(1))
         L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", *pois, "round",
                                                                                    "accuracy", "eps", "delta"]), ""]
+    for s in sc["defence"]:
+        L += [f"### defence `{s['name']}` (certified at ⌈(1 − F)n⌉ honest users; docs/theory.md#dishonest-tolerate)",
+              "", markdown_table(frames[s["name"]], ["label", "tolerate", "honest_min", "param", "base_value", "value",
+                                                    "target_eps", "delta", "eps_defended_upper", "eps_undefended_lower",
+                                                    "eps_undefended_upper", "mse_ratio", "certified"]), ""]
     L += ["Result files: `results/*.csv` and `results/*.parquet` (tidy, with `*.meta.json`); run metadata in "
           "`run.json`.", ""]
     path = out / "report.md"

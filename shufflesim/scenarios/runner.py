@@ -29,11 +29,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agreement, plot_curves, plot_heatmaps,
-                                        plot_sweeps, plot_training)
+from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agreement, plot_curves, plot_defence,
+                                        plot_heatmaps, plot_sweeps, plot_training)
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
 from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
+                                        defence_fractions,
                                         curve_eps, curve_x, estimate_seconds, reference_step, shown_data,
                                         sweep_points, sweep_trials, training_axes, training_points)
 
@@ -176,6 +177,29 @@ def run_table_step(step: dict, quick: bool) -> pd.DataFrame:
         verdict = {True: "reproduced", False: "not reproduced", None: "not-checkable"}[d["agree"]]
         out.append({"step": step["name"], **d, "shufflesim_mse": value, "verdict": verdict})
     return pd.DataFrame(out)
+
+
+def run_defence_step(step: dict, quick: bool) -> pd.DataFrame:
+    """A [[defence]] step: one row per (protocol, F) — the calibrated parameter, the certificate at h0 =
+    ⌈(1 − F)n⌉ honest users, the ε the *undefended* protocol is left with at h0 and the exact worst-case MSE price
+    (:func:`shufflesim.validation.dishonest.tolerant_protocol`; docs/theory.md#dishonest-tolerate)."""
+    from shufflesim.pipeline import registry
+    from shufflesim.validation.dishonest import tolerant_protocol
+
+    rows = []
+    for name in _as_list(step["protocol"]):
+        base = registry.create(name, step["n"], **step["params"])
+        label = _label("defence", step, step["label"] or "{protocol}", protocol=name)
+        for f in defence_fractions(step, quick):
+            t = tolerant_protocol(base, f)
+            rows.append({"step": step["name"], "label": label, "protocol": name, "n": t.n, "tolerate": t.fraction,
+                         "honest_min": t.h0, "honest_fraction": t.h0 / t.n, "param": t.param,
+                         "base_value": t.base_value, "value": t.value, "target_eps": t.target_eps, "delta": t.delta,
+                         "eps_defended_lower": t.eps_defended_h0[0], "eps_defended_upper": t.eps_defended_h0[1],
+                         "eps_undefended_lower": t.eps_base_h0[0], "eps_undefended_upper": t.eps_base_h0[1],
+                         "mse_undefended": t.mse_base, "mse_defended": t.mse_defended, "mse_ratio": t.mse_ratio,
+                         "certified": bool(t.certified)})
+    return pd.DataFrame(rows)
 
 
 def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
@@ -363,7 +387,7 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
                 for s in sc["sweep"] if s not in active_sweeps(sc, quick)]
     numbers: list[dict] = []
     maps: dict[str, pd.DataFrame] = {}
-    for kind in ("sweep", "curve", "table", "training", "cells"):
+    for kind in ("sweep", "curve", "table", "training", "cells", "defence"):
         for s in (active_sweeps(sc, quick) if kind == "sweep" else sc[kind]):
             t = time.perf_counter()
             log(f"{kind} {s['name']} …")
@@ -375,6 +399,8 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
                 df = run_curve_step(s, quick)
             elif kind == "training":
                 df = run_training_step(s, sc, quick)
+            elif kind == "defence":
+                df = run_defence_step(s, quick)
             elif kind == "cells":
                 df, m, nums = run_cells(s, sc, quick)
                 if len(m):
@@ -404,7 +430,7 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
     pngs: list[str] = []
     plots_skipped = ""
     figures: dict[str, list[tuple[str, dict]]] = {}
-    for kind in ("sweep", "curve", "training", "cells"):
+    for kind in ("sweep", "curve", "training", "cells", "defence"):
         for s in (active_sweeps(sc, quick) if kind == "sweep" else sc[kind]):
             if kind == "cells" and (s["grid"] is None or s["name"] not in maps):
                 continue  # a [[cells]] step is drawn only as heatmaps
@@ -422,7 +448,8 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
                 if "cells" in kinds_:
                     plot_heatmaps(steps, maps, out / f"{fig}.png", title)
                 else:
-                    plot = plot_sweeps if "sweep" in kinds_ else plot_training if "training" in kinds_ else plot_curves
+                    plot = plot_sweeps if "sweep" in kinds_ else plot_training if "training" in kinds_ else \
+                        plot_defence if "defence" in kinds_ else plot_curves
                     plot(steps, frames, out / f"{fig}.png", title)
                 pngs.append(f"{fig}.png")
             if len(papers):

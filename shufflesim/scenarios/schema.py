@@ -6,6 +6,9 @@ A scenario file (TOML) has top-level keys :data:`TOP` and any number of steps of
 * ``[[curve]]`` — accountant calls: δ(ε) (or ε(δ)) of a mechanism description over a grid of ε;
 * ``[[table]]`` — a published table recomputed by a study (``balle2020``: seed 004 Table 3);
 * ``[[training]]`` — federated training (FLAME, :mod:`shufflesim.federated`): accuracy per round;
+* ``[[defence]]`` — seed 004 §8's defence against dishonest or absent users: each protocol calibrated to keep
+  its (ε, δ) whenever at least ⌈(1 − F)n⌉ users are honest, its certificate, its MSE price and the ε the
+  undefended protocol is left with at that honest count (:func:`shufflesim.validation.dishonest.tolerant_protocol`);
 * ``[[cells]]`` — per-cell errors |π̂_x − π_x| of a histogram protocol at chosen cells x (seed 003's
   individual-specific utility, Tables V–VI) and, with ``grid``, heatmaps of the true and estimated cell
   distributions (Figures 4–5).
@@ -67,6 +70,7 @@ TOP: dict[str, Key] = {
     "table": Key((list,), False, [], items=(dict,)),
     "training": Key((list,), False, [], items=(dict,)),
     "cells": Key((list,), False, [], items=(dict,)),
+    "defence": Key((list,), False, [], items=(dict,)),
 }
 
 PAPER: dict[str, Key] = {
@@ -180,7 +184,23 @@ CELLS: dict[str, Key] = {
     "paper": Key((dict,), False, None, doc="the paper's printed values (keys: " + ", ".join(PAPER) + ")"),
 }
 
-SECTIONS = {"sweep": SWEEP, "curve": CURVE, "table": TABLE, "training": TRAINING, "cells": CELLS}
+#: the protocols whose guarantee depends on the other users' noise (the tolerate-F defence calibrates them)
+DEFENCE_PROTOCOLS = ("krr", "blanket-sum", "cheu-sum", "recursive-sum", "ikos-sum")
+
+DEFENCE: dict[str, Key] = {
+    "name": Key((str,), True),
+    "protocol": Key((str,), True, listable=True, choices=DEFENCE_PROTOCOLS),
+    "n": Key((int,), True, minimum=2),
+    "params": Key((dict,), False, {}, doc="protocol options (scalars), the same for every protocol of the step"),
+    "tolerate": Key((int, float), True, listable=True, minimum=0, maximum=0.99,
+                    doc="fractions F of dishonest or absent users to tolerate (F in [0, 0.99])"),
+    "quick_tolerate": Key((int, float), False, None, listable=True, minimum=0, maximum=0.99),
+    "label": Key((str,), False, None, doc="label template ({protocol})"),
+    "figure": Key((str,), False, None),
+}
+
+SECTIONS = {"sweep": SWEEP, "curve": CURVE, "table": TABLE, "training": TRAINING, "cells": CELLS,
+            "defence": DEFENCE}
 
 
 def _tname(types: tuple) -> str:
@@ -358,7 +378,7 @@ def validate(doc: dict) -> dict:
     for i, c in enumerate(top["claims"]):
         if c.count("/") != 1:
             raise ScenarioError(f"claims[{i}]: {c!r} is not allowed (allowed: 'paper/id' of scenarios/claims/)")
-    if not any(top[k] for k in ("sweep", "curve", "table", "training", "cells", "claims")):
+    if not any(top[k] for k in ("sweep", "curve", "table", "training", "cells", "defence", "claims")):
         raise ScenarioError("the scenario has nothing to run (give at least one [[sweep]], [[curve]], [[table]], "
                             "[[training]], [[cells]] or claims)")
     return top

@@ -137,7 +137,15 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
     for s in sc["cells"]:
         for _ in _as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
             total += 1.0 + 2e-4 * cells_trials(s, quick)
+    for s in sc["defence"]:  # a calibration and two certificates: about two seconds a point at n = 1000
+        total += 2.0 * len(_as_list(s["protocol"])) * len(defence_fractions(s, quick))
     return total
+
+
+def defence_fractions(step: dict, quick: bool) -> list[float]:
+    """The fractions F a [[defence]] step tolerates in this mode (``quick_tolerate`` in quick mode if given)."""
+    return [float(f) for f in _as_list(step["quick_tolerate"] if quick and step["quick_tolerate"] is not None
+                                       else step["tolerate"])]
 
 
 def cells_trials(step: dict, quick: bool) -> int:
@@ -316,6 +324,19 @@ def training_points(axes: dict[str, list]) -> list[dict]:
     return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
+def _check_defence(where: str, step: dict) -> None:
+    """A [[defence]] step: every protocol is constructible at n with the step's params (nothing calibrated yet)."""
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.pipeline import registry
+
+    _label_fields(where, step["label"], {"protocol"})
+    for name in _as_list(step["protocol"]):
+        try:
+            registry.create(name, step["n"], **step["params"])
+        except (ShufflesimError, TypeError, ValueError) as e:
+            raise ScenarioError(f"{where}.params: {name}: {e}") from None
+
+
 def _check_claims(ids: list[str]) -> None:
     from shufflesim.validation import claims as registry
 
@@ -353,10 +374,12 @@ def check_runnable(sc: dict, quick: bool) -> None:
                         raise ScenarioError(f"table[{i}].{key}: {r!r} is not allowed (allowed: {', '.join(ROW_KEYS)})")
         for i, s in enumerate(sc["training"]):
             _check_training(f"training[{i}]", s)
+        for i, s in enumerate(sc["defence"]):
+            _check_defence(f"defence[{i}]", s)
         if sc["claims"]:
             _check_claims(sc["claims"])
         kinds: dict[str, set] = {}  # one figure draws one kind of step
-        for section in ("sweep", "curve", "training", "cells"):
+        for section in ("sweep", "curve", "training", "cells", "defence"):
             for s in sc[section]:
                 kinds.setdefault(s["figure"] or s["name"], set()).add(section)
         for fig, ks in kinds.items():
