@@ -216,8 +216,10 @@ def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: f
     dl = [float(d) for d in (delta if isinstance(delta, (list, tuple, np.ndarray)) else [delta])]
     uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
     column_tail = max(min(COLUMN_TAIL, 1e-7 * min(dl) / uses), 1e-300)
+    # composed: the FFT grid only as fine as the eps precision asked needs (a quarter of rtol each side)
+    num_eps = {"eps_rtol": rtol / 4, **numerics} if uses > 1 else numerics
     for nb in blocks:
-        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.epsilon(delta), column_tail)
+        up, lo = _run(accountant, pairs, nb, compositions, num_eps, lambda acc: acc.epsilon(delta), column_tail)
         res = [_merge_eps(u, l, nb) for u, l in zip(up, lo)]
         if all(_eps_width(r) <= rtol for r in res):
             break
