@@ -838,11 +838,16 @@ class TightAccountant:
         e = e_guess
         lo_e, up_e = 0.0, e_guess
         width = math.inf
+        state = None
         for _ in range(num.max_refinements + 6):
             self.answers([e], tau_d)
             lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
             if not math.isfinite(up_e):
                 break
+            now = (sum(len(sol.results) for sol in self._dirs), lo_e, up_e)
+            if now == state:
+                break  # nothing was built and nothing moved: a smaller tau cannot help here
+            state = now
             width = (up_e - lo_e) / up_e if up_e > 0 else 0.0
             if width <= rt:
                 break
@@ -951,65 +956,59 @@ def _eps_interval_vec(both, delta: float, eps_max: float, xtol: float, rtol: flo
 
     The contract of :func:`~.calibrate.eps_interval_for_delta`: eps_upper is an *evaluated* eps with
     delta_upper(eps_upper) <= delta (so eps(delta) <= eps_upper), eps_lower an *evaluated* eps with
-    delta_lower(eps_lower) > delta (so eps(delta) > eps_lower), each within ``xtol + rtol |eps|`` of an
-    evaluated point on the other side (or the search interval exhausted).  Certification rests on these
-    per-point facts only, not on the monotonicity of the computed bounds; each pass puts ``points`` points
-    in each open bracket (bad, good) (geometrically spaced while the bracket starts at 0, where eps(delta)
-    may be many orders below eps_max), and the bracket becomes (largest evaluated bad point below the
-    smallest good one, that good point)."""
+    delta_lower(eps_lower) > delta (so eps(delta) > eps_lower; 0 when no evaluated point has one), each
+    within ``xtol + rtol |eps|`` of an evaluated point on the other side (or no point fits between).
+    Certification rests on these per-point facts only, not on the monotonicity of the computed bounds: the
+    upper end is the smallest evaluated eps whose upper bound meets delta, the lower end the largest whose
+    lower bound exceeds it; each pass puts ``points`` points into each end's open bracket (geometrically
+    spaced while it starts at 0, where eps(delta) may be many orders below eps_max)."""
     hi = max(float(eps_max), 0.0) or 1e-300
-    l0, u0 = both(np.array([0.0, hi]))
-    if np.any(np.isnan(l0)) or np.any(np.isnan(u0)):
-        raise ParameterError("delta bounds are nan at eps = 0 or eps_max")
-    # brackets [bad, good] per end (0: upper, 1: lower); None once settled
-    res = [0.0, 0.0]
-    br: list = [None, None]
-    for k, vals in ((0, u0), (1, l0)):
-        if vals[0] <= delta:
-            res[k] = 0.0
-        elif vals[1] > delta:
-            res[k] = math.inf
+    xs = np.concatenate(([0.0], hi * np.geomspace(1e-12, 1.0, points)))
+    lo_v, up_v = both(xs)
+    if np.any(np.isnan(lo_v)) or np.any(np.isnan(up_v)):
+        raise ParameterError("delta bounds are nan in the eps search")
+
+    def brackets():
+        """((bad, good) or None, value) per end, from every point evaluated so far."""
+        out = []
+        ok = up_v <= delta  # upper end: the smallest evaluated eps with delta_upper <= delta
+        if not np.any(ok):
+            out.append((None, math.inf))
         else:
-            br[k] = [0.0, hi]
+            good = float(xs[ok].min())
+            bad_set = xs[(~ok) & (xs < good)]
+            out.append(((float(bad_set.max()), good), good) if bad_set.size else (None, good))
+        big = lo_v > delta  # lower end: the largest evaluated eps with delta_lower > delta
+        if not np.any(big):
+            out.append((None, 0.0))
+        else:
+            bad = float(xs[big].max())
+            good_set = xs[(~big) & (xs > bad)]
+            out.append(((bad, float(good_set.min())), bad) if good_set.size else (None, math.inf))
+        return out
+
     for _ in range(max_passes):
-        open_ = [k for k in (0, 1) if br[k] is not None
-                 and br[k][1] - br[k][0] > xtol + rtol * max(abs(br[k][0]), abs(br[k][1]))]
-        if not open_:
-            break
         grids = []
-        for k in open_:
-            bad, good = br[k]
-            if bad == 0.0:
-                # geometric down to 1e-12 of good (then linear): eps(delta) may be far below eps_max
-                g = good * np.geomspace(1e-12, 1.0, points + 1)[:-1]
-            else:
-                g = np.linspace(bad, good, points + 2)[1:-1]
-            grids.append(g[(g > bad) & (g < good)])
-        xs = np.unique(np.concatenate(grids))
-        if xs.size == 0:
-            break
-        lo_v, up_v = both(xs)
-        if np.any(np.isnan(lo_v)) or np.any(np.isnan(up_v)):
-            raise ParameterError("delta bounds are nan in the eps search")
-        for k in open_:
-            bad, good = br[k]
-            v = up_v if k == 0 else lo_v
-            inside = (xs > bad) & (xs < good)
-            ok = inside & (v <= delta)
-            if np.any(ok):
-                good = float(xs[ok].min())
-            worse = inside & (v > delta) & (xs < good)
-            if np.any(worse):
-                bad = float(xs[worse].max())
-            if [bad, good] == br[k]:
-                br[k] = None  # no evaluated point strictly inside: the bracket cannot shrink further
-                res[k] = good if k == 0 else bad
+        for br, _v in brackets():
+            if br is None:
                 continue
-            br[k] = [bad, good]
-    for k in (0, 1):
-        if br[k] is not None:
-            res[k] = br[k][1] if k == 0 else br[k][0]
-    eps_up, eps_lo = res
+            bad, good = br
+            a, b = min(bad, good), max(bad, good)
+            if b - a <= xtol + rtol * b:
+                continue
+            g = (b * np.geomspace(1e-12, 1.0, points + 1)[:-1] if a == 0.0
+                 else np.linspace(a, b, points + 2)[1:-1])
+            g = g[(g > a) & (g < b)]
+            if g.size:
+                grids.append(g)
+        if not grids:
+            break
+        new = np.unique(np.concatenate(grids))
+        lv, uv = both(new)
+        if np.any(np.isnan(lv)) or np.any(np.isnan(uv)):
+            raise ParameterError("delta bounds are nan in the eps search")
+        xs, lo_v, up_v = np.concatenate((xs, new)), np.concatenate((lo_v, lv)), np.concatenate((up_v, uv))
+    (_, eps_up), (_, eps_lo) = brackets()
     return min(eps_lo, eps_up), eps_up
 
 
