@@ -116,3 +116,20 @@ def test_thousandfold_eps_rtol_against_default_precision(kind, eps0, kk, gamma, 
     d = TightAccountant(rows, compositions=1000).epsilon([1e-9])[0]
     assert b.eps_lower <= d.eps_upper and d.eps_lower <= b.eps_upper, (b, d)
     assert b.eps_upper - b.eps_lower <= 1e-3 * b.eps_upper, b
+
+
+# --------------------------------------------------------------------- delta(eps): the column truncation
+
+def test_bucketed_delta_column_tail_follows_the_answer():
+    """At an eps where delta ~ 1e-18 (far below the default 1e-16 per row), the bucketed delta(eps) rebuilds
+    its rows with a column tail following the answer: it contains the exact row engine's interval and is
+    narrow (with the fixed 1e-16 the upper end would be ~1e-16, a hundred times the truth)."""
+    from shufflesim.accounting.bucketed import COLUMN_TAIL, DEFAULT_RTOL, bucketed_delta
+
+    pair = stronger_clones_pair(100_000, 1.0, as_rows=True, tail_bound=1e-26)
+    eps = TightAccountant(pair).epsilon([1e-18])[0].eps_upper
+    exact = TightAccountant(pair).delta([eps])[0]
+    assert exact.delta_upper < 1e-2 * COLUMN_TAIL
+    got = bucketed_delta(pair, [eps], accountant=TightAccountant)[0]
+    assert got.delta_lower <= exact.delta_lower and exact.delta_upper <= got.delta_upper
+    assert (got.delta_upper - got.delta_lower) / got.delta_upper <= 10 * DEFAULT_RTOL

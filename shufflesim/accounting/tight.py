@@ -1135,7 +1135,7 @@ def _exact_instead(pairs, compositions: int, results) -> bool:
     """True when a bucketed single-use answer is wider than :data:`BUCKET_MAX_WIDTH` and the exact row engine
     is estimated to fit in memory and to take at most :data:`EXACT_FALLBACK_SECONDS`: its answer is then the
     one returned (narrower; both are certified)."""
-    from shufflesim.accounting import estimates as E
+    from shufflesim.accounting.estimates import exact_row_engine_estimate
     from shufflesim.core.resources import ResourceError, check_memory
 
     seq = pairs if isinstance(pairs, (list, tuple)) else [pairs]
@@ -1143,13 +1143,11 @@ def _exact_instead(pairs, compositions: int, results) -> bool:
         return False
     if all(_rel_width(r) <= BUCKET_MAX_WIDTH for r in results):
         return False
-    p = seq[0]
-    atoms = float(p.n_atoms)
-    need = E._FIXED_BYTES + 64.0 * p.N.size + E._BYTES_PER_TABLE_ENTRY * atoms / 2
-    if 1.0 + E._SECONDS_PER_ATOM * atoms > EXACT_FALLBACK_SECONDS:
+    est = exact_row_engine_estimate(seq[0])
+    if est.seconds > EXACT_FALLBACK_SECONDS:
         return False
     try:
-        check_memory(need, "exact row engine (fallback)", "")
+        check_memory(est.bytes, "exact row engine (fallback)", "")
     except ResourceError:
         return False
     return True
