@@ -834,7 +834,12 @@ class TightAccountant:
         (:func:`_eps_interval_vec`)."""
         num = self.numerics
         rt = float(num.eps_rtol)
+        # first delta accuracy from the Chernoff tilt at the guess (lam* = the log-slope of the Chernoff bound)
         tau_d = 0.1
+        slopes = [sol.chernoff(e_guess, exact=False)[1] for sol in self._dirs]
+        slopes = [v for v in slopes if math.isfinite(v) and v > 0]
+        if slopes and e_guess > 0:
+            tau_d = min(0.1, max(0.5 * rt * max(slopes) * e_guess, 1e-6))
         e = e_guess
         lo_e, up_e = 0.0, e_guess
         width = math.inf
