@@ -216,8 +216,10 @@ def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: f
     dl = [float(d) for d in (delta if isinstance(delta, (list, tuple, np.ndarray)) else [delta])]
     uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
     column_tail = max(min(COLUMN_TAIL, 1e-7 * min(dl) / uses), 1e-300)
+    # composed: the FFT grid only as fine as the eps precision asked needs (a quarter of rtol each side)
+    num_eps = {"eps_rtol": rtol / 4, **numerics} if uses > 1 else numerics
     for nb in blocks:
-        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.epsilon(delta), column_tail)
+        up, lo = _run(accountant, pairs, nb, compositions, num_eps, lambda acc: acc.epsilon(delta), column_tail)
         res = [_merge_eps(u, l, nb) for u, l in zip(up, lo)]
         if all(_eps_width(r) <= rtol for r in res):
             break
@@ -229,15 +231,32 @@ def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: f
 def bucketed_delta(pairs, eps, *, accountant, compositions: int = 1, rtol: float = DEFAULT_RTOL,
                      blocks: tuple[int, ...] = BLOCK_STEPS, **numerics):
     """Certified delta(eps) intervals through bucket rows (blocks refined until the relative width in
-    delta is <= 10 ``rtol`` or the block counts are exhausted)."""
+    delta is <= 10 ``rtol`` or the block counts are exhausted).
+
+    The column truncation follows the answer (as :func:`bucketed_epsilon`'s follows the delta asked): a first
+    pass at :data:`COLUMN_TAIL`; where the smallest positive delta found is so small that the truncated mass
+    (per row, per use) exceeds 1e-7 of it, the rows are rebuilt with a column tail 1e-7 delta / uses and
+    the answer recomputed (e.g. delta ~ 1e-18 at n = 1e9)."""
+    uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
+    column_tail = COLUMN_TAIL
     res = None
-    for nb in blocks:
-        up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.delta(eps))
-        res = [_merge_delta(u, l, nb) for u, l in zip(up, lo)]
-        if all(_delta_width(r) <= 10 * rtol for r in res):
+    for _attempt in range(2):
+        res = None
+        for nb in blocks:
+            up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.delta(eps), column_tail)
+            res = [_merge_delta(u, l, nb) for u, l in zip(up, lo)]
+            if all(_delta_width(r) <= 10 * rtol for r in res):
+                break
+            if any(_delta_width(u) > 5 * rtol for u in up if getattr(u, "applicable", True)):
+                break  # the engine's own interval is the wider part: more blocks cannot help
+        seen = [v for r in res if getattr(r, "applicable", True)
+                for v in ((r.delta_lower or 0.0), r.delta_upper) if v > 0]
+        if not seen:
             break
-        if any(_delta_width(u) > 5 * rtol for u in up if getattr(u, "applicable", True)):
-            break  # the engine's own interval is the wider part: more blocks cannot help
+        need = max(min(COLUMN_TAIL, 1e-7 * min(seen) / uses), 1e-300)
+        if need >= column_tail:
+            break
+        column_tail = need
     return res
 
 

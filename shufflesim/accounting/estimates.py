@@ -50,6 +50,15 @@ def _seq(pairs):
     return list(pairs) if isinstance(pairs, (list, tuple)) else [pairs]
 
 
+def exact_row_engine_estimate(rows) -> Estimate:
+    """Estimate of the exact row engine (:class:`~.rows_pld.RowsPLD`'s tail tables, single use) on a pair in
+    row form (:class:`~.binomial_rows.BinomialRows`): the tail tables start at N/2 - 1, about half the
+    atoms.  Public for the engine choice of :mod:`.tight` (its fallback from wide bucket rows)."""
+    atoms = float(rows.n_atoms)
+    return Estimate(_FIXED_BYTES + 8.0 * 8 * rows.N.size + _BYTES_PER_TABLE_ENTRY * atoms / 2,
+                    1.0 + _SECONDS_PER_ATOM * atoms, "exact row engine")
+
+
 def _single(p, uses: int = 1) -> Estimate:
     from shufflesim.accounting.binomial_rows import BinomialRows
     from shufflesim.accounting.bucketed import BLOCK_STEPS, needs_buckets
@@ -63,10 +72,7 @@ def _single(p, uses: int = 1) -> Estimate:
             atoms = BLOCK_STEPS[0] * 8.5 * math.sqrt(nmax)
             return Estimate(_FIXED_BYTES + rows_bytes + _BYTES_PER_TABLE_ENTRY * atoms,
                             2.0 + 2 * 4 * _SECONDS_PER_ATOM * atoms + 2e-5 * p.N.size, "bucket rows")
-        atoms = float(p.n_atoms)
-        # single use: tail tables from N/2 - 1 (about half the atoms)
-        return Estimate(_FIXED_BYTES + rows_bytes + _BYTES_PER_TABLE_ENTRY * atoms / 2,
-                        1.0 + _SECONDS_PER_ATOM * atoms, "exact row engine")
+        return exact_row_engine_estimate(p)
     size = float(getattr(p, "size", 0) or 0)
     return Estimate(_FIXED_BYTES + 64.0 * size, 0.5 + 1e-7 * size, "exact atoms")
 

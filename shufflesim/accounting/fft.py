@@ -56,7 +56,10 @@ component is handled at a time; delta = max over the two directions of the compo
      normalisers, the folding sums): rel = 1.01 N theta_max + REL_SLACK; non-negative inputs perturbed
      by factors (1 + theta) give outputs perturbed by at most (1 + theta_max)^N.
    * gamma covers the evaluation of sum_j w_j c^_j through suffix sums computed by a first-order
-     recursion (lfilter), gamma = (3M + 30) u + 8u (1 + lam)(max|s| + |eps| + 1).
+     recursion (lfilter), gamma = (3M + 40) u + 8u (1 + lam)(max|s| + |eps| + 1); the signed suffix
+     sums are the difference of those of max(c^, 0) and max(-c^, 0) (the absolute ones their sum: two
+     more roundings, in the constant), and a window sum sum_{i0 <= j <= i1} a^{j-i0} c^+_j is read as
+     U[i0] - a^L U[i1 + 1] with the same relative error bound gamma (U[i0] + a^L U[i1 + 1]) (issue 21).
 
    The round-off floor of the plain accountant (lam = 0) is rho ||w||_2 ~ 1e-10..1e-9 of the total
    mass for M ~ 1e6; below it :mod:`.tight` tilts (or, if tilting is disabled, falls back to
@@ -273,7 +276,7 @@ class GridComposition:
             else:
                 log_w = half_log_n
             log_rho = math.log(self.rho) if self.rho > 0 else NEG_INF
-        gamma = (3 * M + 30) * U + 8 * U * (1 + lam) * (self.s_absmax + np.abs(eps) + 1)
+        gamma = (3 * M + 40) * U + 8 * U * (1 + lam) * (self.s_absmax + np.abs(eps) + 1)
         return {"j0": j0, "log_e1": -lam * d0, "r2": np.exp(-d0), "log_cl": log_cl, "log_ro": log_rho + log_w,
                 "gamma": gamma, "logpre": self.log_norm - lam * eps, "beyond": eps >= self.s_max}
 
@@ -319,21 +322,32 @@ class GridComposition:
         e^{Lambda - lam eps}(1 + rel) because e^{-lam(s - eps)} <= 1 there.
         """
         h, lam, M, lo, n = self.h, self.lam, self.M, self.window.lo, self.n_total
-        cp = self.suffixes["cpos"]
         span = n * h
         ja = np.floor((eps - span) / h - lo).astype(np.int64)
         jb = np.ceil((eps + span) / h - lo).astype(np.int64)
-        width = int(np.max(jb - ja)) + 1
-        idx = ja[:, None] + np.arange(width)[None, :]
-        valid = (idx >= 0) & (idx < M) & (idx <= jb[:, None])
-        idxc = np.clip(idx, 0, M - 1)
-        svals = (lo + idxc) * h
-        logw = np.where(valid, -lam * (svals - eps[:, None]), NEG_INF)
-        top_w = np.max(logw, axis=1)
-        top_w = np.where(np.isfinite(top_w), top_w, 0.0)
-        w = np.exp(logw - top_w[:, None])  # <= 1
-        win = np.sum(w * cp[idxc], axis=1) * (1 + (width + 4) * U)
-        win += self.rho * np.sqrt(np.sum(w * w, axis=1))
+        # the window's grid indices [i0, i1]; its weighted sum from the suffix sums U of max(c^, 0) at ratio
+        # a = e^{-lam h} (issue 21: O(1) per eps instead of O(n)):  sum_{i0 <= j <= i1} a^{j - i0} cp_j =
+        # U[i0] - a^L U[i1 + 1], L = i1 - i0 + 1, evaluated with error <= gamma (U[i0] + a^L U[i1 + 1])
+        # (gamma of _common covers the suffix recursion and the power); sum of the squared weights
+        # sum_{k < L} a^{2k} in closed form
+        i0 = np.clip(ja, 0, M)
+        i1 = np.clip(jb, -1, M - 1)
+        L = np.maximum(i1 - i0 + 1, 0)
+        empty = L == 0
+        i0c = np.where(empty, M, i0)
+        top_w = np.where(empty, 0.0, -lam * ((lo + np.minimum(i0c, M - 1)) * h - eps))
+        Up = self.suffixes["pos"][0]
+        aL = np.exp(-lam * h * L)
+        nxt = Up[np.minimum(i0c + L, M)]
+        gamma = (3 * M + 40) * U + 8 * U * (1 + lam) * (self.s_absmax + np.abs(eps) + 1)
+        head = Up[i0c]
+        win = np.maximum(head - aL * nxt, 0.0) + gamma * (head + aL * nxt)
+        if lam > 0:
+            sq = np.expm1(-2 * lam * h * L) / math.expm1(-2 * lam * h)
+        else:
+            sq = L.astype(float)
+        sq = sq * (1 + 1e-12) + L * 1e-300
+        win = np.where(empty, 0.0, win + self.rho * np.sqrt(sq))
         win *= 1 + self.rel
         log_win = self._log(win) + top_w
         # tilted mass beyond the window that could fall in (eps - span, eps + span]
@@ -458,8 +472,13 @@ def compose_grid(comps: GridComponents, *, lam: float, window: Window, workers: 
         sfx["pos"] = (_suffix(cp, a1), _suffix(cp, a2))
         sfx["cpos"] = cp
     if placement.gives_lower:
-        ca = np.abs(c)
-        sfx["signed"] = (_suffix(c, a1), _suffix(c, a2), _suffix(ca, a1), _suffix(ca, a2))
+        # signed suffixes as (suffix of max(c, 0)) - (suffix of max(-c, 0)), their absolute counterparts as the
+        # sum: two recursions fewer when both ends are needed (issue 21); the two extra roundings of the
+        # difference / sum are inside gamma's constant (see _common)
+        cn = np.maximum(-c, 0.0)
+        Pn = (_suffix(cn, a1), _suffix(cn, a2))
+        Pp = sfx["pos"] if placement.gives_upper else (_suffix(np.maximum(c, 0.0), a1), _suffix(np.maximum(c, 0.0), a2))
+        sfx["signed"] = (Pp[0] - Pn[0], Pp[1] - Pn[1], Pp[0] + Pn[0], Pp[1] + Pn[1])
     s_absmax = max(abs(lo), abs(lo + M), abs(kmin), abs(kmax)) * h
     # beyond s_max the finite part is exactly 0: the grid's largest sum (down grid: it is below the
     # true maximum, which is irrelevant for a lower bound) or the atoms' largest sum, whichever is smaller

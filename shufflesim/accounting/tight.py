@@ -51,7 +51,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
-from shufflesim.accounting.calibrate import calibrate, eps_interval_for_delta
+from shufflesim.accounting.calibrate import calibrate
 from shufflesim.accounting.binomial_rows import BinomialRows
 from shufflesim.accounting.discretisation import Discretisation, discretisation_from
 from shufflesim.accounting.exact_compose import compose_two
@@ -74,6 +74,9 @@ BASE_POINTS = 2**22
 #: pairs in row form are streamed onto a base grid of spacing (loss range) / ROWS_BASE_POINTS; a grid
 #: finer than that streams them again (see _DirectionFFT._grids_at)
 ROWS_BASE_POINTS = 2**19
+#: an existing FFT result's tilt is reused at an eps whose Chernoff-optimal tilt is within this relative
+#: distance (see _DirectionFFT.ensure)
+LAM_REUSE = 0.1
 #: the accuracy fallback composes a 2-fold composition exactly (pairwise) up to this many composed atoms
 #: (about 2 s and 0.5 GB at the limit)
 FALLBACK_MAX_ATOMS = 8_000_000
@@ -104,6 +107,12 @@ class Numerics:
                      larger (e.g. deltas that are zero up to rounding) [0.0]
     max_refinements  grid refinements before giving up [4]
     workers          threads for scipy.fft [1]
+    eps_rtol         :meth:`TightAccountant.epsilon` on the FFT path: the relative width
+                     (eps_upper - eps_lower)/eps_upper to aim at; the delta accuracy asked at eps(delta)
+                     then follows it (about eps_rtol times the log-slope of delta(eps)), so the grid is
+                     only as fine as the eps asked needs, not as fine as target_accuracy in delta would
+                     make it (issue 21).  accuracy_met then says whether eps_rtol was met [None: the
+                     delta accuracy target_accuracy at eps(delta)]
     """
 
     target_accuracy: float | None = 1e-3
@@ -117,6 +126,7 @@ class Numerics:
     absolute_accuracy: float = 0.0
     max_refinements: int = 4
     workers: int = 1
+    eps_rtol: float | None = None
 
     def __post_init__(self) -> None:
         if self.target_accuracy is not None:
@@ -133,6 +143,8 @@ class Numerics:
         check_real("absolute_accuracy", self.absolute_accuracy, low=0.0, high=1.0)
         check_int("max_refinements", self.max_refinements, minimum=0)
         check_int("workers", self.workers, minimum=1)
+        if self.eps_rtol is not None:
+            check_real("eps_rtol", self.eps_rtol, low=0.0, high=1.0, low_open=True, high_open=True)
         discretisation_from(self.discretisation)  # validates the name
         if not isinstance(self.tilt, bool):
             raise ParameterError(f"tilt must be True or False; got {self.tilt!r}")
@@ -394,7 +406,7 @@ class _DirectionFFT:
             self.tail_bounds[float(eps)] = (float(tl[0]), float(tu[0]), reason)
 
     # ---- the adaptive procedure
-    def ensure(self, eps: float, ref: float) -> str:
+    def ensure(self, eps: float, ref: float, tau: float | None = None) -> str:
         """Certify the interval at eps to the target accuracy.
 
         Returns "fft" (certified by the FFT), "exact" (eps beyond the largest loss), "tails"
@@ -403,7 +415,8 @@ class _DirectionFFT:
         branch updates the same refinement state (tilt, spacing, window tolerance, pruning budget).
         """
         num = self.num
-        tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
+        if tau is None:
+            tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
         e = np.array([eps])
 
         def good() -> bool:
@@ -426,6 +439,15 @@ class _DirectionFFT:
         lam = 0.0
         if num.tilt and log_ch < math.log(1e-3):
             lam = lam_star
+            # an existing tilt close to this eps's Chernoff-optimal one is as good (any lam >= 0 is certified,
+            # module docstring of .fft; 5% off the optimum costs ~0.5 var (0.05 lam)^2 nats of relative
+            # accuracy, ~0.2 at log delta ~ -20): reuse it and continue its refinement instead of
+            # restarting from the coarse grid at every eps the search visits
+            tilts = [r.lam for r in self.results if r.lam > 0]
+            if tilts:
+                near = min(tilts, key=lambda t: abs(t - lam_star))
+                if abs(near - lam_star) <= LAM_REUSE * lam_star:
+                    lam = near
         tau_w = 1e-7 * tau
         same = [r for r in self.results if r.lam == lam]
         if same:
@@ -474,11 +496,20 @@ class _DirectionFFT:
                 h_new = width_loss / (0.95 * limit)
                 if h_new >= h * 0.999:
                     break
-            h = h_new
-            try:
-                r = self.build(lam, h, tau_w)
-            except AccuracyError:
+            built = None
+            for _retry in range(4):
+                try:
+                    built = self.build(lam, h_new, tau_w)
+                    break
+                except AccuracyError:
+                    # the window (widened by a smaller tau_w) needs more than max_grid_size points at
+                    # h_new: a somewhat coarser grid may still fit and narrow the interval
+                    h_new *= 1.3
+                    if h_new >= h * 0.999:
+                        break
+            if built is None:
                 break
+            h, r = h_new, built
         if good():
             return "fft"
         self._add_tails(eps, "accuracy")
@@ -577,7 +608,7 @@ class TightAccountant:
         ans = self.answers(eps)
         return (np.array([a.lower for a in ans]), np.array([a.upper for a in ans]), [a.notes for a in ans])
 
-    def answers(self, eps) -> list[_Answer]:
+    def answers(self, eps, tau: float | None = None) -> list[_Answer]:
         """The best certified interval at each eps, and whether it meets the target accuracy.
 
         Never raises for a target that is out of reach: the FFT grid is refined up to
@@ -599,9 +630,9 @@ class TightAccountant:
                     else max(float(d.tail) for d in self._exact.directions))
             return [self._judge(float(e), float(l), float(u), (note,), float(e) >= eps_max, tail)
                     for e, l, u in zip(eps, lo, up)]
-        return [self._fft_answer(float(e)) for e in eps]
+        return [self._fft_answer(float(e), tau) for e in eps]
 
-    def _fft_answer(self, e: float) -> _Answer:
+    def _fft_answer(self, e: float, tau: float | None = None) -> _Answer:
         """One eps on the FFT path: each direction certified adaptively, the fallback where it fails."""
         e_arr = np.array([e])
         order = sorted(range(len(self._dirs)), key=lambda d: -self._dirs[d].chernoff(e, exact=False)[0])
@@ -611,7 +642,7 @@ class TightAccountant:
         beyond = True
         for d in order:
             sol = self._dirs[d]
-            status = sol.ensure(e, ref)
+            status = sol.ensure(e, ref, tau)
             lo, up = sol.interval(e_arr)
             if status == "fail":
                 failed.append(sol)
@@ -631,9 +662,10 @@ class TightAccountant:
                 dn.append(f"FFT grid could not certify the target: exact pairwise composition of the atoms "
                           f"({exact.pq.size}+{exact.qp.size} composed atoms) used as the accuracy fallback")
         dn.append(f"composed n_c={self.n_total} ({len(self.plds)} distinct pair(s))")
-        return self._judge(e, lo_e, up_e, tuple(dict.fromkeys(dn)), beyond, tail)
+        return self._judge(e, lo_e, up_e, tuple(dict.fromkeys(dn)), beyond, tail, tau)
 
-    def _judge(self, e: float, lo: float, up: float, notes: tuple[str, ...], beyond: bool, tail: float) -> _Answer:
+    def _judge(self, e: float, lo: float, up: float, notes: tuple[str, ...], beyond: bool, tail: float,
+               tau: float | None = None) -> _Answer:
         """An answer with ``accuracy_met`` set honestly (and a note saying why when it is False).
 
         The target is met when the relative width (up - lo)/up is within ``target_accuracy`` (1e-3 when
@@ -641,7 +673,8 @@ class TightAccountant:
         (where the finite part is exactly 0 and only the infinite-loss mass and the pairs' truncated
         mass remain, as on the FFT path)."""
         num = self.numerics
-        tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
+        if tau is None:
+            tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
         met = beyond or (up - lo) <= max(tau * up, num.absolute_accuracy)
         if not met:
             why = (f"the pairs' truncated (dropped) mass {tail:.3g} dominates the interval: delta(eps={e:.6g}) is "
@@ -731,6 +764,22 @@ class TightAccountant:
             lo, up = max(lo, float(xl[0])), min(up, float(xu[0]))
         return lo, max(up, lo)
 
+    def _combined_vec(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_combined` at many eps at once (FFT path): every direction's best certified interval
+        (one vectorised pass over each composed grid's suffix sums), the accuracy fallback if built."""
+        eps = np.asarray(eps, dtype=float)
+        lo = np.zeros(eps.shape)
+        up = np.zeros(eps.shape)
+        for sol in self._dirs:
+            l2, u2 = sol.interval(eps)
+            lo = np.maximum(lo, l2)
+            up = np.maximum(up, u2)
+        fb = self.__dict__.get("_fallback")
+        if fb is not None:
+            xl, xu = fb.delta_interval(eps)
+            lo, up = np.maximum(lo, xl), np.minimum(up, xu)
+        return lo, np.maximum(up, lo)
+
     def _eps_max(self) -> float:
         if self._exact is not None:
             return max(0.0, self._exact.max_finite_loss()) * (1 + 1e-12) + 1e-300
@@ -747,8 +796,6 @@ class TightAccountant:
         num = self.numerics
         out = []
         eps_max = self._eps_max()
-        upper = lambda x: self._combined(x)[1]  # noqa: E731
-        lower = lambda x: self._combined(x)[0]  # noqa: E731
         for d in deltas:
             d = float(d)
             if self._exact is not None:
@@ -758,10 +805,13 @@ class TightAccountant:
                 continue
             # first guess: where the (sketch) Chernoff bound meets the target; it is >= eps(delta)
             e_guess = self._chernoff_eps(d, eps_max)
+            if num.eps_rtol is not None:
+                out.append(self._epsilon_rtol(d, e_guess, eps_max))
+                continue
             up_e, lo_e = e_guess, 0.0
             for _ in range(num.max_refinements + 2):
                 self.answers([e_guess])
-                lo_e, up_e = eps_interval_for_delta(upper, lower, d, eps_max, xtol=num.eps_tol)
+                lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
                 if not math.isfinite(up_e) or abs(up_e - e_guess) <= 1e-12 + 1e-9 * up_e:
                     break
                 e_guess = up_e
@@ -769,9 +819,63 @@ class TightAccountant:
             ans = self.answers([at])[0]
             if not ans.accuracy_met:
                 # the fallback may have narrowed delta at the estimate: solve again on the best bounds
-                lo_e, up_e = eps_interval_for_delta(upper, lower, d, eps_max, xtol=num.eps_tol)
+                lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
             out.append(EpsBound(d, float(up_e), float(lo_e), "tight", ans.notes, accuracy_met=ans.accuracy_met))
         return out
+
+    def _epsilon_rtol(self, d: float, e_guess: float, eps_max: float) -> EpsBound:
+        """eps(d) on the FFT path with the grid refined only as far as ``eps_rtol`` needs (issue 21).
+
+        A delta interval of relative width tau at eps(delta) gives an eps interval of relative width
+        about tau / (s eps), s = -d log delta / d eps (the log-slope, read off the computed upper bound);
+        the delta accuracy asked is therefore 0.5 eps_rtol s eps, starting coarse (0.1) and tightened
+        until the eps interval meets eps_rtol (or the refinements run out).  Only *where* and *how
+        finely* the grid is refined changes: every end is an evaluated, certified point
+        (:func:`_eps_interval_vec`)."""
+        num = self.numerics
+        rt = float(num.eps_rtol)
+        # first delta accuracy from the Chernoff tilt at the guess (lam* = the log-slope of the Chernoff bound)
+        tau_d = 0.1
+        slopes = [sol.chernoff(e_guess, exact=False)[1] for sol in self._dirs]
+        slopes = [v for v in slopes if math.isfinite(v) and v > 0]
+        if slopes and e_guess > 0:
+            tau_d = min(0.1, max(0.5 * rt * max(slopes) * e_guess, 1e-6))
+        e = e_guess
+        lo_e, up_e = 0.0, e_guess
+        width = math.inf
+        state = None
+        for _ in range(num.max_refinements + 6):
+            self.answers([e], tau_d)
+            lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+            if not math.isfinite(up_e):
+                break
+            now = (sum(len(sol.results) for sol in self._dirs), lo_e, up_e)
+            if now == state:
+                break  # nothing was built and nothing moved: a smaller tau cannot help here
+            state = now
+            width = (up_e - lo_e) / up_e if up_e > 0 else 0.0
+            if width <= rt:
+                break
+            moved = abs(up_e - e) > 0.25 * rt * up_e
+            x = np.array([up_e, up_e * (1.0 + rt)])
+            _, u = self._combined_vec(x)
+            want = tau_d / 4
+            if u[0] > 0 and u[1] > 0 and u[0] > u[1]:
+                slope = (math.log(u[0]) - math.log(u[1])) / (x[1] - x[0])
+                want = 0.5 * rt * slope * up_e
+            new = min(max(want, 1e-9), 0.5) if moved else min(tau_d / 2, max(want, 1e-9))
+            if not moved and tau_d <= 1e-9:
+                break
+            tau_d, e = new, up_e
+        at = up_e if math.isfinite(up_e) else e
+        ans = self.answers([at], tau_d)[0]
+        met = math.isfinite(up_e) and width <= rt
+        notes = tuple(nt for nt in ans.notes if not nt.startswith("accuracy_met=false"))
+        notes += (f"grid refined for eps_rtol={rt:g} (delta accuracy {tau_d:.3g} at eps={at:.6g})",)
+        if not met:
+            notes += (f"accuracy_met=false: relative width {width:.3g} in eps above eps_rtol={rt:g}; the best certified "
+                      f"interval [{lo_e:.6g}, {up_e:.6g}] is reported",)
+        return EpsBound(d, float(up_e), float(lo_e), "tight", notes, accuracy_met=bool(met))
 
     def _chernoff_eps(self, delta: float, eps_max: float) -> float:
         def chern(x: float) -> float:
@@ -843,6 +947,74 @@ def _illinois_log(ev, target: float, bad: float, v_bad: float, good: float, v_go
             side = side + 1 if side > 0 else 1
         widths.append(abs(good - bad))
     return bad, good
+
+
+#: points evaluated per bracket and pass of :func:`_eps_interval_vec`
+VEC_POINTS = 48
+
+
+def _eps_interval_vec(both, delta: float, eps_max: float, xtol: float, rtol: float = 1e-9,
+                      points: int = VEC_POINTS, max_passes: int = 60) -> tuple[float, float]:
+    """Certified (eps_lower, eps_upper) for eps(delta) from ``both(eps_array) -> (delta_lower, delta_upper)``
+    (certified bounds on the non-increasing delta(eps) at every eps of the array; beyond ``eps_max`` delta no
+    longer changes), with one vectorised evaluation per pass instead of one call per eps (issue 21).
+
+    The contract of :func:`~.calibrate.eps_interval_for_delta`: eps_upper is an *evaluated* eps with
+    delta_upper(eps_upper) <= delta (so eps(delta) <= eps_upper), eps_lower an *evaluated* eps with
+    delta_lower(eps_lower) > delta (so eps(delta) > eps_lower; 0 when no evaluated point has one), each
+    within ``xtol + rtol |eps|`` of an evaluated point on the other side (or no point fits between).
+    Certification rests on these per-point facts only, not on the monotonicity of the computed bounds: the
+    upper end is the smallest evaluated eps whose upper bound meets delta, the lower end the largest whose
+    lower bound exceeds it; each pass puts ``points`` points into each end's open bracket (geometrically
+    spaced while it starts at 0, where eps(delta) may be many orders below eps_max)."""
+    hi = max(float(eps_max), 0.0) or 1e-300
+    xs = np.concatenate(([0.0], hi * np.geomspace(1e-12, 1.0, points)))
+    lo_v, up_v = both(xs)
+    if np.any(np.isnan(lo_v)) or np.any(np.isnan(up_v)):
+        raise ParameterError("delta bounds are nan in the eps search")
+
+    def brackets():
+        """((bad, good) or None, value) per end, from every point evaluated so far."""
+        out = []
+        ok = up_v <= delta  # upper end: the smallest evaluated eps with delta_upper <= delta
+        if not np.any(ok):
+            out.append((None, math.inf))
+        else:
+            good = float(xs[ok].min())
+            bad_set = xs[(~ok) & (xs < good)]
+            out.append(((float(bad_set.max()), good), good) if bad_set.size else (None, good))
+        big = lo_v > delta  # lower end: the largest evaluated eps with delta_lower > delta
+        if not np.any(big):
+            out.append((None, 0.0))
+        else:
+            bad = float(xs[big].max())
+            good_set = xs[(~big) & (xs > bad)]
+            out.append(((bad, float(good_set.min())), bad) if good_set.size else (None, math.inf))
+        return out
+
+    for _ in range(max_passes):
+        grids = []
+        for br, _v in brackets():
+            if br is None:
+                continue
+            bad, good = br
+            a, b = min(bad, good), max(bad, good)
+            if b - a <= xtol + rtol * b:
+                continue
+            g = (b * np.geomspace(1e-12, 1.0, points + 1)[:-1] if a == 0.0
+                 else np.linspace(a, b, points + 2)[1:-1])
+            g = g[(g > a) & (g < b)]
+            if g.size:
+                grids.append(g)
+        if not grids:
+            break
+        new = np.unique(np.concatenate(grids))
+        lv, uv = both(new)
+        if np.any(np.isnan(lv)) or np.any(np.isnan(uv)):
+            raise ParameterError("delta bounds are nan in the eps search")
+        xs, lo_v, up_v = np.concatenate((xs, new)), np.concatenate((lo_v, lv)), np.concatenate((up_v, uv))
+    (_, eps_up), (_, eps_lo) = brackets()
+    return min(eps_lo, eps_up), eps_up
 
 
 def _eps_interval_exact(combined, delta: float, eps_max: float, xtol: float,
@@ -968,7 +1140,7 @@ def _exact_instead(pairs, compositions: int, results) -> bool:
     """True when a bucketed single-use answer is wider than :data:`BUCKET_MAX_WIDTH` and the exact row engine
     is estimated to fit in memory and to take at most :data:`EXACT_FALLBACK_SECONDS`: its answer is then the
     one returned (narrower; both are certified)."""
-    from shufflesim.accounting import estimates as E
+    from shufflesim.accounting.estimates import exact_row_engine_estimate
     from shufflesim.core.resources import ResourceError, check_memory
 
     seq = pairs if isinstance(pairs, (list, tuple)) else [pairs]
@@ -976,13 +1148,11 @@ def _exact_instead(pairs, compositions: int, results) -> bool:
         return False
     if all(_rel_width(r) <= BUCKET_MAX_WIDTH for r in results):
         return False
-    p = seq[0]
-    atoms = float(p.n_atoms)
-    need = E._FIXED_BYTES + 64.0 * p.N.size + E._BYTES_PER_TABLE_ENTRY * atoms / 2
-    if 1.0 + E._SECONDS_PER_ATOM * atoms > EXACT_FALLBACK_SECONDS:
+    est = exact_row_engine_estimate(seq[0])
+    if est.seconds > EXACT_FALLBACK_SECONDS:
         return False
     try:
-        check_memory(need, "exact row engine (fallback)", "")
+        check_memory(est.bytes, "exact row engine (fallback)", "")
     except ResourceError:
         return False
     return True

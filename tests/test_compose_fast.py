@@ -1,0 +1,135 @@
+"""Issue 21 (item 1, composed): the fast composed paths against the exact engines.
+
+* the vectorised certified eps search (:func:`~shufflesim.accounting.tight._eps_interval_vec`) against a
+  closed-form delta(eps) (the root is known);
+* the FFT accountant refined only as far as ``eps_rtol`` asks, and the bucketed engine composed, against
+  exact pairwise composition (an interval ~1e-9 wide) wherever that runs: their intervals contain it and
+  meet the requested relative width;
+* 1000-fold: the eps_rtol path against the default-precision FFT accountant (both certified, so their
+  intervals must overlap), and the width asked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from shufflesim.accounting import exact_rr2 as X
+from shufflesim.accounting.bucketed import bucketed_epsilon
+from shufflesim.accounting.pairs.krr import krr_pair
+from shufflesim.accounting.pairs.variation import stronger_clones_pair
+from shufflesim.accounting.tight import TightAccountant, _eps_interval_vec
+
+
+def _contains(outer_lo, outer_up, inner_lo, inner_up):
+    """Containment up to the root finders' tolerance: every end is an evaluated eps within
+    xtol + rtol eps = 1e-9 + 1e-9 eps of its bracket's other end (Numerics.eps_tol; _eps_interval_vec), so
+    two certified intervals only that narrow may cross by that much without either being wrong."""
+    tol = 1e-9 + 1e-9 * max(abs(inner_lo), abs(inner_up))
+    return outer_lo <= inner_lo + tol and inner_up <= outer_up + tol and outer_lo <= inner_up and inner_lo <= outer_up
+
+
+# ------------------------------------------------------------------------------------ the eps search
+
+@pytest.mark.parametrize("rate,gap,delta", [(30.0, 1e-3, 1e-9), (2.0, 0.1, 1e-3), (1e4, 1e-6, 1e-12)])
+def test_vectorised_eps_search_brackets_a_known_root(rate, gap, delta):
+    """delta(eps) = exp(-rate eps) / 2 with bounds (1 -+ gap) delta(eps): the root is known in closed form;
+    eps_upper must be a point where the upper bound is <= delta, eps_lower one where the lower bound is
+    > delta, both around the root and as close as the tolerance and the bounds' gap allow."""
+    calls = []
+
+    def both(e):
+        e = np.asarray(e, dtype=float)
+        calls.append(e.size)
+        d = 0.5 * np.exp(-rate * e)
+        return d * (1 - gap), d * (1 + gap)
+
+    root = math.log(0.5 / delta) / rate
+    eps_max = 50 * root
+    lo, up = _eps_interval_vec(both, delta, eps_max, 1e-9)
+    assert both([up])[1][0] <= delta and both([lo])[0][0] > delta
+    assert lo < root < up
+    # the bounds' own gap moves the ends by log(1 + gap)/rate and -log(1 - gap)/rate; the search adds at
+    # most its tolerance xtol + rtol eps (1e-9 + 1e-9 eps)
+    tol = 1e-9 + 1e-9 * root * 2
+    assert up - root <= math.log1p(gap) / rate + tol
+    assert root - lo <= -math.log1p(-gap) / rate + tol
+    assert len(calls) <= 25  # a few vectorised passes, not hundreds of scalar calls
+
+
+def test_vectorised_eps_search_edge_cases():
+    def const(v):
+        return lambda e: (np.full(np.shape(e), v), np.full(np.shape(e), v))
+
+    assert _eps_interval_vec(const(1e-3), 1e-2, 1.0, 1e-9) == (0.0, 0.0)  # met at eps = 0
+    lo, up = _eps_interval_vec(const(1e-3), 1e-6, 1.0, 1e-9)  # never met below eps_max
+    assert math.isinf(up) and math.isinf(lo)
+
+
+# ------------------------------------------------------------------- against exact pairwise composition
+
+@pytest.mark.parametrize("n,eps0,m,k", [(1000, 1.0, 0, 2), (1000, 2.0, 999, 2), (100, 0.5, 7, 3),
+                                        (200, 2.0, 0, 3)])
+def test_fft_eps_rtol_contains_exact_composition(n, eps0, m, k):
+    """A binary-RR data-set pair composed k times: exact pairwise composition against the FFT path with
+    eps_rtol (exact composition disabled by exact_max_atoms=1)."""
+    pair = X.data_set_pair(n, eps0, m)
+    exact = TightAccountant(pair, compositions=k, exact_max_atoms=10**7)
+    assert exact.mode == "exact-composed"
+    fft = TightAccountant(pair, compositions=k, exact_max_atoms=1, eps_rtol=2.5e-4)
+    assert fft.mode == "fft"
+    for delta in (1e-4, 1e-8):
+        e = exact.epsilon([delta])[0]
+        f = fft.epsilon([delta])[0]
+        assert _contains(f.eps_lower, f.eps_upper, e.eps_lower, e.eps_upper), (delta, e, f)
+        assert f.accuracy_met and f.eps_upper - f.eps_lower <= 2.5e-4 * f.eps_upper, f
+
+
+@pytest.mark.parametrize("kind,eps0,kk,gamma", [("clones", 1.0, 2, 0.0), ("clones", 2.0, 2, 0.0),
+                                              ("strong", 0.0, 4, 0.25), ("shuffled", 0.0, 4, 0.25)])
+def test_bucketed_composed_contains_exact_composition(kind, eps0, kk, gamma):
+    """Bucket rows composed (eps_rtol = rtol/4 inside) against exact pairwise composition of the rows."""
+    rows = stronger_clones_pair(100, eps0, as_rows=True) if kind == "clones" else krr_pair(100, kk, gamma, kind, as_rows=True)
+    exact = TightAccountant(rows, compositions=2, exact_max_atoms=2 * 10**7)
+    assert exact.mode == "exact-composed"
+    e = exact.epsilon([1e-6])[0]
+    b = bucketed_epsilon(rows, [1e-6], accountant=TightAccountant, compositions=2, exact_max_atoms=1)[0]
+    assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (e, b)
+
+
+# ------------------------------------------------------------------------------------------ 1000-fold
+
+@pytest.mark.parametrize("kind,eps0,kk,gamma,n", [
+    ("clones", 1.0, 2, 0.0, 10**4),
+    pytest.param("strong", 0.0, 4, 0.25, 10**5, marks=pytest.mark.slow),
+    pytest.param("shuffled", 0.0, 4, 0.25, 10**5, marks=pytest.mark.slow),
+    pytest.param("clones", 2.0, 2, 0.0, 10**5, marks=pytest.mark.slow),
+])
+def test_thousandfold_eps_rtol_against_default_precision(kind, eps0, kk, gamma, n):
+    """1000-fold, no exact engine: the bucketed engine (eps_rtol inside) and the default FFT accountant on
+    the unreduced rows (delta accuracy 1e-3) are both certified, so their intervals must overlap; the
+    bucketed one meets the relative width 1e-3 asked."""
+    rows = stronger_clones_pair(n, eps0, as_rows=True) if kind == "clones" else krr_pair(n, kk, gamma, kind, as_rows=True)
+    b = bucketed_epsilon(rows, [1e-9], accountant=TightAccountant, compositions=1000)[0]
+    d = TightAccountant(rows, compositions=1000).epsilon([1e-9])[0]
+    assert b.eps_lower <= d.eps_upper and d.eps_lower <= b.eps_upper, (b, d)
+    assert b.eps_upper - b.eps_lower <= 1e-3 * b.eps_upper, b
+
+
+# --------------------------------------------------------------------- delta(eps): the column truncation
+
+def test_bucketed_delta_column_tail_follows_the_answer():
+    """At an eps where delta ~ 1e-18 (far below the default 1e-16 per row), the bucketed delta(eps) rebuilds
+    its rows with a column tail following the answer: it contains the exact row engine's interval and is
+    narrow (with the fixed 1e-16 the upper end would be ~1e-16, a hundred times the truth)."""
+    from shufflesim.accounting.bucketed import COLUMN_TAIL, DEFAULT_RTOL, bucketed_delta
+
+    pair = stronger_clones_pair(100_000, 1.0, as_rows=True, tail_bound=1e-26)
+    eps = TightAccountant(pair).epsilon([1e-18])[0].eps_upper
+    exact = TightAccountant(pair).delta([eps])[0]
+    assert exact.delta_upper < 1e-2 * COLUMN_TAIL
+    got = bucketed_delta(pair, [eps], accountant=TightAccountant)[0]
+    assert got.delta_lower <= exact.delta_lower and exact.delta_upper <= got.delta_upper
+    assert (got.delta_upper - got.delta_lower) / got.delta_upper <= 10 * DEFAULT_RTOL
