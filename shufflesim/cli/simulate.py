@@ -61,6 +61,27 @@ def _as_counts(cls, spec, args) -> bool:
             and callable(getattr(cls, "sample_fast", None)))
 
 
+def _as_summary(cls, spec, args) -> bool:
+    """Issue 21 (a): data read as a multiset (a DataSummary), never as n rows, under ``--engine fast`` for a
+    protocol with a fast engine: ``counts:...`` always (the fast engine reads only the multiset, so the numbers
+    are those of the rows path), real synthetic data (uniform, beta, normal, constant) above
+    :data:`COUNTS_MIN_N` (drawn on a grid, :func:`shufflesim.experiments.data.real_counts`)."""
+    if args.engine != "fast" or not callable(getattr(cls, "sample_fast", None)):
+        return False
+    if spec.kind == "counts":
+        return True
+    return (cls.data_kind == "real" and args.n is not None and args.n > COUNTS_MIN_N
+            and spec.kind in ("uniform", "beta", "normal", "constant"))
+
+
+def _summary_data(cls, spec, args, k, rng):
+    from shufflesim.experiments.data import data_counts, real_counts
+
+    if cls.data_kind == "categorical":
+        return data_counts(spec, n=args.n, k=k, rng=rng)
+    return real_counts(spec, n=args.n, rng=rng)
+
+
 def _run(args: argparse.Namespace, output) -> int:
     from shufflesim.core.checks import check_int, check_real
     from shufflesim.core.rng import as_seed_sequence, data_seed
@@ -85,16 +106,14 @@ def _run(args: argparse.Namespace, output) -> int:
     k = cls.data_k(params)
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
-    counts_path = _as_counts(cls, spec, args)  # the fast engine from counts: its cost does not grow with n
+    counts_path = _as_counts(cls, spec, args) or _as_summary(cls, spec, args)  # cost not growing with n
     if args.n is not None:
         probe = cls.create(args.n, **params)  # validate the parameters before generating any data
         if not counts_path:
             probe.check_resources()
-    if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts)
-        from shufflesim.experiments.data import data_counts
-
-        data = data_counts(spec, n=args.n, k=k, rng=data_seed(root))
-        protocol = cls.create(data.n, **params)
+    if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts, real_counts)
+        data = _summary_data(cls, spec, args, k, data_seed(root))
+        protocol = probe if args.n == data.n else cls.create(data.n, **params)  # created once at n = 1e9
     else:
         data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
                          lower=args.lower, upper=args.upper)

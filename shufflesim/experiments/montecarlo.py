@@ -31,6 +31,7 @@ from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
 from shufflesim.experiments import parallel
 from shufflesim.experiments.stats import support_ci
 from shufflesim.pipeline.fast import FAST_BLOCK, DataSummary, fast_records, resolve_engine, summarise_data
+from shufflesim.pipeline.fast import mse_expected_of
 
 # --- worker side ---------------------------------------------------------------------------------------
 _WORKER_STATE: dict[str, Any] = {}
@@ -216,7 +217,7 @@ def summarise(records: pd.DataFrame, protocol: Protocol, data: np.ndarray, *, le
         "mse_ci": [lo, hi],
         "ci_level": level,
         "ci_method": method,
-        "mse_expected": protocol.mse_expected(data),
+        "mse_expected": mse_expected_of(protocol, data),  # rows or a DataSummary (issue 21)
         "mse_worst": protocol.mse_worst(),
         "mse_bound": protocol.mse_bound(),
     }
