@@ -347,6 +347,7 @@ class LocalRRSumProtocol(_RealSum):
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``)."""
         from shufflesim.pipeline.fast import flip_count_batch, rounded_total_batch, scalar_columns
 
+        # the law needs the multiset of inputs (round-ups Binomial(c_v, v) per distinct value v), not Σx alone
         u = rounded_total_batch(summary.values, summary.counts, 1, rng, size)
         an = self.analyser
         return scalar_columns((flip_count_batch(u, self.n, an.flip, rng) - an.n * an.flip) / an.contrast, truth)

@@ -55,6 +55,10 @@ PROBE_USERS = 1 << 18
 PROBE_STREAM = 7
 
 
+_OTHERWISE = ("run the unchunked faithful engine (no --chunk, n <= 1e7) or --engine fast where the protocol has "
+              "one")
+
+
 class NeedsMessages(NotApplicableError):
     """The analyser asked for the messages themselves, which the streamed engine never holds."""
 
@@ -160,8 +164,8 @@ def _channels(protocol: Protocol) -> tuple[int, bool]:
         return 1, True
     if isinstance(sh, ParallelShufflers) and not sh.unshuffled:
         return m, False
-    raise NotApplicableError(f"protocol {protocol.name!r} cannot be streamed: its analyser sees messages outside a "
-                             f"shuffle ({sh.name}); use --engine fast (or the unchunked faithful engine)")
+    raise NotApplicableError(f"protocol {protocol.name!r} cannot be streamed: its shuffler ({sh.name}) is neither one "
+                             f"shuffler nor parallel shufflers that shuffle every message; {_OTHERWISE}")
 
 
 def stream_memory(protocol: Protocol, chunk: int) -> float:
@@ -230,8 +234,7 @@ def plan_stream(protocol: Protocol, data: Any, root: np.random.SeedSequence, *, 
     try:
         protocol.analyser.analyse(view, gen)
     except NeedsMessages as exc:
-        raise NotApplicableError(f"protocol {protocol.name!r} cannot be streamed ({exc}); use --engine fast or the "
-                                 "unchunked faithful engine") from None
+        raise NotApplicableError(f"protocol {protocol.name!r} cannot be streamed ({exc}); {_OTHERWISE}") from None
     seconds = per_user * protocol.n * trials
     check_time(seconds, f"{trials} streamed faithful trial(s) of {protocol.name} (n={protocol.n})",
                "lower n or --trials, or use --engine fast")
