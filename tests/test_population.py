@@ -225,16 +225,32 @@ def test_simulate_chunk_equal_to_n_reproduces_the_faithful_run(capsys):
 # --------------------------------------------------------------------------- (c) privacy at n = 1e9
 
 def test_krr_privacy_at_1e9_uses_the_bucketed_accountant(monkeypatch):
+    # the privacy simulate prints at n = 1e9 (Protocol.privacy) comes from the bucket rows, never from the exact
+    # row engine: every tight_epsilon call is answered by bucketed_epsilon and none falls back to the rows
     import shufflesim.accounting.bucketed as B
+    import shufflesim.accounting.tight as T
 
-    used = []
-    real = B.bucketed_epsilon
+    used, fallback = [], []
+    real_b, real_x = B.bucketed_epsilon, T._exact_instead
 
-    def spy(*a, **k):
+    def spy_b(*a, **k):
         used.append(1)
-        return real(*a, **k)
+        return real_b(*a, **k)
 
-    monkeypatch.setattr(B, "bucketed_epsilon", spy)
+    def spy_x(*a, **k):
+        fallback.append(real_x(*a, **k))
+        return fallback[-1]
+
+    chosen, real_c = [], T._bucketed
+
+    def spy_c(*a, **k):
+        chosen.append(real_c(*a, **k))
+        return chosen[-1]
+
+    monkeypatch.setattr(B, "bucketed_epsilon", spy_b)
+    monkeypatch.setattr(T, "_exact_instead", spy_x)
+    monkeypatch.setattr(T, "_bucketed", spy_c)
     proto = registry.create("krr", N9, k=10, eps0=1.0)
     p = proto.privacy()
-    assert used and 0 < p.eps < 1e-3 and p.method == "tight"
+    assert used and chosen and all(chosen) and not any(fallback)
+    assert 0 < p.eps < 1e-3 and p.method == "tight"
