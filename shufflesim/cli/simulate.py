@@ -161,6 +161,10 @@ def _run(args: argparse.Namespace, output) -> int:
         data = _summary_data(cls, spec, args, k, data_seed(root))
         protocol = probe if args.n == data.n else cls.create(data.n, **params)  # created once at n = 1e9
     elif streamed:  # bounded memory: the chunk's messages, not the n users' (pipeline.stream)
+        if args.n is not None:
+            from shufflesim.pipeline.stream import check_streamable
+
+            check_streamable(probe)  # before any data are drawn
         data = _streamed_data(cls, spec, args, k, data_seed(root))
         n_data = data.n if hasattr(data, "counts") else len(data)
         protocol = probe if args.n == n_data else cls.create(n_data, **params)

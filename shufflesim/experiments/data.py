@@ -304,6 +304,8 @@ def data_counts(spec, *, n: int, k: int, rng: RngLike = None):
             raise DataError(f"data spec {ds.text!r} has {int(counts.sum())} users; n={n} (omit n or make them agree)")
         return DataSummary(np.arange(k), counts, int(counts.sum()), "categorical")
     n = _check_count("n", n, 1)
+    if n > MAX_COUNTS_N:
+        raise DataError(f"n={n} users cannot be held as int64 counts (at most 2^62 = {MAX_COUNTS_N})")
     gen = as_generator(rng)
     if ds.kind == "uniform":
         counts = gen.multinomial(n, np.full(k, 1.0 / k))
@@ -325,6 +327,8 @@ def data_counts(spec, *, n: int, k: int, rng: RngLike = None):
 #: midpoints (j + 1/2)/REAL_COUNTS_GRID of the cells of [0, 1] (and the end points 0 and 1 where a clipped
 #: normal puts mass there)
 REAL_COUNTS_GRID = 4096
+#: largest number of users a multiset holds (int64 counts and their sums)
+MAX_COUNTS_N = 2**62
 
 
 def real_counts(spec, *, n: int | None, rng: RngLike = None, grid: int = REAL_COUNTS_GRID):
@@ -357,6 +361,8 @@ def real_counts(spec, *, n: int | None, rng: RngLike = None, grid: int = REAL_CO
         values = np.arange(counts.size, dtype=float) / (counts.size - 1)
     else:
         n = _check_count("n", n, 1)
+        if n > MAX_COUNTS_N:
+            raise DataError(f"n={n} users cannot be held as int64 counts (at most 2^62 = {MAX_COUNTS_N})")
         gen = as_generator(rng)
         if ds.kind == "constant":
             x = ds.args[0]

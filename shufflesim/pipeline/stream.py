@@ -168,6 +168,14 @@ def _channels(protocol: Protocol) -> tuple[int, bool]:
                              f"shuffler nor parallel shufflers that shuffle every message; {_OTHERWISE}")
 
 
+def check_streamable(protocol: Protocol) -> None:
+    """Refuse (NotApplicableError) a protocol whose shufflers the streamed engine does not support, and an n whose
+    users cannot be counted in int64."""
+    _channels(protocol)
+    if protocol.n > 2**62:
+        raise ParameterError(f"n={protocol.n} is beyond what the streamed engine counts (2^62 users)")
+
+
 def stream_memory(protocol: Protocol, chunk: int) -> float:
     """Bytes a streamed trial needs at its peak: the chunk's inputs, messages and temporaries (the in-memory
     engine's estimate, :meth:`Protocol.memory_estimate`, for ``chunk`` users) plus a histogram per channel."""
@@ -217,6 +225,7 @@ def plan_stream(protocol: Protocol, data: Any, root: np.random.SeedSequence, *, 
     estimates: ``memory_bytes``, ``seconds``, ``users_per_second`` (of the probe)."""
     from shufflesim.core.resources import check_memory, check_time
 
+    check_streamable(protocol)
     what = f"a streamed faithful trial of {protocol.name} (n={protocol.n}, chunks of {chunk} users)"
     mem = stream_memory(protocol, chunk)
     check_memory(mem, what, "lower the chunk size (--chunk USERS)")
