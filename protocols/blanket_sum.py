@@ -300,7 +300,12 @@ class BlanketSumProtocol(Protocol):
 
     def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): the
-        reports' total drawn with the same law (:func:`~shufflesim.pipeline.fast.blanket_total_batch`)."""
+        reports' total drawn with the same law (:func:`~shufflesim.pipeline.fast.blanket_total_batch`).
+
+        What the law needs of the data: per distinct input v its count c_v, ⌊kv⌋ and the fractional part of
+        kv (the rounded-up users are Binomial(c_v, frac_v)), i.e. the multiset of inputs -- for data on a grid,
+        its histogram on that grid.  Neither Σx nor Σx² suffices: the rounding's law depends on every
+        fractional part (a Poisson-binomial)."""
         from shufflesim.pipeline.fast import blanket_total_batch, rounded_parts, scalar_columns
 
         lo, frac = rounded_parts(summary.values, self.k)
@@ -309,6 +314,18 @@ class BlanketSumProtocol(Protocol):
 
     def mse_expected(self, data: np.ndarray) -> float:
         return float(np.sum(self.user_variances(data)))
+
+    def truth_from_summary(self, summary) -> float:
+        """Σ x from the data's multiset (data given as counts, issue 21)."""
+        from shufflesim.pipeline.fast import summary_total
+
+        return summary_total(summary)
+
+    def mse_expected_summary(self, summary) -> float:
+        """:meth:`mse_expected` from the data's multiset: Σ_v c_v·(user variance at v) (issue 21)."""
+        from shufflesim.pipeline.fast import summary_dot
+
+        return summary_dot(summary, self.user_variances(summary.values))
 
     def mse_worst(self) -> float:
         return blanket_worst_mse(self.n, self.k, self.gamma)

@@ -517,7 +517,10 @@ class IKOSSumProtocol(Protocol):
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): the
         same draws for every trial at once, the noisy total held in int64 as the randomiser holds x̄ + Z, its
         residue mod q in uint64 (:func:`~shufflesim.maths.polya.reduce_mod`, exact for any q < 2⁶⁴) and
-        decoded into (−q/2, q/2] as :func:`~shufflesim.maths.polya.decode_centered` does."""
+        decoded into (−q/2, q/2] as :func:`~shufflesim.maths.polya.decode_centered` does.
+
+        What the law needs of the data: Σ_v c_v⌊pv⌋ and the multiset of fractional parts of pv (the
+        round-ups are Binomial(c_v, frac_v) per distinct value): for data on a grid, its histogram there."""
         from shufflesim.pipeline.fast import rounded_total_batch, scalar_columns
 
         an = self.analyser
@@ -553,6 +556,22 @@ class IKOSSumProtocol(Protocol):
     def mse_expected(self, data: np.ndarray) -> float | None:
         """Exact MSE: rounding variance + Var DLap/p², when the overflow bound is below 2⁻⁵² of it; else None."""
         base = self.rounding_mse(data) + self.noise_mse()
+        if self.overflow_bound().log_mse > math.log(base) + math.log(OVERFLOW_RELATIVE_TOLERANCE):
+            return None
+        return base
+
+    def truth_from_summary(self, summary) -> float:
+        """Σ x from the data's multiset (data given as counts, issue 21)."""
+        from shufflesim.pipeline.fast import summary_total
+
+        return summary_total(summary)
+
+    def mse_expected_summary(self, summary) -> float | None:
+        """:meth:`mse_expected` from the data's multiset: Σ_v c_v·r_v(1 − r_v)/p² + Var DLap/p² (issue 21)."""
+        px = np.asarray(summary.values, dtype=float) * self.parameters.p
+        r = px - np.floor(px)
+        terms = (r * (1.0 - r)) * np.asarray(summary.counts, dtype=float)
+        base = math.fsum(terms.tolist()) / self.parameters.p**2 + self.noise_mse()
         if self.overflow_bound().log_mse > math.log(base) + math.log(OVERFLOW_RELATIVE_TOLERANCE):
             return None
         return base

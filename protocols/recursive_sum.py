@@ -784,7 +784,11 @@ class RecursiveSumProtocol(Protocol):
     def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``): each
         channel's total drawn with the same law (:func:`~shufflesim.pipeline.fast.blanket_total_batch`;
-        deterministic digits, then the last level's randomised rounding), levels independent."""
+        deterministic digits, then the last level's randomised rounding), levels independent.
+
+        What the law needs of the data: the histogram of each level's digit and, for the last level, the
+        multiset of its fractional parts (binomial round-ups per distinct value): the multiset of inputs,
+        i.e. for data on a grid its histogram there; Σx and Σx² do not suffice."""
         from shufflesim.pipeline.fast import blanket_total_batch, rounded_parts, scalar_columns
 
         an = self.analyser
@@ -800,6 +804,18 @@ class RecursiveSumProtocol(Protocol):
 
     def mse_expected(self, data: np.ndarray) -> float:
         return float(np.sum(recursive_user_variances(data, self.precisions, self.gammas)))
+
+    def truth_from_summary(self, summary) -> float:
+        """Σ x from the data's multiset (data given as counts, issue 21)."""
+        from shufflesim.pipeline.fast import summary_total
+
+        return summary_total(summary)
+
+    def mse_expected_summary(self, summary) -> float:
+        """:meth:`mse_expected` from the data's multiset: Σ_v c_v·(user variance at v) (issue 21)."""
+        from shufflesim.pipeline.fast import summary_dot
+
+        return summary_dot(summary, recursive_user_variances(summary.values, self.precisions, self.gammas))
 
     def mse_worst(self) -> float:
         return recursive_worst_mse(self.n, self.precisions, self.gammas)

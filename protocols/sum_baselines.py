@@ -92,6 +92,12 @@ class _RealSum(Protocol):
     def truth(self, data: np.ndarray) -> float:
         return float(np.sum(data))
 
+    def truth_from_summary(self, summary) -> float:
+        """Σ x from the data's multiset (data given as counts, issue 21)."""
+        from shufflesim.pipeline.fast import summary_total
+
+        return summary_total(summary)
+
     def mse_worst(self) -> float:
         return self.mse_expected(None)
 
@@ -230,7 +236,10 @@ class CheuSumProtocol(_RealSum):
         return (ones - an.n * an.r * an.gamma / 2.0) / (an.r * (1.0 - an.gamma))
 
     def sample_fast_batch(self, summary, truth, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
-        """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``)."""
+        """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``).
+
+        What the law needs of the data: Σ_v c_v⌊rv⌋ and the multiset of fractional parts of rv (round-ups
+        Binomial(c_v, frac_v) per distinct value): for data on a grid, its histogram there."""
         from shufflesim.pipeline.fast import flip_count_batch, rounded_total_batch, scalar_columns
 
         an = self.analyser
@@ -243,6 +252,12 @@ class CheuSumProtocol(_RealSum):
             r, g = self.params["messages"], self.params["gamma"]
             return self.n * (1.0 / (4.0 * r * r) + g * (2.0 - g) / (4.0 * r * (1.0 - g) ** 2))
         return float(np.sum(self.user_variances(data)))
+
+    def mse_expected_summary(self, summary) -> float:
+        """:meth:`mse_expected` from the data's multiset: Σ_v c_v·(user variance at v) (issue 21)."""
+        from shufflesim.pipeline.fast import summary_dot
+
+        return summary_dot(summary, self.user_variances(summary.values))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -332,6 +347,7 @@ class LocalRRSumProtocol(_RealSum):
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``)."""
         from shufflesim.pipeline.fast import flip_count_batch, rounded_total_batch, scalar_columns
 
+        # the law needs the multiset of inputs (round-ups Binomial(c_v, v) per distinct value v), not Σx alone
         u = rounded_total_batch(summary.values, summary.counts, 1, rng, size)
         an = self.analyser
         return scalar_columns((flip_count_batch(u, self.n, an.flip, rng) - an.n * an.flip) / an.contrast, truth)
@@ -343,6 +359,14 @@ class LocalRRSumProtocol(_RealSum):
         c = _contrast(self.params["eps"])  # 1 - 2p
         pi = p + c * np.asarray(data, dtype=float)
         return float(np.sum(pi * (1.0 - pi)) / c**2)
+
+    def mse_expected_summary(self, summary) -> float:
+        """:meth:`mse_expected` from the data's multiset: Σ_v c_v·π_v(1 − π_v)/(1 − 2p)² (issue 21)."""
+        from shufflesim.pipeline.fast import summary_dot
+
+        p, c = self.params["flip_probability"], _contrast(self.params["eps"])
+        pi = p + c * np.asarray(summary.values, dtype=float)
+        return summary_dot(summary, pi * (1.0 - pi)) / c**2
 
     def mse_bound(self) -> float:
         return local_rr_worst_mse(self.n, self.params["eps"])
@@ -403,11 +427,16 @@ class LocalLaplaceSumProtocol(_RealSum):
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``)."""
         from shufflesim.pipeline.fast import scalar_columns
 
+        # what the law needs of the data: Σx only (the noise does not depend on the inputs)
         g = rng.gamma(self.n, 1.0 / self.params["eps"], size=(size, 2))
         return scalar_columns(float(np.dot(summary.values, summary.counts)) + (g[:, 0] - g[:, 1]), truth)
 
     def mse_expected(self, data) -> float:
         return 2.0 * self.n * (1.0 / self.params["eps"]) ** 2  # eps**2 overflows for eps ~ 1e308
+
+    def mse_expected_summary(self, summary) -> float:
+        """The exact MSE does not depend on the data (n Laplace draws): as :meth:`mse_expected`."""
+        return self.mse_expected(None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -450,11 +479,15 @@ class CentralLaplaceSumProtocol(_RealSum):
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``)."""
         from shufflesim.pipeline.fast import scalar_columns
 
-        noise = rng.laplace(0.0, 1.0 / self.params["eps"], size=size)
+        noise = rng.laplace(0.0, 1.0 / self.params["eps"], size=size)  # the law needs Σx only
         return scalar_columns(float(np.dot(summary.values, summary.counts)) + noise, truth)
 
     def mse_expected(self, data) -> float:
         return 2.0 * (1.0 / self.params["eps"]) ** 2
+
+    def mse_expected_summary(self, summary) -> float:
+        """The exact MSE does not depend on the data (one Laplace draw): as :meth:`mse_expected`."""
+        return self.mse_expected(None)
 
     def mse_bound(self) -> float:
         return 2.0 * (1.0 / self.params["eps"]) ** 2
@@ -536,7 +569,7 @@ class CentralDLapSumProtocol(_RealSum):
         """:meth:`sample_fast` vectorised over ``size`` trials (the records' ``sq_error`` and ``error``)."""
         from shufflesim.pipeline.fast import rounded_total_batch, scalar_columns
 
-        an = self.analyser
+        an = self.analyser  # the law needs Σ_v c_v⌊pv⌋ and the multiset of fractional parts of pv
         total = rounded_total_batch(summary.values, summary.counts, an.p, rng, size)
         g = rng.geometric(1.0 - an.alpha, size=(size, 2))
         return scalar_columns((total + g[:, 0] - g[:, 1]) / an.p, truth)
@@ -546,3 +579,10 @@ class CentralDLapSumProtocol(_RealSum):
         if data is None:
             return self.n / (4.0 * p * p) + self._noise_mse()
         return float(np.sum(rounding_variance(data, p))) / (p * p) + self._noise_mse()
+
+    def mse_expected_summary(self, summary) -> float:
+        """:meth:`mse_expected` from the data's multiset: Σ_v c_v·r_v(1 − r_v)/p² + Var DLap/p² (issue 21)."""
+        from shufflesim.pipeline.fast import summary_dot
+
+        p = self.params["p"]
+        return summary_dot(summary, rounding_variance(summary.values, p)) / (p * p) + self._noise_mse()

@@ -41,6 +41,9 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
                    help="calibrate the protocol so that its (eps, delta) holds whenever at least ceil((1-F)n) users "
                         "are honest (krr, blanket-sum, cheu-sum, recursive-sum, ikos-sum; "
                         "docs/theory.md#dishonest-tolerate); prints the certificate and the MSE price")
+    c.add_argument("--chunk", type=int_arg, default=None, metavar="USERS",
+                   help="faithful engine: randomise USERS users at a time in bounded memory (streamed; default: "
+                   "streamed in chunks of 2^20 users above n = 1e7, all users at once below)")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
     _dishonest.add_options(pp.add_argument_group("dishonest users (issue 23)"))
@@ -65,6 +68,69 @@ def _as_counts(cls, spec, args) -> bool:
     return (args.engine == "fast" and cls.data_kind == "categorical" and args.n is not None
             and args.n > COUNTS_MIN_N and spec.kind in ("uniform", "zipf", "constant", "counts")
             and callable(getattr(cls, "sample_fast", None)))
+
+
+def _as_summary(cls, spec, args) -> bool:
+    """Issue 21 (a): data read as a multiset (a DataSummary), never as n rows, under ``--engine fast`` for a
+    protocol with a fast engine: ``counts:...`` always (the fast engine reads only the multiset, so the numbers
+    are those of the rows path), real synthetic data (uniform, beta, normal, constant) above
+    :data:`COUNTS_MIN_N` (drawn on a grid, :func:`shufflesim.experiments.data.real_counts`)."""
+    if args.engine != "fast" or not callable(getattr(cls, "sample_fast", None)):
+        return False
+    if spec.kind == "counts":
+        return True
+    return (cls.data_kind == "real" and args.n is not None and args.n > COUNTS_MIN_N
+            and spec.kind in ("uniform", "beta", "normal", "constant"))
+
+
+def _summary_data(cls, spec, args, k, rng):
+    from shufflesim.experiments.data import data_counts, real_counts
+
+    if cls.data_kind == "categorical":
+        return data_counts(spec, n=args.n, k=k, rng=rng)
+    return real_counts(spec, n=args.n, rng=rng)
+
+
+def _streamed(args) -> bool:
+    """Issue 21 (b): the faithful engine streams users in chunks (``--chunk``, or n above COUNTS_MIN_N)."""
+    return args.engine == "faithful" and (getattr(args, "chunk", None) is not None
+                                          or (args.n is not None and args.n > COUNTS_MIN_N))
+
+
+def _streamed_data(cls, spec, args, k, rng):
+    """The data of a streamed faithful run: a multiset above COUNTS_MIN_N where the spec allows (never n rows),
+    else the rows (memory-checked by load_data)."""
+    from shufflesim.experiments.data import load_data
+
+    countable = ("uniform", "zipf", "constant", "counts") if cls.data_kind == "categorical" else (
+        "uniform", "beta", "normal", "constant", "counts")
+    if args.n is not None and args.n > COUNTS_MIN_N and spec.kind in countable:
+        return _summary_data(cls, spec, args, k, rng)
+    return load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng, lower=args.lower, upper=args.upper)
+
+
+def _run_streamed(protocol, data, trials: int, root, args):
+    """Plan (estimates, refusals before allocation), announce and run the streamed faithful trials."""
+    from shufflesim.core.checks import check_int
+    from shufflesim.core.progress import stage
+    from shufflesim.core.resources import human_bytes
+    from shufflesim.experiments.montecarlo import run_trials_streamed
+    from shufflesim.pipeline.stream import STREAM_CHUNK, plan_stream
+
+    chunk = STREAM_CHUNK if args.chunk is None else check_int("chunk", args.chunk, minimum=1)
+    chunk = min(chunk, protocol.n)
+    plan = plan_stream(protocol, data, root, chunk=chunk, trials=trials)
+    if not args.json:
+        print(f"faithful engine streamed in chunks of {chunk} users: about {human_bytes(plan['memory_bytes'])} of "
+              f"memory, about {plan['seconds']:.3g} s for {trials} trial(s) of n={protocol.n} "
+              f"({plan['users_per_second']:.3g} users/s in a probe); --chunk sets the chunk", file=sys.stderr)
+    t0 = time.perf_counter()
+    with stage(f"{trials} streamed faithful trial(s) of {protocol.name}", plan["seconds"]):
+        result = run_trials_streamed(protocol, data, trials=trials, rng=root, chunk=chunk)
+    done = len(result.records) * protocol.n
+    info = {"chunk": chunk, "memory_estimate_bytes": plan["memory_bytes"], "seconds_estimate": plan["seconds"],
+            "users_per_second": done / max(time.perf_counter() - t0, 1e-9)}
+    return result, info
 
 
 def _run(args: argparse.Namespace, output) -> int:
@@ -93,20 +159,28 @@ def _run(args: argparse.Namespace, output) -> int:
     k = cls.data_k(params)
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
-    counts_path = _as_counts(cls, spec, args)  # the fast engine from counts: its cost does not grow with n
+    counts_path = _as_counts(cls, spec, args) or _as_summary(cls, spec, args)  # cost not growing with n
+    streamed = _streamed(args)
     attacked = _dishonest.active(args)  # issue 23: a deviating coalition (cli/_dishonest.py)
-    if attacked and counts_path:
-        raise ParameterError("--dishonest needs the n inputs (the coalition is the first C users); data as counts "
-                             f"(--engine fast above n = {COUNTS_MIN_N}) is not supported: use a smaller n")
+    if attacked and (counts_path or streamed):
+        raise ParameterError("--dishonest needs the n inputs in memory (the coalition is the first C users); data "
+                             f"as counts or streamed users (above n = {COUNTS_MIN_N}, or --chunk) are not supported: "
+                             "use a smaller n")
     if args.n is not None:
         probe = cls.create(args.n, **params)  # validate the parameters before generating any data
-        if not counts_path:
+        if not counts_path and not streamed:
             probe.check_resources()
-    if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts)
-        from shufflesim.experiments.data import data_counts
+    if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts, real_counts)
+        data = _summary_data(cls, spec, args, k, data_seed(root))
+        protocol = probe if args.n == data.n else cls.create(data.n, **params)  # created once at n = 1e9
+    elif streamed:  # bounded memory: the chunk's messages, not the n users' (pipeline.stream)
+        if args.n is not None:
+            from shufflesim.pipeline.stream import check_streamable
 
-        data = data_counts(spec, n=args.n, k=k, rng=data_seed(root))
-        protocol = cls.create(data.n, **params)
+            check_streamable(probe)  # before any data are drawn
+        data = _streamed_data(cls, spec, args, k, data_seed(root))
+        n_data = data.n if hasattr(data, "counts") else len(data)
+        protocol = probe if args.n == n_data else cls.create(n_data, **params)
     else:
         data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
                          lower=args.lower, upper=args.upper)
@@ -121,10 +195,14 @@ def _run(args: argparse.Namespace, output) -> int:
     if attacked:
         return _dishonest.run(args, protocol, data, root, trials=trials, level=level, output=output, t0=t0,
                               workers=workers)
-    progress = Progress(trials, enabled=False if args.json else None)
-    result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
-                        engine=args.engine)
-    progress.close()
+    stream_info = None
+    if streamed:
+        result, stream_info = _run_streamed(protocol, data, trials, root, args)
+    else:
+        progress = Progress(trials, enabled=False if args.json else None)
+        result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
+                            engine=args.engine)
+        progress.close()
     summary = summarise(result.records, protocol, data, level=0.95) if len(result.records) else {}
     at_level = summarise(result.records, protocol, data, level=level) if len(result.records) else {}
     privacy = protocol.privacy()
@@ -156,6 +234,8 @@ def _run(args: argparse.Namespace, output) -> int:
         "version": __version__,
         "seconds": seconds,
     }
+    if stream_info is not None:
+        out["stream"] = stream_info
     for name in protocol.metric_names:
         if name in summary:
             out[name] = summary[name]

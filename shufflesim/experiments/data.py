@@ -13,6 +13,7 @@ Categorical inputs (values in {0, …, k−1}):
 Real inputs (values in [0, 1]):
 
 * ``uniform``, ``normal:mu,sigma`` (clipped to [0, 1]), ``beta:a,b``, ``constant:x``;
+* ``counts:c0,c1,…,cG`` — exactly c_j users hold j/G (G ≥ 1; n = Σ c_j, users in random order);
 * ``adult-age`` — the embedded Adult ages divided by 90 (as in seed 004's experiments);
 * ``FILE.csv:COLUMN`` — a numeric column scaled by (v − lower)/(upper − lower) with explicit bounds.
 
@@ -221,8 +222,9 @@ def load_data(
             return ages / 90.0
         return np.minimum((ages - lo) * k // (hi - lo + 1), k - 1).astype(np.int64)
     if ds.kind == "counts":
-        if data_kind != "categorical":
-            raise DataError(f"data spec {ds.text!r} is categorical; this protocol takes real inputs in [0, 1]")
+        if data_kind != "categorical":  # c_j users hold j/G (real_counts), in random order
+            summary = real_counts(ds, n=n)
+            return gen.permutation(np.repeat(summary.values, summary.counts))
         if len(ds.args) != k:
             raise DataError(f"data spec {ds.text!r} gives {len(ds.args)} counts; the protocol has k={k} categories")
         total = sum(ds.args)
@@ -302,6 +304,8 @@ def data_counts(spec, *, n: int, k: int, rng: RngLike = None):
             raise DataError(f"data spec {ds.text!r} has {int(counts.sum())} users; n={n} (omit n or make them agree)")
         return DataSummary(np.arange(k), counts, int(counts.sum()), "categorical")
     n = _check_count("n", n, 1)
+    if n > MAX_COUNTS_N:
+        raise DataError(f"n={n} users cannot be held as int64 counts (at most 2^62 = {MAX_COUNTS_N})")
     gen = as_generator(rng)
     if ds.kind == "uniform":
         counts = gen.multinomial(n, np.full(k, 1.0 / k))
@@ -317,3 +321,67 @@ def data_counts(spec, *, n: int, k: int, rng: RngLike = None):
     else:
         raise DataError(f"data spec {ds.text!r} cannot be given as counts (uniform, zipf:s, constant:j, counts:...)")
     return DataSummary(np.arange(k), np.asarray(counts, dtype=np.int64), n, "categorical")
+
+
+#: points of the grid on which real-valued synthetic data are drawn as counts (issue 21): users hold the
+#: midpoints (j + 1/2)/REAL_COUNTS_GRID of the cells of [0, 1] (and the end points 0 and 1 where a clipped
+#: normal puts mass there)
+REAL_COUNTS_GRID = 4096
+#: largest number of users a multiset holds (int64 counts and their sums)
+MAX_COUNTS_N = 2**62
+
+
+def real_counts(spec, *, n: int | None, rng: RngLike = None, grid: int = REAL_COUNTS_GRID):
+    """Real-valued data in [0, 1] as a multiset, never expanded to n rows (issue 21): a
+    :class:`~shufflesim.pipeline.fast.DataSummary` of the sorted distinct values held by at least one user and
+    their counts (zero counts dropped, as :meth:`DataSummary.of` drops them for rows).
+
+    * ``counts:c0,...,cG`` (G >= 1) -- exactly c_j users hold j/G (exact; ``n`` omitted or equal to Σ c_j);
+    * ``constant:x`` -- n users hold x (exact);
+    * ``uniform``, ``beta:a,b``, ``normal:mu,sigma`` (clipped to [0, 1]) -- n i.i.d. users of the distribution
+      *quantised to ``grid`` cells*: the number of users in each cell [j/grid, (j+1)/grid) is one multinomial
+      draw with the cell probabilities from the distribution's CDF (exactly the cell counts of n i.i.d.
+      draws), and every user of a cell holds its midpoint (j + 1/2)/grid; a normal's mass below 0 and above 1
+      sits at 0 and 1, as the clipping of the rows path puts it.  The data set differs from the rows path's
+      (continuous values) by at most 1/(2·grid) per user; every protocol then runs on this data set exactly.
+    """
+    from scipy import stats
+
+    from shufflesim.pipeline.fast import DataSummary
+
+    ds = parse_data_spec(spec) if isinstance(spec, str) else spec
+    grid = _check_count("grid", grid, 1)
+    if ds.kind == "counts":
+        counts = np.asarray(ds.args, dtype=np.int64)
+        if counts.size < 2:
+            raise DataError(f"data spec {ds.text!r}: real-valued counts need at least two values c0,c1 "
+                            "(c_j users hold j/G, G = number of counts - 1)")
+        if n is not None and int(counts.sum()) != n:
+            raise DataError(f"data spec {ds.text!r} has {int(counts.sum())} users; n={n} (omit n or make them agree)")
+        values = np.arange(counts.size, dtype=float) / (counts.size - 1)
+    else:
+        n = _check_count("n", n, 1)
+        if n > MAX_COUNTS_N:
+            raise DataError(f"n={n} users cannot be held as int64 counts (at most 2^62 = {MAX_COUNTS_N})")
+        gen = as_generator(rng)
+        if ds.kind == "constant":
+            x = ds.args[0]
+            if not 0.0 <= x <= 1.0:
+                raise DataError(f"data spec {ds.text!r}: the constant must lie in [0, 1]")
+            values, counts = np.array([float(x)]), np.array([n], dtype=np.int64)
+        elif ds.kind in ("uniform", "beta", "normal"):
+            dist = {"uniform": lambda: stats.uniform(), "beta": lambda: stats.beta(*ds.args),
+                    "normal": lambda: stats.norm(*ds.args)}[ds.kind]()
+            edges = np.linspace(0.0, 1.0, grid + 1)
+            cdf = dist.cdf(edges)
+            p = np.concatenate(([cdf[0]], np.diff(cdf), [dist.sf(1.0)]))  # below 0, the cells, above 1
+            p = np.maximum(p, 0.0)
+            drawn = gen.multinomial(n, p / p.sum())
+            values = np.concatenate(([0.0], (np.arange(grid) + 0.5) / grid, [1.0]))
+            counts = drawn.astype(np.int64)
+        else:
+            raise DataError(f"data spec {ds.text!r} cannot be given as counts of real values (uniform, beta:a,b, "
+                            "normal:mu,sigma, constant:x, counts:c0,...,cG)")
+    keep = counts > 0
+    values, counts = values[keep], counts[keep]
+    return DataSummary(values, counts, int(counts.sum()), "real")

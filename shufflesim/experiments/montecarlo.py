@@ -31,6 +31,7 @@ from shufflesim.core.rng import RngLike, as_seed_sequence, trial_seed
 from shufflesim.experiments import parallel
 from shufflesim.experiments.stats import support_ci
 from shufflesim.pipeline.fast import FAST_BLOCK, DataSummary, fast_records, resolve_engine, summarise_data
+from shufflesim.pipeline.fast import mse_expected_of
 
 # --- worker side ---------------------------------------------------------------------------------------
 _WORKER_STATE: dict[str, Any] = {}
@@ -196,6 +197,44 @@ def run_trials(
     return TrialRun(frame, complete and len(frame) == trials, trials, engine)
 
 
+def run_trials_streamed(protocol: Protocol, data: Any, *, trials: int, rng: RngLike = None, point: int = 0,
+                        chunk: int | None = None, on_users: Callable[[int], None] | None = None) -> TrialRun:
+    """``trials`` faithful trials streamed ``chunk`` users at a time in bounded memory
+    (:mod:`shufflesim.pipeline.stream`, issue 21): ``data`` as rows or as a DataSummary (expanded one chunk at a
+    time).  Trial t uses the faithful engine's seed ``trial_seed(root, point, t)``; with one chunk the records
+    equal :func:`run_trials`'s.  Runs in this process (the chunks of a trial are sequential); call
+    :func:`shufflesim.pipeline.stream.plan_stream` first for the estimates and refusals.  ``on_users`` gets the
+    number of users done after every chunk.  An interrupt returns the finished trials with ``complete=False``."""
+    from shufflesim.pipeline.stream import STREAM_CHUNK, stream_run
+
+    if not isinstance(protocol, Protocol):
+        raise ParameterError(f"run_trials_streamed needs a Protocol; got {protocol!r}")
+    trials = check_int("trials", trials, minimum=1)
+    chunk = STREAM_CHUNK if chunk is None else check_int("chunk", chunk, minimum=1)
+    if isinstance(data, DataSummary):
+        data = _check_summary(protocol, data)
+        truth = protocol.truth_from_summary(data)
+    else:
+        data = protocol.check_data(data)
+        truth = protocol.truth(data)
+    root = as_seed_sequence(rng)
+    records: list[dict[str, Any]] = []
+    try:
+        for t in range(trials):
+            t0 = time.perf_counter()
+            res = stream_run(protocol, data, trial_seed(root, point, t), chunk=chunk, truth=truth, on_chunk=on_users)
+            rec: dict[str, Any] = {"trial": t, "sq_error": res.sq_error}
+            if np.ndim(res.estimate) == 0:
+                rec["error"] = float(res.estimate - res.truth)
+            rec.update({k: float(v) for k, v in res.metrics.items()})
+            rec["seconds"] = time.perf_counter() - t0
+            records.append(rec)
+    except KeyboardInterrupt:
+        pass
+    frame = pd.DataFrame.from_records(records)
+    return TrialRun(frame, len(frame) == trials, trials, "faithful")
+
+
 def summarise(records: pd.DataFrame, protocol: Protocol, data: np.ndarray, *, level: float = 0.95) -> dict[str, Any]:
     """Mean squared error with a ``level`` confidence interval, beside the theory columns.
 
@@ -216,7 +255,7 @@ def summarise(records: pd.DataFrame, protocol: Protocol, data: np.ndarray, *, le
         "mse_ci": [lo, hi],
         "ci_level": level,
         "ci_method": method,
-        "mse_expected": protocol.mse_expected(data),
+        "mse_expected": mse_expected_of(protocol, data),  # rows or a DataSummary (issue 21)
         "mse_worst": protocol.mse_worst(),
         "mse_bound": protocol.mse_bound(),
     }

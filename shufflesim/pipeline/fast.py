@@ -347,3 +347,30 @@ def scalar_columns(estimate: np.ndarray, truth: float) -> dict[str, np.ndarray]:
     them per trial."""
     err = np.subtract(estimate, truth, dtype=float)
     return {"sq_error": err * err, "error": err}
+
+
+# --- data given as counts (issue 21): the estimand and the exact MSE from the multiset --------------------
+def summary_total(summary: DataSummary) -> float:
+    """Σ over users of their inputs, Σ_v c_v·v, from the multiset (correctly rounded: ``math.fsum`` of the
+    per-value products)."""
+    import math
+
+    return math.fsum((np.asarray(summary.values, dtype=float) * np.asarray(summary.counts, dtype=float)).tolist())
+
+
+def summary_dot(summary: DataSummary, per_user: np.ndarray) -> float:
+    """Σ over users of a per-user quantity given per distinct value (``per_user[i]`` for ``values[i]``):
+    Σ_v c_v·f(v), the form of every summation protocol's exact MSE (a sum of independent users' variances)."""
+    return float(np.dot(np.asarray(summary.counts, dtype=float), np.asarray(per_user, dtype=float)))
+
+
+def mse_expected_of(protocol: Protocol, data: Any) -> float | None:
+    """The protocol's exact E[sq_error] for ``data`` given as rows or as a :class:`DataSummary`: a summary goes
+    to the protocol's ``mse_expected_summary`` where it has one, else to ``mse_expected`` only for categorical
+    protocols (whose exact MSE does not read the data: k-RR, the central histograms), else ``None``."""
+    if not isinstance(data, DataSummary):
+        return protocol.mse_expected(data)
+    hook = getattr(protocol, "mse_expected_summary", None)
+    if hook is not None:
+        return hook(data)
+    return protocol.mse_expected(data) if protocol.data_kind == "categorical" else None
