@@ -1,0 +1,388 @@
+"""Issue 21 item 4: the side-by-side scale table, n = 10^6 .. 10^9, every cell in its own subprocess.
+
+    PYTHONPATH=$PWD python bench/bench_scale.py table [--wang-dir DIR] [--write] [--ns 1e6,1e7,1e8,1e9]
+
+Engines (columns), each answering the same question in a fresh process (wall seconds of the whole process,
+peak = the child's ru_maxrss from ``os.wait4``, a timeout each):
+
+* ``shufflesim``    -- the CLI itself, ``python -m shufflesim account ... --json``: the command the issue times;
+* ``current``       -- the exact row engine (``TightAccountant`` on the unreduced rows of the same pair), the
+  engine before the bucketed rows, under an address-space cap (``--mem-cap-gb``) so that it fails with a word;
+* ``dp_accounting`` -- Google's ``from_two_probability_mass_functions`` on the pair's expanded atoms, only
+  where they number <= ``--dp-max-atoms`` (it loops over outcomes in Python); beyond, "not run" with the count;
+* ``Wang et al.``   -- ``amplificationUB`` of Wang et al.'s public code (github.com/wangsw/PrivacyAmplification,
+  ``unifiedamplification.py``; VLDB 2024), run from wherever it was checked out: ``--wang-dir`` or the
+  environment variable ``SHUFFLESIM_WANG_DIR`` (nothing of it is in this repository); "not available" when
+  absent.  Its parameters are its README's: binary randomised response / general eps0-LDP randomisers
+  p = q = e^eps0, beta = (e^eps0 - 1)/(e^eps0 + 1) (the stronger clone reduction: alpha = r = 1/(e^eps0 + 1));
+  k-ary RR beta = (e^eps0 - 1)/(e^eps0 + k - 1).  ``--wang-T`` bisection steps on [0, eps0] (default 20,
+  the setting that reproduces the issue's quoted 0.0016956 at n = 1e7); its answer is the bisection's upper
+  end, so it carries up to eps0 / 2^T of bisection slack above its own bound.
+
+Questions (row groups), delta = 1e-9 unless said, as in issue 21's table:
+
+* ``clones``          -- ``account clones --n N --eps0 1`` (single use);
+* ``clones-x1000``    -- the same, ``--compositions 1000``.  Wang et al.'s ``amplificationUB`` does not compose;
+  their composition script (``sequentialComposition/``) builds the pair's PLD one atom at a time in a Python
+  loop, and the table says how many atoms that would be instead of running it;
+* ``krr-strong``      -- ``account krr --n N --k 4 --gamma 0.25 --adversary strong``; Wang et al.'s k-RR bound
+  is for the shuffled reports alone (a weaker adversary than the strong one, who also sees the blanket
+  coins), so there it is context, not the same question;
+* ``krr-shuffled``    -- ``--adversary shuffled``: the view Wang et al.'s k-RR bound is about (same question);
+* ``clones-best``     -- ``account clones --n 2e9 --eps0 2 --delta 1e-6 --method best`` (one n).
+
+Checks printed under the table, for the rows where both answer the same question: shufflesim's upper end
+above Wang et al.'s upper bound (issue 21: "eps never above Wang et al.'s at the same n"), and Wang et al.'s
+upper bound below shufflesim's certified lower end (then one of the two is wrong).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results", "scale_table.md")
+WANG_ENV = "SHUFFLESIM_WANG_DIR"
+WANG_FILE = "unifiedamplification.py"
+
+# --------------------------------------------------------------------------------------------------
+# the questions
+# --------------------------------------------------------------------------------------------------
+
+#: group -> (shufflesim CLI arguments without --n, pair kind, eps0, k, gamma, delta, compositions, same question
+#: for Wang et al.?)
+QUESTIONS = {
+    "clones": (["clones", "--eps0", "1"], "clones", 1.0, None, None, 1e-9, 1, True),
+    "clones-x1000": (["clones", "--eps0", "1", "--compositions", "1000"], "clones", 1.0, None, None, 1e-9, 1000,
+                     True),
+    "krr-strong": (["krr", "--k", "4", "--gamma", "0.25", "--adversary", "strong"], "strong", None, 4, 0.25, 1e-9,
+                   1, False),
+    "krr-shuffled": (["krr", "--k", "4", "--gamma", "0.25", "--adversary", "shuffled"], "shuffled", None, 4, 0.25,
+                     1e-9, 1, True),
+    "clones-best": (["clones", "--eps0", "2", "--method", "best"], "clones", 2.0, None, None, 1e-6, 1, True),
+}
+
+
+def question_eps0(group: str) -> float:
+    _, _, eps0, k, gamma, *_ = QUESTIONS[group]
+    return eps0 if eps0 is not None else math.log1p(k * (1 - gamma) / gamma)
+
+
+def cli_args(group: str, n: int) -> list[str]:
+    args, *_, delta, _, _ = QUESTIONS[group]
+    return ["account", *args, "--n", f"{n:.0e}" if n >= 10**6 else str(n), "--delta", f"{delta:g}", "--json"]
+
+
+def wang_params(group: str) -> tuple[float, float, float]:
+    """(p, beta, q) of Wang et al.'s README for the question's randomiser (q0 = q1 = q)."""
+    _, kind, _, k, _, *_ = QUESTIONS[group]
+    p = math.exp(question_eps0(group))
+    beta = (p - 1) / (p + 1) if kind == "clones" else (p - 1) / (p + k - 1)
+    return p, beta, p
+
+
+def wang_dir(flag: str | None) -> str | None:
+    d = flag or os.environ.get(WANG_ENV) or None
+    return d if d and os.path.isfile(os.path.join(d, WANG_FILE)) else None
+
+
+# --------------------------------------------------------------------------------------------------
+# one cell = one subprocess
+# --------------------------------------------------------------------------------------------------
+
+CURRENT_CHILD = r"""
+import json, sys, resource
+cap = float(sys.argv[1])
+if cap > 0:
+    resource.setrlimit(resource.RLIMIT_AS, (int(cap * 2**30), resource.RLIM_INFINITY))
+kind, n, eps0, k, gamma, delta, comp, engine, dp_max = sys.argv[2:11]
+n, eps0, delta, comp, dp_max = int(float(n)), float(eps0), float(delta), int(comp), float(dp_max)
+tb = max(min(1e-15, 1e-7 * delta / comp), 1e-300)  # the truncation account() asks for (accounting/account.py)
+out = {}
+try:
+    if kind == "clones":
+        from shufflesim.accounting.pairs.variation import stronger_clones_pair
+        rows = stronger_clones_pair(n, eps0, as_rows=True, tail_bound=tb)
+    else:
+        from shufflesim.accounting.pairs.krr import krr_pair
+        rows = krr_pair(n, int(k), float(gamma), kind, as_rows=True, tail_bound=tb)
+    out["atoms"] = int(rows.n_atoms)
+    if engine == "current":
+        from shufflesim.accounting.tight import TightAccountant
+        r = TightAccountant(rows, compositions=comp).epsilon(delta)[0]
+        out.update(lo=r.eps_lower, up=r.eps_upper)
+    elif rows.n_atoms > dp_max:
+        out.update(skip=f"{rows.n_atoms:.3g} atoms > --dp-max-atoms (it loops over outcomes in Python)")
+    else:
+        import numpy as np
+        from dp_accounting.pld import privacy_loss_distribution as pldm
+        lp, lq = rows.expand()
+        # dp_accounting takes LOG masses: lower = Q, upper = P (privacy loss log P/Q, delta = sum (P - e^eps Q)+)
+        P = {i: float(v) for i, v in enumerate(lp)}
+        Q = {i: float(v) for i, v in enumerate(lq)}
+        pld = pldm.from_two_probability_mass_functions(Q, P, symmetric=False)
+        if comp > 1:
+            pld = pld.self_compose(comp)
+        out.update(up=float(pld.get_epsilon_for_delta(delta)), lo=None,
+                   note="dp_accounting's pessimistic estimate (one direction, no lower end)")
+except MemoryError:
+    out = {"fail": f"MemoryError under the {cap:g} GiB address-space cap"}
+print(json.dumps(out))
+"""
+
+WANG_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+p, beta, q, n, delta, T = map(float, sys.argv[2:8])
+from unifiedamplification import amplificationUB
+t0 = time.perf_counter()
+up = float(amplificationUB(p, beta, q, q, int(n), delta, int(T)))
+print(json.dumps({"up": up, "lo": None, "inner_seconds": time.perf_counter() - t0}))
+"""
+
+
+def run_cell(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
+    """Run ``cmd``; its last stdout line is a JSON object, to which wall seconds and peak RSS are added.
+
+    Peak = ``ru_maxrss`` of exactly this child (``os.wait4``), so concurrent cells of other processes do not
+    count.  A timeout kills the child's process group and answers ``{"fail": "timeout ..."}``; a non-zero exit
+    (a refusal, the kernel's kill) answers ``{"fail": "exit ...: <last stderr line>"}``.
+    """
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
+        status = ru = None
+        while True:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                os.killpg(proc.pid, 9)
+                _, status, ru = os.wait4(proc.pid, 0)
+                proc.returncode = -9
+                return {"fail": f"timeout {timeout:g} s", "seconds": time.perf_counter() - t0,
+                        "peak": ru.ru_maxrss * 1024}
+            time.sleep(0.02)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    peak = ru.ru_maxrss * 1024
+    if proc.returncode != 0:
+        last = (stderr.strip().splitlines() or [f"signal {-proc.returncode}" if proc.returncode < 0 else "?"])[-1]
+        return {"fail": f"exit {proc.returncode}: {last[:100]}", "seconds": seconds, "peak": peak}
+    text = stdout.strip()
+    try:
+        d = json.loads(text)  # the CLI's --json object spans several lines
+    except json.JSONDecodeError:
+        d = json.loads(text.splitlines()[-1])
+    d.update(seconds=seconds, peak=peak)
+    return d
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=ROOT, SHUFFLESIM_PROGRESS="0")
+
+
+def shufflesim_cell(group: str, n: int, timeout: float) -> dict:
+    d = run_cell([sys.executable, "-m", "shufflesim", *cli_args(group, n)], timeout, _env())
+    if "results" in d:
+        r = d["results"][0]
+        d = {"lo": r.get("eps_lower"), "up": r.get("eps_upper"), "seconds": d["seconds"], "peak": d["peak"],
+             "notes": d.get("notes", [])}
+    return d
+
+
+def pair_cell(group: str, n: int, engine: str, a) -> dict:
+    _, kind, _, k, gamma, delta, comp, _ = QUESTIONS[group]
+    if group == "clones-best":
+        return {"skip": "'best' is the CLI's choice among methods; the row engine is compared on 'clones'"}
+    if comp > 1 and engine == "dp_accounting" and n > 10**6:
+        return {"skip": "composed: the single-use dp_accounting cell already does not run"}
+    if comp > 1 and engine == "current" and n > a.current_max_n_composed:
+        return {"skip": f"composed above n = {a.current_max_n_composed:.0e} (--current-max-n-composed)"}
+    cap = a.mem_cap_gb if engine == "current" else 0.0
+    cmd = [sys.executable, "-c", CURRENT_CHILD, str(cap), kind, str(n), str(question_eps0(group)), str(k),
+           str(gamma), repr(delta), str(comp), engine, str(a.dp_max_atoms)]
+    return run_cell(cmd, a.timeout, _env())
+
+
+def wang_cell(group: str, n: int, a) -> dict:
+    d = wang_dir(a.wang_dir)
+    if d is None:
+        return {"skip": f"not available (give --wang-dir or {WANG_ENV}: a checkout of wangsw/PrivacyAmplification)"}
+    _, _, eps0, _, _, delta, comp, _ = QUESTIONS[group]
+    if comp > 1:
+        return {"skip": wang_composition_note(group, n)}
+    p, beta, q = wang_params(group)
+    key = (d, p, beta, q, n, delta, a.wang_T)
+    if key not in _WANG_CACHE:  # krr-strong and krr-shuffled ask Wang et al. the same thing: run it once
+        cmd = [sys.executable, "-c", WANG_CHILD, d, repr(p), repr(beta), repr(q), str(n), repr(delta), str(a.wang_T)]
+        _WANG_CACHE[key] = run_cell(cmd, a.wang_timeout, dict(os.environ))
+    return dict(_WANG_CACHE[key])
+
+
+_WANG_CACHE: dict = {}
+
+
+def wang_composition_atoms(group: str, n: int) -> float:
+    """Atoms Wang et al.'s composition script visits one by one (its get_omega's i and j ranges, tol_ = 60)."""
+    p, beta, q = wang_params(group)
+    alpha = beta / (p - 1)
+    r = 2 * alpha * p / q
+    width_i = 2 * math.sqrt(60 / (2 * (n - 1))) * (n - 1)
+    i = r * (n - 1)
+    width_j = 2 * math.sqrt(60 / (2 * (i + 1))) * i
+    return width_i * width_j
+
+
+def wang_composition_note(group: str, n: int) -> str:
+    return (f"not run: amplificationUB does not compose; their FFT composition script enumerates "
+            f"~{wang_composition_atoms(group, n):.2g} atoms in a Python loop at this n")
+
+
+# --------------------------------------------------------------------------------------------------
+# the table
+# --------------------------------------------------------------------------------------------------
+
+ENGINES = ("shufflesim", "current", "dp_accounting", "Wang et al.")
+
+
+def measure(group: str, n: int, a) -> dict:
+    cells = {"shufflesim": shufflesim_cell(group, n, a.timeout)}
+    for eng in ("current", "dp_accounting"):
+        cells[eng] = pair_cell(group, n, eng, a)
+    cells["Wang et al."] = wang_cell(group, n, a)
+    return cells
+
+
+def _g(x) -> str:
+    return "" if x is None else f"{x:.6g}"
+
+
+def _ratio(x, y) -> str:
+    if x is None or y is None or y == 0:
+        return ""
+    return f"{x / y:.3g}x"
+
+
+def table_lines(rows: list[tuple[str, int, dict]]) -> list[str]:
+    """Markdown: one line per (question, n, engine); ratios are engine / shufflesim."""
+    out = ["| question | n | engine | seconds | peak MiB | eps lower | eps upper | time ratio | peak ratio | "
+           "eps-upper ratio | status |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for group, n, cells in rows:
+        base = cells["shufflesim"]
+        ok = lambda d: "fail" not in d and "skip" not in d  # noqa: E731
+        for eng in ENGINES:
+            d = cells[eng]
+            sec = d.get("seconds")
+            peak = d.get("peak")
+            status = d.get("fail") or d.get("skip") or d.get("note") or "ok"
+            if eng == "Wang et al." and ok(d) and not QUESTIONS[group][7]:
+                status = "shuffled reports only: a weaker adversary than the question's"
+            tr = pr = er = ""
+            if eng != "shufflesim" and ok(d) and ok(base):
+                tr, pr, er = _ratio(sec, base.get("seconds")), _ratio(peak, base.get("peak")), \
+                    _ratio(d.get("up"), base.get("up"))
+            out.append(f"| {group} | {n:.0e} | {eng} | {'' if sec is None or 'skip' in d else f'{sec:.2f}'} | "
+                       f"{'' if peak is None or 'skip' in d else f'{peak / 2**20:.0f}'} | "
+                       f"{_g(d.get('lo')) if ok(d) else ''} | {_g(d.get('up')) if ok(d) else ''} | {tr} | {pr} | "
+                       f"{er} | {status} |")
+    return out
+
+
+def checks(rows: list[tuple[str, int, dict]]) -> list[str]:
+    """Issue 21's 'eps never above Wang et al.'s' and the consistency of Wang's upper bound with our lower end."""
+    out, compared = [], 0
+    for group, n, cells in rows:
+        s, w = cells["shufflesim"], cells["Wang et al."]
+        if "up" not in s or "up" not in w or "fail" in s or "fail" in w:
+            continue
+        compared += 1
+        same = QUESTIONS[group][7]
+        if same and s["up"] > w["up"]:
+            out.append(f"- {group} n={n:.0e}: shufflesim's upper end {s['up']:.6g} is ABOVE Wang et al.'s upper "
+                       f"bound {w['up']:.6g} (ratio {s['up'] / w['up']:.4g})")
+        if s.get("lo") is not None and w["up"] < s["lo"]:
+            what = "CONTRADICTION (one of the two is wrong)" if same else \
+                "expected: Wang et al. bound the shuffled reports alone, a weaker adversary"
+            out.append(f"- {group} n={n:.0e}: Wang et al.'s upper bound {w['up']:.6g} is below shufflesim's "
+                       f"certified lower end {s['lo']:.6g}: {what}")
+    if not compared:
+        return ["- no row has both a shufflesim and a Wang et al. answer"]
+    return out or ["- none: on every row with both answers, shufflesim's upper end <= Wang et al.'s upper bound, "
+                   "and Wang et al.'s upper bound >= shufflesim's lower end"]
+
+
+def header(a) -> list[str]:
+    d = wang_dir(a.wang_dir)
+    wang = "not available"
+    if d:
+        with open(os.path.join(d, WANG_FILE), "rb") as f:
+            wang = f"{d} ({WANG_FILE} sha256 {hashlib.sha256(f.read()).hexdigest()[:12]}), T = {a.wang_T}"
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "?"
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return [f"# Issue 21: scale table ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
+            f"shufflesim commit {commit}; {os.cpu_count()} cores, load average at start {load}; "
+            f"Python {platform.python_version()}; Wang et al.: {wang}.", "",
+            "Every cell is a fresh process (wall seconds including start-up; peak = its maximum resident set). "
+            f"Timeouts: {a.timeout:g} s ({a.wang_timeout:g} s for Wang et al.); the current engine is capped at "
+            f"{a.mem_cap_gb:g} GiB of address space. Ratios are the engine's over shufflesim's.", ""]
+
+
+def run(a) -> None:
+    ns = [int(float(t)) for t in a.ns.split(",")]
+    groups = a.groups.split(",")
+    for g in groups:
+        if g not in QUESTIONS:
+            raise SystemExit(f"error: unknown question {g!r}; choose from {', '.join(QUESTIONS)}")
+    rows = []
+    lines = header(a)
+    print("\n".join(lines), flush=True)
+    for g in groups:
+        for n in ([int(float(a.best_n))] if g == "clones-best" else ns):
+            cells = measure(g, n, a)
+            rows.append((g, n, cells))
+            for line in table_lines([(g, n, cells)])[2:]:
+                print(line, flush=True)
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    lines += table_lines(rows) + ["", f"Load average at the end: {load}.", "", "Checks:"] + checks(rows)
+    print("\n".join(lines[-len(checks(rows)) - 1:]), flush=True)
+    if a.write:
+        os.makedirs(os.path.dirname(a.output), exist_ok=True)
+        with open(a.output, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print(f"written: {a.output}")
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("table", help="issue 21: side-by-side scale table (shufflesim, current engine, "
+                                     "dp_accounting, Wang et al.)")
+    s.add_argument("--ns", default="1e6,1e7,1e8,1e9")
+    s.add_argument("--groups", default="clones,krr-strong,krr-shuffled,clones-best,clones-x1000",
+                   help=f"questions: {', '.join(QUESTIONS)}")
+    s.add_argument("--best-n", default="2e9", help="n of the clones-best question (issue 21: 2e9)")
+    s.add_argument("--wang-dir", default=None, help=f"checkout of wangsw/PrivacyAmplification (or {WANG_ENV})")
+    s.add_argument("--wang-T", type=int, default=20, help="Wang et al.'s bisection steps")
+    s.add_argument("--wang-timeout", type=float, default=1800.0)
+    s.add_argument("--timeout", type=float, default=300.0)
+    s.add_argument("--mem-cap-gb", type=float, default=6.0)
+    s.add_argument("--dp-max-atoms", type=float, default=2e6)
+    s.add_argument("--current-max-n-composed", type=float, default=1e6)
+    s.add_argument("--write", action="store_true", help=f"also write the table to {os.path.relpath(RESULTS, ROOT)}")
+    s.add_argument("--output", default=RESULTS)
+    s.set_defaults(func=run)
