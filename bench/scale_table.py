@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD python bench/bench_scale.py table [--wang-dir DIR] [--write] [--ns 1e6,1e7,1e8,1e9]
 
 Engines (columns), each answering the same question in a fresh process (wall seconds of the whole process,
-peak = the child's ru_maxrss from ``os.wait4``, a timeout each):
+peak = the child's VmHWM, a timeout each):
 
 * ``shufflesim``    -- the CLI itself, ``python -m shufflesim account ... --json``: the command the issue times;
 * ``current``       -- the exact row engine (``TightAccountant`` on the unreduced rows of the same pair), the
@@ -149,34 +149,75 @@ print(json.dumps({"up": up, "lo": None, "inner_seconds": time.perf_counter() - t
 """
 
 
-def run_cell(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
-    """Run ``cmd``; its last stdout line is a JSON object, to which wall seconds and peak RSS are added.
+#: Runs a Python cell (``-m module args`` or ``-c code args``) and, at exit, writes the process's own VmHWM to
+#: the file named by BENCH_HWM_FILE.  (The child's ru_maxrss is no measure: Linux keeps, across exec, the high
+#: water mark of the forked copy of the parent -- this bench's ~160 MiB -- so every cell would read >= that.)
+WRAP = r"""
+import atexit, os, runpy, sys
+def _hwm(path=os.environ["BENCH_HWM_FILE"]):
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            open(path, "w").write(line.split()[1])
+atexit.register(_hwm)
+if sys.argv[1] == "-m":
+    sys.argv = [sys.argv[2]] + sys.argv[3:]
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+else:
+    code = sys.argv[2]
+    sys.argv = ["-c"] + sys.argv[3:]
+    exec(compile(code, "<cell>", "exec"), {"__name__": "__main__"})
+"""
 
-    Peak = ``ru_maxrss`` of exactly this child (``os.wait4``), so concurrent cells of other processes do not
-    count.  A timeout kills the child's process group and answers ``{"fail": "timeout ..."}``; a non-zero exit
-    (a refusal, the kernel's kill) answers ``{"fail": "exit ...: <last stderr line>"}``.
+
+def _polled_hwm(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def run_cell(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
+    """Run the Python cell ``cmd`` = ``[python, "-m", module, ...]`` or ``[python, "-c", code, ...]``.
+
+    Its stdout is one JSON object (the last line, or the whole output), to which wall seconds and the peak
+    resident set (bytes) are added.  Peak = the child's VmHWM, written by the child at exit (:data:`WRAP`),
+    or, when it cannot (killed), the last value polled from /proc every 20 ms.  A timeout kills the child's
+    process group and answers ``{"fail": "timeout ..."}``; a non-zero exit (a refusal, the kernel's kill)
+    answers ``{"fail": "exit ...: <last stderr line>"}``.
     """
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
-        status = ru = None
-        while True:
-            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() - t0 > timeout:
-                os.killpg(proc.pid, 9)
-                _, status, ru = os.wait4(proc.pid, 0)
-                proc.returncode = -9
-                return {"fail": f"timeout {timeout:g} s", "seconds": time.perf_counter() - t0,
-                        "peak": ru.ru_maxrss * 1024}
-            time.sleep(0.02)
-        seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    peak = ru.ru_maxrss * 1024
+    env = dict(os.environ if env is None else env)
+    with tempfile.TemporaryDirectory(prefix="bench-cell-") as tmp:
+        hwm_file = env["BENCH_HWM_FILE"] = os.path.join(tmp, "hwm")
+        out_path, err_path = os.path.join(tmp, "out"), os.path.join(tmp, "err")
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen([cmd[0], "-c", WRAP, *cmd[1:]], stdout=out, stderr=err, env=env,
+                                    start_new_session=True)
+            polled, timed_out = 0, False
+            while proc.poll() is None:
+                polled = max(polled, _polled_hwm(proc.pid))
+                if time.perf_counter() - t0 > timeout:
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
+                    timed_out = True
+                    break
+                time.sleep(0.02)
+            seconds = time.perf_counter() - t0
+        try:
+            with open(hwm_file) as f:
+                peak = int(f.read()) * 1024
+        except (OSError, ValueError):
+            peak = polled
+        with open(out_path) as f:
+            stdout = f.read()
+        with open(err_path) as f:
+            stderr = f.read()
+    if timed_out:
+        return {"fail": f"timeout {timeout:g} s", "seconds": seconds, "peak": peak}
     if proc.returncode != 0:
         last = (stderr.strip().splitlines() or [f"signal {-proc.returncode}" if proc.returncode < 0 else "?"])[-1]
         return {"fail": f"exit {proc.returncode}: {last[:100]}", "seconds": seconds, "peak": peak}
