@@ -310,10 +310,10 @@ def _g(x) -> str:
     return "" if x is None else f"{x:.6g}"
 
 
-def _ratio(x, y) -> str:
+def _ratio(x, y, digits: int = 3) -> str:
     if x is None or y is None or y == 0:
         return ""
-    return f"{x / y:.3g}x"
+    return f"{x / y:.{digits}g}x"
 
 
 def table_lines(rows: list[tuple[str, int, dict]]) -> list[str]:
@@ -334,7 +334,7 @@ def table_lines(rows: list[tuple[str, int, dict]]) -> list[str]:
             tr = pr = er = ""
             if eng != "shufflesim" and ok(d) and ok(base):
                 tr, pr, er = _ratio(sec, base.get("seconds")), _ratio(peak, base.get("peak")), \
-                    _ratio(d.get("up"), base.get("up"))
+                    _ratio(d.get("up"), base.get("up"), 5)
             out.append(f"| {group} | {n:.0e} | {eng} | {'' if sec is None or 'skip' in d else f'{sec:.2f}'} | "
                        f"{'' if peak is None or 'skip' in d else f'{peak / 2**20:.0f}'} | "
                        f"{_g(d.get('lo')) if ok(d) else ''} | {_g(d.get('up')) if ok(d) else ''} | {tr} | {pr} | "
@@ -407,7 +407,9 @@ def run(a) -> None:
         os.makedirs(os.path.dirname(a.output), exist_ok=True)
         with open(a.output, "w") as f:
             f.write("\n".join(lines) + "\n")
-        print(f"written: {a.output}")
+        with open(os.path.splitext(a.output)[0] + ".json", "w") as f:  # the raw cells, to re-render or quote
+            json.dump([{"question": g, "n": n, "cells": c} for g, n, c in rows], f, indent=1)
+        print(f"written: {a.output} (and .json)")
 
 
 def add_parser(sub) -> None:
