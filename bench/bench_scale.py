@@ -171,9 +171,11 @@ def main() -> None:
 
     scale_accounting.add_parser(sub)
     scale_table.add_parser(sub)
+    scale_table.add_check_parser(sub)
     a = ap.parse_args()
     {"engines": engines, "baseline": baseline, "workers": workers, "memory": memory,
-     "accounting": scale_accounting.accounting, "table": scale_table.run}[a.what](a)
+     "accounting": scale_accounting.accounting, "table": scale_table.run,
+     "wang-check": scale_table.wang_check}[a.what](a)
     sys.stdout.flush()
 
 

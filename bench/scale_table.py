@@ -183,7 +183,7 @@ def _polled_hwm(pid: int) -> int:
 def run_cell(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
     """Run the Python cell ``cmd`` = ``[python, "-m", module, ...]`` or ``[python, "-c", code, ...]``.
 
-    Its stdout is one JSON object (the last line, or the whole output), to which wall seconds and the peak
+    Its stdout is one JSON value (the last line, or the whole output; a non-object is put under "value"), to which wall seconds and the peak
     resident set (bytes) are added.  Peak = the child's VmHWM, written by the child at exit (:data:`WRAP`),
     or, when it cannot (killed), the last value polled from /proc every 20 ms.  A timeout kills the child's
     process group and answers ``{"fail": "timeout ..."}``; a non-zero exit (a refusal, the kernel's kill)
@@ -226,6 +226,8 @@ def run_cell(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
         d = json.loads(text)  # the CLI's --json object spans several lines
     except json.JSONDecodeError:
         d = json.loads(text.splitlines()[-1])
+    if not isinstance(d, dict):
+        d = {"value": d}
     d.update(seconds=seconds, peak=peak)
     return d
 
@@ -429,3 +431,96 @@ def add_parser(sub) -> None:
     s.add_argument("--write", action="store_true", help=f"also write the table to {os.path.relpath(RESULTS, ROOT)}")
     s.add_argument("--output", default=RESULTS)
     s.set_defaults(func=run)
+
+
+# --------------------------------------------------------------------------------------------------
+# small n: Wang et al.'s upper bound against the exact value by enumeration
+# --------------------------------------------------------------------------------------------------
+
+WANG_CHECK_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from unifiedamplification import amplificationUB
+print(json.dumps([amplificationUB(*map(float, a[:4]), int(a[4]), float(a[5]), 40) for a in json.loads(sys.argv[2])]))
+"""
+
+
+def exact_eps(pair, delta: float) -> float:
+    """eps(delta) of an enumerated pair: bisection on the exact hockey-stick divergence (both directions).
+
+    Returns the bisection's lower end after 60 halvings of [0, 20]: a value whose delta still exceeds
+    ``delta``, so the pair (a data set of the mechanism) is not (eps, delta)-DP at it.
+    """
+    from shufflesim.accounting.bruteforce import hockey_stick
+
+    lo, hi = 0.0, 20.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if hockey_stick(pair.log_p, pair.log_q, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def wang_check(a) -> None:
+    """Small n: the exact eps of shuffled k-RR / binary RR on every data set of the others (shufflesim's
+    brute-force enumeration of the shuffler's view, accounting/bruteforce.py), against Wang et al.'s
+    ``amplificationUB`` with their README's parameters (T = 40).  An exact value above the upper bound means
+    the bound, with those parameters, is not an upper bound there."""
+    import itertools
+
+    from shufflesim.accounting.bruteforce import krr_bruteforce, rr2_bruteforce
+
+    d = wang_dir(a.wang_dir)
+    if d is None:
+        print(f"Wang et al.: not available (give --wang-dir or {WANG_ENV})")
+        return
+    cases = []  # (label, n, delta, exact, worst data set, (p, beta, q, q, n, delta))
+    k, gamma = a.k, a.gamma
+    p = 1 + k * (1 - gamma) / gamma
+    for n in range(2, a.max_n_krr + 1):
+        for delta in (1e-2, 1e-3):
+            best, worst = -1.0, None
+            for others in itertools.combinations_with_replacement(range(k), n - 1):
+                e = exact_eps(krr_bruteforce(n, k, gamma, "shuffler", others=list(others)), delta)
+                if e > best:
+                    best, worst = e, others
+            cases.append((f"k-RR k={k} gamma={gamma:g}", n, delta, best, worst, (p, (p - 1) / (p + k - 1), p, p, n,
+                                                                                   delta)))
+    for n in (4, 8, 12, 16):
+        for delta in (1e-2, 1e-3):
+            best, worst = max((exact_eps(rr2_bruteforce(n, a.eps0_rr, n_ones=j), delta), j) for j in range(n))
+            q = math.exp(a.eps0_rr)
+            cases.append((f"binary RR eps0={a.eps0_rr:g}", n, delta, best, f"{worst} ones", (q, (q - 1) / (q + 1), q, q,
+                                                                                            n, delta)))
+    ubs = run_cell([sys.executable, "-c", WANG_CHECK_CHILD, d, json.dumps([c[5] for c in cases])], a.wang_timeout,
+                   dict(os.environ))
+    if "fail" in ubs:
+        print(f"Wang et al.: {ubs['fail']}")
+        return
+    ubs = ubs["value"]
+    lines = ["| randomiser | n | delta | exact eps (worst data set) | worst others | Wang et al. UB | verdict |",
+             "|---|---:|---:|---:|---|---:|---|"]
+    for (label, n, delta, ex, worst, _), ub in zip(cases, ubs):
+        verdict = "NOT an upper bound" if ub < ex * (1 - 1e-9) else "ok"
+        lines.append(f"| {label} | {n} | {delta:g} | {ex:.6g} | {worst} | {ub:.6g} | {verdict} |")
+    print("\n".join(lines))
+    if a.write:
+        os.makedirs(os.path.dirname(a.output), exist_ok=True)
+        with open(a.output, "w") as f:
+            f.write("# Wang et al.'s amplificationUB against exact enumeration (small n)\n\n"
+                    + (wang_check.__doc__ or "").replace("\n    ", "\n") + "\n\n" + "\n".join(lines) + "\n")
+        print(f"written: {a.output}")
+
+
+def add_check_parser(sub) -> None:
+    s = sub.add_parser("wang-check", help="small n: Wang et al.'s upper bound against exact enumeration")
+    s.add_argument("--wang-dir", default=None)
+    s.add_argument("--k", type=int, default=4)
+    s.add_argument("--gamma", type=float, default=0.25)
+    s.add_argument("--eps0-rr", type=float, default=1.0)
+    s.add_argument("--max-n-krr", type=int, default=6)
+    s.add_argument("--wang-timeout", type=float, default=600.0)
+    s.add_argument("--write", action="store_true")
+    s.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "wang_small_n.md"))
