@@ -445,6 +445,29 @@ print(json.dumps([amplificationUB(*map(float, a[:4]), int(a[4]), float(a[5]), 40
 """
 
 
+#: Wang et al.'s composition script (sequentialComposition/use_Hoeffding_and_FFT.py) runs demonstrations at
+#: import; this cell executes only its imports and function definitions (from its own file), sets the grid
+#: step ``dx`` that its homogeneousComposition reads as a global, and reads delta(eps) off what it prints.
+WANG_COMPOSE_CHILD = r"""
+import ast, contextlib, io, json, re, sys
+import numpy as np
+path, n, p, beta, q, k, nx, L, lo, hi, steps = sys.argv[1:12]
+tree = ast.parse(open(path).read())
+keep = [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef))]
+ns = {"__name__": "wang_sequential"}
+exec(compile(ast.Module(body=keep, type_ignores=[]), path, "exec"), ns)
+nx, L = int(float(nx)), float(L)
+ns["dx"] = 2 * L / nx
+grid = np.linspace(float(lo), float(hi), int(steps))
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    ns["homogeneousComposition"](int(float(n)), float(p), float(beta), float(q), float(q), nx, L, grid, int(k))
+pat = re.compile(r"^k: (\d+) eps: (\S+) delta : (\S+)$")
+out = [(float(m.group(2)), complex(m.group(3)).real) for m in map(pat.match, buf.getvalue().splitlines()) if m]
+print(json.dumps(out))
+"""
+
+
 def exact_eps(pair, delta: float) -> float:
     """eps(delta) of an enumerated pair: bisection on the exact hockey-stick divergence (both directions).
 
@@ -505,6 +528,8 @@ def wang_check(a) -> None:
     for (label, n, delta, ex, worst, _), ub in zip(cases, ubs):
         verdict = "NOT an upper bound" if ub < ex * (1 - 1e-9) else "ok"
         lines.append(f"| {label} | {n} | {delta:g} | {ex:.6g} | {worst} | {ub:.6g} | {verdict} |")
+    if a.compose_n:
+        lines += ["", *wang_compose_lines(a, d)]
     print("\n".join(lines))
     if a.write:
         os.makedirs(os.path.dirname(a.output), exist_ok=True)
@@ -514,6 +539,36 @@ def wang_check(a) -> None:
         print(f"written: {a.output}")
 
 
+def wang_compose_lines(a, d: str) -> list[str]:
+    """1000-fold composition at a small n: Wang et al.'s FFT script against shufflesim's composed interval."""
+    n, k, delta = int(float(a.compose_n)), a.compositions, 1e-9
+    path = os.path.join(d, "sequentialComposition", "use_Hoeffding_and_FFT.py")
+    if not os.path.isfile(path):
+        return [f"Wang et al.'s composition script: not available ({path})"]
+    p = math.e
+    lo, hi, steps = a.compose_grid.split(",")
+    w = run_cell([sys.executable, "-c", WANG_COMPOSE_CHILD, path, str(n), repr(p), repr((p - 1) / (p + 1)), repr(p),
+                  str(k), "2e7", "50", lo, hi, steps], a.wang_timeout, dict(os.environ))
+    s = shufflesim_cell("clones-x1000", n, a.wang_timeout) if k == 1000 else {"fail": "shufflesim row is x1000"}
+    head = [f"1000-fold composition, stronger clones / binary RR eps0 = 1, n = {n}, delta = {delta:g}:"]
+    if "fail" in w:
+        return head + [f"- Wang et al. (FFT script): {w['fail']}"]
+    ok = [e for e, dl in w["value"] if dl <= delta]
+    step = (float(hi) - float(lo)) / (int(steps) - 1)
+    wang = (f"eps <= {min(ok):.4g} (first grid point with delta <= {delta:g}; grid step {step:.3g}; its delta omits "
+            f"its own periodisation error term)" if ok else f"delta > {delta:g} on the whole grid")
+    head.append(f"- Wang et al. (FFT script, nx = 2e7, L = 50): {wang}; {w['seconds']:.1f} s, "
+                f"{w['peak'] / 2**20:.0f} MiB")
+    if "fail" in s:
+        head.append(f"- shufflesim: {s['fail']}")
+    else:
+        head.append(f"- shufflesim: eps in [{_g(s['lo'])}, {_g(s['up'])}]; {s['seconds']:.1f} s, "
+                    f"{s['peak'] / 2**20:.0f} MiB")
+        if ok and s.get("lo") is not None and min(ok) < s["lo"]:
+            head.append("- CONTRADICTION: Wang et al.'s composed value is below shufflesim's certified lower end")
+    return head
+
+
 def add_check_parser(sub) -> None:
     s = sub.add_parser("wang-check", help="small n: Wang et al.'s upper bound against exact enumeration")
     s.add_argument("--wang-dir", default=None)
@@ -521,6 +576,9 @@ def add_check_parser(sub) -> None:
     s.add_argument("--gamma", type=float, default=0.25)
     s.add_argument("--eps0-rr", type=float, default=1.0)
     s.add_argument("--max-n-krr", type=int, default=6)
+    s.add_argument("--compose-n", default="1e4", help="n of the composed check (0: skip)")
+    s.add_argument("--compositions", type=int, default=1000)
+    s.add_argument("--compose-grid", default="1.5,3.5,201", help="eps grid lo,hi,points for Wang et al.'s script")
     s.add_argument("--wang-timeout", type=float, default=600.0)
     s.add_argument("--write", action="store_true")
     s.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "wang_small_n.md"))
