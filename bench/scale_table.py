@@ -71,6 +71,11 @@ QUESTIONS = {
 }
 
 
+#: What ``wang-check`` found (bench/results/wang_small_n.md): with the README's k-RR parameters,
+#: amplificationUB is below the exact eps of shuffled k-RR (k = 4, gamma = 0.25) at n = 2..6.
+KRR_CAVEAT = "Wang et al.'s README k-RR parameters are not an upper bound at small n (wang-check)"
+
+
 def question_eps0(group: str) -> float:
     _, _, eps0, k, gamma, *_ = QUESTIONS[group]
     return eps0 if eps0 is not None else math.log1p(k * (1 - gamma) / gamma)
@@ -333,6 +338,8 @@ def table_lines(rows: list[tuple[str, int, dict]]) -> list[str]:
             status = d.get("fail") or d.get("skip") or d.get("note") or "ok"
             if eng == "Wang et al." and ok(d) and not QUESTIONS[group][7]:
                 status = "shuffled reports only: a weaker adversary than the question's"
+            if eng == "Wang et al." and ok(d) and QUESTIONS[group][1] != "clones":
+                status += "; " + KRR_CAVEAT
             tr = pr = er = ""
             if eng != "shufflesim" and ok(d) and ok(base):
                 tr, pr, er = _ratio(sec, base.get("seconds")), _ratio(peak, base.get("peak")), \
@@ -353,14 +360,15 @@ def checks(rows: list[tuple[str, int, dict]]) -> list[str]:
             continue
         compared += 1
         same = QUESTIONS[group][7]
+        caveat = f" ({KRR_CAVEAT})" if QUESTIONS[group][1] != "clones" else ""
         if same and s["up"] > w["up"]:
             out.append(f"- {group} n={n:.0e}: shufflesim's upper end {s['up']:.6g} is ABOVE Wang et al.'s upper "
-                       f"bound {w['up']:.6g} (ratio {s['up'] / w['up']:.4g})")
+                       f"bound {w['up']:.6g} (ratio {s['up'] / w['up']:.4g}){caveat}")
         if s.get("lo") is not None and w["up"] < s["lo"]:
             what = "CONTRADICTION (one of the two is wrong)" if same else \
                 "expected: Wang et al. bound the shuffled reports alone, a weaker adversary"
             out.append(f"- {group} n={n:.0e}: Wang et al.'s upper bound {w['up']:.6g} is below shufflesim's "
-                       f"certified lower end {s['lo']:.6g}: {what}")
+                       f"certified lower end {s['lo']:.6g}: {what}{caveat}")
     if not compared:
         return ["- no row has both a shufflesim and a Wang et al. answer"]
     return out or ["- none: on every row with both answers, shufflesim's upper end <= Wang et al.'s upper bound, "
