@@ -1,6 +1,11 @@
 """Issue 21 item 4: the side-by-side scale table, n = 10^6 .. 10^9, every cell in its own subprocess.
 
     PYTHONPATH=$PWD python bench/bench_scale.py table [--wang-dir DIR] [--write] [--ns 1e6,1e7,1e8,1e9]
+    PYTHONPATH=$PWD python bench/bench_scale.py wang-check [--wang-dir DIR] [--write]
+
+``wang-check`` compares Wang et al.'s upper bound with exact values by enumeration at small n (shufflesim's
+brute-force oracles) and their FFT composition with shufflesim's 1000-fold interval at n = 1e4
+(bench/results/wang_small_n.md).
 
 Engines (columns), each answering the same question in a fresh process (wall seconds of the whole process,
 peak = the child's VmHWM, a timeout each):
