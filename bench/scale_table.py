@@ -400,30 +400,62 @@ def header(a) -> list[str]:
             f"{a.mem_cap_gb:g} GiB of address space. Ratios are the engine's over shufflesim's.", ""]
 
 
+def _load() -> str:
+    return ", ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def render(parts: list[dict]) -> list[str]:
+    """The markdown of one or more runs' JSON (``--render``): the first run's header, every run's rows."""
+    rows = [(r["question"], r["n"], r["cells"]) for part in parts for r in part["rows"]]
+    runs = [f"- run {i + 1}: {part['started']} to {part.get('ended', '(unfinished)')}, load average "
+            f"{part['load_start']} at start, {part.get('load_end', '?')} at the end; questions "
+            f"{', '.join(dict.fromkeys(r['question'] for r in part['rows']))}" for i, part in enumerate(parts)]
+    return parts[0]["header"] + ["Runs (concurrent runs share the machine):", *runs, ""] + table_lines(rows) + \
+        ["", "Checks:"] + checks(rows)
+
+
+def _save(a, part: dict) -> None:
+    os.makedirs(os.path.dirname(a.output), exist_ok=True)
+    with open(os.path.splitext(a.output)[0] + ".json", "w") as f:  # the raw cells, to re-render or quote
+        json.dump(part, f, indent=1)
+    with open(a.output, "w") as f:
+        f.write("\n".join(render([part])) + "\n")
+
+
 def run(a) -> None:
+    if a.render:
+        parts = []
+        for path in a.render.split(","):
+            with open(path) as f:
+                parts.append(json.load(f))
+        text = "\n".join(render(parts)) + "\n"
+        print(text)
+        if a.write:
+            with open(a.output, "w") as f:
+                f.write(text)
+            print(f"written: {a.output}")
+        return
     ns = [int(float(t)) for t in a.ns.split(",")]
     groups = a.groups.split(",")
     for g in groups:
         if g not in QUESTIONS:
             raise SystemExit(f"error: unknown question {g!r}; choose from {', '.join(QUESTIONS)}")
-    rows = []
-    lines = header(a)
-    print("\n".join(lines), flush=True)
+    part = {"header": header(a), "started": time.strftime("%H:%M UTC", time.gmtime()), "load_start": _load(),
+            "rows": []}
+    print("\n".join(part["header"]), flush=True)
     for g in groups:
         for n in ([int(float(a.best_n))] if g == "clones-best" else ns):
             cells = measure(g, n, a)
-            rows.append((g, n, cells))
+            part["rows"].append({"question": g, "n": n, "cells": cells})
             for line in table_lines([(g, n, cells)])[2:]:
                 print(line, flush=True)
-    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
-    lines += table_lines(rows) + ["", f"Load average at the end: {load}.", "", "Checks:"] + checks(rows)
-    print("\n".join(lines[-len(checks(rows)) - 1:]), flush=True)
+            if a.write:  # after every row: a partial table is on disk if the run is cut short
+                _save(a, part)
+    part.update(ended=time.strftime("%H:%M UTC", time.gmtime()), load_end=_load())
+    rows = [(r["question"], r["n"], r["cells"]) for r in part["rows"]]
+    print("\n".join(["", "Checks:"] + checks(rows)), flush=True)
     if a.write:
-        os.makedirs(os.path.dirname(a.output), exist_ok=True)
-        with open(a.output, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        with open(os.path.splitext(a.output)[0] + ".json", "w") as f:  # the raw cells, to re-render or quote
-            json.dump([{"question": g, "n": n, "cells": c} for g, n, c in rows], f, indent=1)
+        _save(a, part)
         print(f"written: {a.output} (and .json)")
 
 
@@ -443,6 +475,8 @@ def add_parser(sub) -> None:
     s.add_argument("--current-max-n-composed", type=float, default=1e6)
     s.add_argument("--write", action="store_true", help=f"also write the table to {os.path.relpath(RESULTS, ROOT)}")
     s.add_argument("--output", default=RESULTS)
+    s.add_argument("--render", default=None, metavar="A.json,B.json",
+                   help="measure nothing: merge these runs' JSON into one table (with --write: to --output)")
     s.set_defaults(func=run)
 
 

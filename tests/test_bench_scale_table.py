@@ -127,3 +127,6 @@ def test_small_table_written(st, tmp_path):
     st.run(a)
     text = out.read_text()
     assert text.count("| clones | 1e+04 |") == 4 and "not available" in text and "Checks:" in text
+    merged = tmp_path / "m.md"
+    st.run(_args(st, render=f"{tmp_path / 't.json'},{tmp_path / 't.json'}", write=True, output=str(merged)))
+    assert merged.read_text().count("| clones | 1e+04 |") == 8
