@@ -427,13 +427,17 @@ def run(a) -> None:
         parts = []
         for path in a.render.split(","):
             with open(path) as f:
-                parts.append(json.load(f))
+                got = json.load(f)
+            parts += got["parts"] if "parts" in got else [got]  # a merged file holds its parts
         text = "\n".join(render(parts)) + "\n"
         print(text)
         if a.write:
+            os.makedirs(os.path.dirname(a.output), exist_ok=True)
             with open(a.output, "w") as f:
                 f.write(text)
-            print(f"written: {a.output}")
+            with open(os.path.splitext(a.output)[0] + ".json", "w") as f:
+                json.dump({"parts": parts}, f, indent=1)
+            print(f"written: {a.output} (and .json)")
         return
     ns = [int(float(t)) for t in a.ns.split(",")]
     groups = a.groups.split(",")
