@@ -6,6 +6,7 @@
     python bench/bench_scale.py memory    [--trials 1e7] [--workers 2] [--chunk-size 1e5]
     python bench/bench_scale.py accounting [--ns 1e6,1e7,1e8,1e9]   (issue 21: bench/scale_accounting.py)
     python bench/bench_scale.py table [--wang-dir DIR] [--write]     (issue 21: bench/scale_table.py)
+    python bench/bench_scale.py wang-check [--wang-dir DIR] [--write] (issue 21: Wang et al. vs enumeration)
 
 * ``engines``  — seconds per k-RR trial under the faithful and the fast engine (``run_trials``), and
   their ratio, for every (n, k); the fast engine's cost should be flat in n.
