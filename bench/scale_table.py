@@ -194,8 +194,9 @@ def run_cell(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
     """Run the Python cell ``cmd`` = ``[python, "-m", module, ...]`` or ``[python, "-c", code, ...]``.
 
     Its stdout is one JSON value (the last line, or the whole output; a non-object is put under "value"), to
-    which wall seconds and the peak resident set (bytes) are added.  Peak = the child's VmHWM, written by the child at exit (:data:`WRAP`),
-    or, when it cannot (killed), the last value polled from /proc every 20 ms.  A timeout kills the child's
+    which wall seconds and the peak resident set (bytes) are added.  Peak = the child's VmHWM, written by
+    the child at exit (:data:`WRAP`), or, when it cannot (killed), the last value polled from /proc every
+    20 ms.  A timeout kills the child's
     process group and answers ``{"fail": "timeout ..."}``; a non-zero exit (a refusal, the kernel's kill)
     answers ``{"fail": "exit ...: <last stderr line>"}``.
     """

@@ -40,8 +40,8 @@ def _args(st, **kw):
 def test_run_cell_reports_json_time_peak_failures_and_timeouts(st):
     ok = st.run_cell([sys.executable, "-c", "import json; print('noise'); print(json.dumps({'up': 0.5}))"], 60)
     assert ok["up"] == 0.5 and ok["seconds"] > 0 and ok["peak"] > 2**20  # a Python process holds > 1 MiB
-    big = st.run_cell([sys.executable, "-c", "import json; b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]);"
-                       "print(json.dumps({}))"], 60)
+    big = st.run_cell([sys.executable, "-c", "import json; b = bytearray(300 * 2**20); "
+                       "b[::4096] = b'x' * len(b[::4096]); print(json.dumps({}))"], 60)
     assert big["peak"] >= 300 * 2**20
     held = bytearray(200 * 2**20)
     held[::4096] = b"x" * len(held[::4096])  # this process now holds > 200 MiB
