@@ -5,6 +5,8 @@
     python bench/bench_scale.py workers   [--n 2e5] [--trials 80]
     python bench/bench_scale.py memory    [--trials 1e7] [--workers 2] [--chunk-size 1e5]
     python bench/bench_scale.py accounting [--ns 1e6,1e7,1e8,1e9]   (issue 21: bench/scale_accounting.py)
+    python bench/bench_scale.py table [--wang-dir DIR] [--write]     (issue 21: bench/scale_table.py)
+    python bench/bench_scale.py wang-check [--wang-dir DIR] [--write] (issue 21: Wang et al. vs enumeration)
 
 * ``engines``  — seconds per k-RR trial under the faithful and the fast engine (``run_trials``), and
   their ratio, for every (n, k); the fast engine's cost should be flat in n.
@@ -166,10 +168,15 @@ def main() -> None:
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     import scale_accounting  # issue 21: certified accounting at n = 1e6 .. 1e9
 
+    import scale_table  # issue 21 item 4: the side-by-side table (shufflesim, current, dp_accounting, Wang et al.)
+
     scale_accounting.add_parser(sub)
+    scale_table.add_parser(sub)
+    scale_table.add_check_parser(sub)
     a = ap.parse_args()
     {"engines": engines, "baseline": baseline, "workers": workers, "memory": memory,
-     "accounting": scale_accounting.accounting}[a.what](a)
+     "accounting": scale_accounting.accounting, "table": scale_table.run,
+     "wang-check": scale_table.wang_check}[a.what](a)
     sys.stdout.flush()
 
 

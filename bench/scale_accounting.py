@@ -10,9 +10,9 @@ engine and dp_accounting, same run; every cell is measured in its own subprocess
 * ``dp_accounting`` -- ``from_two_probability_mass_functions`` on the pair's expanded atoms, only where
   they number <= ``--dp-max-atoms`` (it loops over outcomes in Python); beyond, "not run" with the count.
 
-Wang et al.'s figures are not re-measured here (their code is not in this environment): the issue quotes
-eps = 0.0016956 at n = 1e7 and 0.00050449 at n = 1e8 (eps0 = 1, delta = 1e-9; 14.7 s and 36 s); they are
-printed as quoted, labelled so.
+Wang et al.'s figures are not re-measured here: the issue quotes eps = 0.0016956 at n = 1e7 and 0.00050449 at
+n = 1e8 (eps0 = 1, delta = 1e-9; 14.7 s and 36 s), printed as quoted, labelled so.  ``bench_scale.py table``
+(bench/scale_table.py) re-measures them in the same run from a checkout of their code (--wang-dir).
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ try:
             import numpy as np
             from dp_accounting.pld import privacy_loss_distribution as pldm
             lp, lq = rows.expand()
-            P = {i: float(v) for i, v in enumerate(np.exp(lp))}
-            Q = {i: float(v) for i, v in enumerate(np.exp(lq))}
+            # dp_accounting takes LOG masses (lower = Q, upper = P); passing masses answered ~1e-4 for everything
+            P = {i: float(v) for i, v in enumerate(lp)}
+            Q = {i: float(v) for i, v in enumerate(lq)}
             t0 = time.perf_counter()
             pld = pldm.from_two_probability_mass_functions(Q, P, symmetric=False)
             if comp > 1:
