@@ -743,9 +743,38 @@ def test_feldman_numerical_eps_bounds_and_large_n():
     _, low = feldman_numerical_log_delta(e.eps_lower, n=10**5, eps0=7.0)
     assert up <= math.log(1e-6) < low
     # tiny delta in log space
-    b = feldman_numerical_delta(0.05, n=10**6, eps0=1.0)
-    assert 1e-300 < b.delta_lower <= b.delta_upper < 1e-200
+    b = feldman_numerical_delta(0.1, n=10**5, eps0=1.0)
+    assert 1e-300 < b.delta_lower <= b.delta_upper < 1e-90
     assert b.delta_upper / b.delta_lower - 1 < 1e-8
+
+
+def test_feldman_numerical_refuses_beyond_its_validated_clone_counts():
+    """Issue 21: at n = 2e9 the method allocated 15 GiB (an array over every c) and the kernel killed `account
+    clones --method best`; it now evaluates the binomial only in a window (memory ~ sqrt(n)) and is offered only
+    where its tails (scipy's bdtrc) stay within its rounding margin: n e^-eps0 up to MAX_CLONES.  At n = 1e6,
+    eps0 = 9 (seed 001 Figures 6-9) it still answers; at n = 1e6, eps0 = 1 and at 2e9 it says why, naming tight."""
+    from shufflesim.accounting.bounds.feldman import MAX_CLONES, numerical_validity
+
+    assert feldman_numerical_delta(0.5, n=10**6, eps0=9.0).applicable
+    for n, eps0 in ((10**6, 1.0), (2 * 10**9, 2.0)):
+        assert numerical_validity(n, eps0) is not None
+        r = feldman_numerical_delta(0.01, n=n, eps0=eps0)
+        assert not r.applicable and str(MAX_CLONES) in r.reason and "tight" in r.reason
+        assert not feldman_numerical_eps(1e-6, n=n, eps0=eps0).applicable
+
+
+def test_feldman_numerical_windowed_binomial_is_loaders():
+    """The window's log-pmf is Loader's saddle-point form (40-digit oracle: mpmath), not the gammaln difference
+    that drifts by ~4e-9 at n = 1e6 (more than the method's 1e-9 rounding margin)."""
+    from shufflesim.accounting.bounds.feldman import _binom_window
+
+    N, p = 10**6, math.exp(-9.0)
+    lo, hi, lp = _binom_window(N, p, 50.0)
+    assert lo < N * p < hi and len(lp) == hi - lo + 1
+    for c in (lo, int(N * p), hi):
+        with mp.workdps(40):
+            exact = mp.log(mp.binomial(N, c)) + c * mp.log(mp.mpf(p)) + (N - c) * mp.log(1 - mp.mpf(p))
+        assert abs(lp[c - lo] - float(exact)) <= 1e-11 * max(1.0, abs(float(exact)) / 100)
 
 
 def test_feldman_bounds_above_exact_delta_of_shuffled_rr():

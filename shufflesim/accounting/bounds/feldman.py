@@ -38,10 +38,9 @@ this method computes — not on the delta of a particular mechanism.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
-from scipy.special import bdtrc, gammaln, logsumexp
+from scipy.special import bdtrc, logsumexp
 
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.errors import ParameterError
@@ -129,35 +128,13 @@ def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplica
 # --------------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=8)
-def _log_binom_coef(N: int) -> np.ndarray:
-    """log C(N, c) for c = 0..N."""
-    c = np.arange(N + 1, dtype=float)
-    out = gammaln(N + 1.0) - gammaln(c + 1.0) - gammaln(N - c + 1.0)
-    out.setflags(write=False)
-    return out
-
-
-@lru_cache(maxsize=2)
-def _log_binom_pmf_all(N: int, p: float) -> np.ndarray:
-    """log P(C = c), C ~ Bin(N, p), c = 0..N (read-only, cached)."""
-    c = np.arange(N + 1, dtype=float)
-    if p >= 1.0:
-        out = np.full(N + 1, -np.inf)
-        out[N] = 0.0
-    else:
-        out = _log_binom_coef(N) + c * math.log(p) + (N - c) * math.log1p(-p)
-    out.setflags(write=False)
-    return out
-
-
 def _log_half_binom_pmf(m: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """log P(A = m), A ~ Bin(c, 1/2); -inf outside 0..c."""
-    ok = (m >= 0) & (m <= c)
-    mm = np.where(ok, m, 0).astype(float)
-    cc = c.astype(float)
-    out = gammaln(cc + 1.0) - gammaln(mm + 1.0) - gammaln(cc - mm + 1.0) - cc * math.log(2.0)
-    return np.where(ok, out, -np.inf)
+    """log P(A = m), A ~ Bin(c, 1/2); -inf outside 0..c (Loader's saddle-point form,
+    :func:`shufflesim.accounting.binomial.log_binom_pmf`: ~1e-12 absolute where the textbook gammaln
+    difference loses ~1e-9 at c = 10^6)."""
+    from shufflesim.accounting.binomial import log_binom_pmf
+
+    return log_binom_pmf(np.asarray(m), np.asarray(c), 0.5, 0.5)
 
 
 def _log_half_binom_sf(m: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -216,32 +193,62 @@ def _log_delta_c(c: np.ndarray, eps: float, eps0: float) -> tuple[np.ndarray, np
     return combine(lg_lo), combine(lg_hi)
 
 
-@lru_cache(maxsize=2)
-def _log_cdf_sf_all(N: int, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """log P(C <= c) and log P(C >= c), c = 0..N, by cumulative log-sum-exp of the log-pmf (cached)."""
-    lp = _log_binom_pmf_all(N, p)
-    lcdf = np.logaddexp.accumulate(lp)
-    lsf = np.logaddexp.accumulate(lp[::-1])[::-1]
-    lcdf.setflags(write=False)
-    lsf.setflags(write=False)
-    return lcdf, lsf
-
-
-def _log_tail_mass(N: int, p: float, lo: int, hi: int) -> tuple[float, float]:
-    """log P(C < lo) and log P(C > hi) for C ~ Bin(N, p)."""
-    lcdf, lsf = _log_cdf_sf_all(N, p)
-    left = float(lcdf[lo - 1]) if lo > 0 else -math.inf
-    right = float(lsf[hi + 1]) if hi < N else -math.inf
-    return left, right
-
-
 def _window(lp: np.ndarray, mode: int, floor: float) -> tuple[int, int]:
-    """The contiguous range of c around the mode of the (unimodal) log-pmf with lp >= floor."""
+    """The contiguous range of indices around the mode of the (unimodal) log-pmf ``lp`` with lp >= floor."""
     left = lp[: mode + 1]  # non-decreasing
     right = lp[mode:]  # non-increasing
     c_lo = int(np.searchsorted(left, floor, side="left"))
     c_hi = mode + int(np.searchsorted(-right, -floor, side="right")) - 1
     return c_lo, c_hi
+
+
+def _binom_window(N: int, p: float, width: float) -> tuple[int, int, np.ndarray]:
+    """(c_lo, c_hi, log P(C = c) for c in c_lo..c_hi), C ~ Bin(N, p): the values within ``width`` nats of the
+    mode, evaluated only there (Loader's form; memory ~ sqrt(N), not N — issue 21: n = 2e9 asked for 15 GiB)."""
+    from shufflesim.accounting.binomial import log_binom_pmf
+
+    mode = min(N, int((N + 1) * p))
+    reach = int(math.ceil(1.5 * math.sqrt(2.0 * width * (N * p * (1.0 - p) + 1.0)))) + 16
+    while True:
+        a, b = max(0, mode - reach), min(N, mode + reach)
+        lp = log_binom_pmf(np.arange(a, b + 1), N, p)
+        m = int(np.argmax(lp))
+        floor = lp[m] - width
+        if (a == 0 or lp[0] < floor) and (b == N or lp[-1] < floor):
+            lo, hi = _window(lp, m, floor)
+            return a + lo, a + hi, lp[lo:hi + 1]
+        reach *= 2
+
+
+def _log_tail_bound(N: int, p: float, lo: int, hi: int) -> float:
+    """log of a certified upper bound on P(C < lo) + P(C > hi), C ~ Bin(N, p) (the Chernoff bound
+    P(C <= x) <= exp(-N KL(x/N || p)) below the mean and its mirror above; -inf for the whole support)."""
+    from shufflesim.accounting.binomial import binom_log_kl
+
+    terms = []
+    if lo > 0:
+        terms.append(-float(binom_log_kl(min(lo - 1, N * p), N, p)) if lo - 1 < N * p else 0.0)
+    if hi < N:
+        terms.append(-float(binom_log_kl(max(hi + 1, N * p), N, p)) if hi + 1 > N * p else 0.0)
+    return float(np.logaddexp.reduce(terms)) if terms else -math.inf
+
+
+#: largest number of clones c (the inner Bin(c, 1/2)) at which the numerical method is offered: scipy's bdtrc,
+#: which gives its tails, was measured against exact sums at 3e-11 relative at c = 3.7e4 but 8e-10 at 3.7e5
+#: and 4e-9 at 3.7e6, beyond ROUNDING_MARGIN (docs/theory.md#bounds-feldman-numerical)
+MAX_CLONES = 50_000
+
+
+def numerical_validity(n: int, eps0: float) -> str | None:
+    """Why the numerical method is not offered at (n, eps0), or None: the clone counts it visits (about
+    (n - 1) e^{-eps0} plus a wide margin) must stay within :data:`MAX_CLONES`."""
+    N, p = n - 1, math.exp(-eps0)
+    reach = N * p + 40.0 * math.sqrt(N * p) + 64.0
+    if reach > MAX_CLONES:
+        return (f"feldman-numerical needs clone counts up to about {reach:.3g} (n e^-eps0), beyond the "
+                f"{MAX_CLONES} where its binomial tails are validated; use --method tight (same dominating "
+                "question, certified at any n)")
+    return None
 
 
 #: relative margin added to the upper and removed from the lower bound for floating-point rounding
@@ -277,39 +284,43 @@ def feldman_numerical_log_delta(
     d0 = alpha - math.exp(eps) * (1.0 - alpha)  # delta_c at c = 0: the LDP delta
     # = alpha (1 - e^{eps - eps0}); in that form where the difference cancels (eps0 subnormal / eps ~ eps0)
     log_delta0 = math.log(d0) if d0 > 0.0 else math.log(-math.expm1(eps - eps0)) + math.log(alpha)
-    lp = _log_binom_pmf_all(N, p)
-    mode = int(np.argmax(lp))
-    lp_max = lp[mode]
     width = 50.0
+    best = None
     while True:
-        c_lo, c_hi = _window(lp, mode, lp_max - width)
+        c_lo, c_hi, lpw = _binom_window(N, p, width)
+        if c_hi > MAX_CLONES:
+            if best is not None:  # a wider window would leave the validated range: the last one, its tail added
+                return best
+            raise ParameterError(numerical_validity(n, eps0) or f"feldman-numerical: clone counts up to {c_hi} "
+                                 f"exceed {MAX_CLONES}; use --method tight")
         starts = np.arange(c_lo, c_hi + 1, step, dtype=np.int64)
         ends = np.minimum(starts + step - 1, c_hi)
-        log_mass = np.logaddexp.reduceat(lp[c_lo : c_hi + 1], starts - c_lo)
+        log_mass = np.logaddexp.reduceat(lpw, starts - c_lo)
         up_s, lo_s = _log_delta_c(starts, eps, eps0)  # upper bound at the block's first c
         lo_e = lo_s if step == 1 else _log_delta_c(ends, eps, eps0)[1]  # lower bound at its last c
         log_up = float(logsumexp(log_mass + up_s))
-        log_low = float(logsumexp(log_mass + lo_e))
-        left, right = _log_tail_mass(N, p, c_lo, c_hi)
-        # c < c_lo: delta_c <= delta_0 (upper) and >= delta_{c_lo} (lower); c > c_hi: delta_c <= delta_{c_hi}
-        slack = float(np.logaddexp(left + log_delta0, right + up_s[-1]))
+        log_low = float(logsumexp(log_mass + lo_e))  # the c outside the window add >= 0: dropped (lower end)
+        # c outside the window: delta_c <= delta_0 (delta_c decreases in c), their mass <= the Chernoff bound
+        slack = _log_tail_bound(N, p, c_lo, c_hi) + log_delta0
         log_up = float(np.logaddexp(log_up, slack))
-        _, lo_first = _log_delta_c(np.array([c_lo]), eps, eps0)
-        log_low = float(np.logaddexp(log_low, left + lo_first[0]))
         full = c_lo == 0 and c_hi == N
         decided = decide_at is not None and (log_up <= decide_at or log_low > decide_at)
+        best = (log_up + ROUNDING_MARGIN, log_low - ROUNDING_MARGIN)
         if full or decided or slack <= math.log(tail_rtol) + log_low:
-            return log_up + ROUNDING_MARGIN, log_low - ROUNDING_MARGIN
+            return best
         width *= 2.0
 
 
 def feldman_numerical_delta(
     eps: float, *, n: int, eps0: float, step: int = 1, tail_rtol: float = 1e-6
-) -> DeltaBound:
+) -> DeltaBound | NotApplicable:
     """Upper and lower bounds on delta(eps) for Feldman et al.'s pair by the numerical method.
 
     ``step``: width of the blocks of clone counts c (1 = exact, larger = faster and looser).
     """
+    why = numerical_validity(check_int("n", n, minimum=1), check_real("eps0", eps0, low=0.0))
+    if why is not None:
+        return NotApplicable("feldman-numerical", why, eps=float(eps))
     log_up, log_low = feldman_numerical_log_delta(eps, n=n, eps0=eps0, step=step, tail_rtol=tail_rtol)
     eps = float(eps)
     notes = [_REF_NUM, f"step={step}"]
@@ -326,13 +337,16 @@ def feldman_numerical_delta(
 
 def feldman_numerical_eps(
     delta: float, *, n: int, eps0: float, step: int = 1, tail_rtol: float = 1e-6, rtol: float = 1e-8
-) -> EpsBound:
+) -> EpsBound | NotApplicable:
     """Bounds on eps(delta) for Feldman et al.'s pair: ``eps_upper`` by bisection on the upper delta curve
     (the bound there is <= delta), ``eps_lower`` by bisection on the lower curve (the true delta there is >
     delta, so the true eps(delta) is larger).  ``rtol``: relative width at which bisection stops."""
     delta = check_probability("delta", delta)
     n = check_int("n", n, minimum=1)
     eps0 = check_real("eps0", eps0, low=0.0)
+    why = numerical_validity(n, eps0)
+    if why is not None:
+        return NotApplicable("feldman-numerical", why, delta=delta)
 
     log_target = math.log(delta) if delta > 0.0 else -math.inf
 
