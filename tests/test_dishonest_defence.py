@@ -306,3 +306,11 @@ def test_tolerate_ikos_defended_engines_draw_the_defended_noise(engine, trials):
     want = tol.defended.mse_expected(x)
     assert abs(sq.mean() - want) <= half
     assert abs(sq.mean() - proto.mse_expected(x)) > half
+
+
+def test_cheu_keeps_its_own_n_and_messages_without_honest(capsys):
+    """cheu's own --n/--messages flags are not the ikos/central-dlap noise-share flags of --honest (a regression:
+    the README's `account cheu --n 2000 --messages 50 ...` was refused)."""
+    code, out, _ = _cli(capsys, "account", "cheu", "--n", "2000", "--messages", "50", "--gamma", "0.3", "--delta",
+                        "1e-6", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["eps_upper"] > 0

@@ -153,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
         from shufflesim.errors import ParameterError
 
         raise ParameterError("--target-eps goes with --tolerate F")
-    if getattr(args, "honest", None) is None and any(getattr(args, a, None) is not None
-                                                     for a in ("noise_users", "messages")):
+    if getattr(args, "honest", None) is None and args.mechanism in ("ikos", "central-dlap") and any(
+            getattr(args, a, None) is not None for a in ("noise_users", "messages")):
         from shufflesim.errors import ParameterError
 
         raise ParameterError("--n and --messages of ikos/central-dlap go with --honest M")
