@@ -112,12 +112,14 @@ def account(
             prm = dict(prm, bennett_variant=bennett_variant)
     else:
         kw = dict(numerics or {})
+        lower = _lower_in_background(mechanism, method, eps_l, delta_l, compositions)
         answered = mechanism.direct(method, eps_l, delta_l, compositions,
                                     lambda m: _pair_based(mechanism, m, eps_l, delta_l, compositions, kw))
         results, pair_notes = answered or _pair_based(mechanism, method, eps_l, delta_l, compositions, kw)
         notes += pair_notes
     if ldp_cap is None or not notes or not notes[0].startswith(("eps0 < ", "eps0 > ")):  # not a local-guarantee answer
-        results, honest_notes = _honest(mechanism, method, results, eps_l, delta_l, compositions)
+        results, honest_notes = _honest(mechanism, method, results, eps_l, delta_l, compositions,
+                                        lower=lower if pair_based else None)
         notes += [nt for nt in honest_notes if nt not in notes]
     results, cap_notes = _cap_at_ldp(ldp_cap, results)
     for r in results:
@@ -129,16 +131,36 @@ def account(
                          time.perf_counter() - t0, comp_used)
 
 
-def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, compositions: int):
+def _lower_in_background(mechanism: Mechanism, method: str, eps_l, delta_l, compositions: int):
+    """Issue 21: a composed question's genuine lower end (explicit data sets composed by the FFT accountant) is
+    as costly as the dominating pair's upper end and independent of it, so with two CPUs it runs in a thread of
+    its own while the upper end is computed (numpy and scipy's FFT release the GIL); the result is the same
+    value either way.  None (computed in line by :func:`_honest`) for single use, one CPU or no dominating
+    pair."""
+    from shufflesim.accounting.threads import n_threads
+
+    if compositions == 1 or n_threads() < 2 or mechanism.dominating_pair(method) is None:
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shufflesim-lower")
+    try:
+        return ex.submit(mechanism.genuine_lower, method, eps=eps_l, delta=delta_l, compositions=compositions)
+    finally:
+        ex.shutdown(wait=False)
+
+
+def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, compositions: int, lower=None):
     """Issue 17: a method whose pair only dominates the mechanism's view reports that pair's bracket as
     ``bound_*``; the mechanism-level lower end is a genuine construction (:meth:`Mechanism.genuine_lower`)
-    or None."""
+    or None.  ``lower``: that construction already running (:func:`_lower_in_background`)."""
     from shufflesim.accounting.results import as_dominating
 
     pair = mechanism.dominating_pair(method)
     if pair is None:
         return list(results), []
-    got = mechanism.genuine_lower(method, eps=eps_l, delta=delta_l, compositions=compositions)
+    got = lower.result() if lower is not None else \
+        mechanism.genuine_lower(method, eps=eps_l, delta=delta_l, compositions=compositions)
     if got is None:
         lowers = [None] * len(results)
         what = "lower end: none (no explicit data sets are evaluated for this method)"
