@@ -354,24 +354,10 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
             else:
                 ru, rl = up.delta(vals), lo.delta(vals)
         if delta is not None:
-            res = []
-            for u, l in zip(ru, rl):
-                low = l.eps_lower
-                if low is not None and low > u.eps_upper:
-                    raise ParameterError(f"weak buckets: lower end {low} above upper end {u.eps_upper} (a bug)")
-                res.append(EpsBound(u.delta, u.eps_upper, low, "tight", accuracy_met=bool(u.accuracy_met and l.accuracy_met)))
-            widths = [_width(r.eps_upper, r.eps_lower) for r in res]
-            own = [_width(u.eps_upper, u.eps_lower) for u in ru]
+            res, widths, own = _paired(ru, rl, "eps_upper", "eps_lower", EpsBound, "delta")
             done = all(w <= rtol for w in widths)
         else:
-            res = []
-            for u, l in zip(ru, rl):
-                low = l.delta_lower
-                if low is not None and low > u.delta_upper:
-                    raise ParameterError(f"weak buckets: lower end {low} above upper end {u.delta_upper} (a bug)")
-                res.append(DeltaBound(u.eps, u.delta_upper, low, "tight", accuracy_met=bool(u.accuracy_met and l.accuracy_met)))
-            widths = [_width(r.delta_upper, r.delta_lower) for r in res]
-            own = [_width(u.delta_upper, u.delta_lower) for u in ru]
+            res, widths, own = _paired(ru, rl, "delta_upper", "delta_lower", DeltaBound, "eps")
             done = all(w <= 10 * rtol for w in widths)
         used = wb
         if done or any(w > (rtol if delta is not None else 10 * rtol) / 2 for w in own):
@@ -389,3 +375,17 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         notes.append(f"truncated tails (mass <= {used.upper.tail:.3g}) added to the upper bounds")
     res = [replace(r, notes=(note,)) for r in res]
     return res, notes
+
+
+def _paired(ru, rl, up: str, lo: str, cls, key: str):
+    """The upper ends of the upper pair's answers ``ru`` with the lower ends of the lower pair's ``rl`` (fields
+    ``up``/``lo`` of ``cls``, keyed by ``key``), their widths and the upper pair's own widths."""
+    res = []
+    for u, l in zip(ru, rl):
+        low, high = getattr(l, lo), getattr(u, up)
+        if low is not None and low > high:
+            raise ParameterError(f"weak buckets: lower end {low} above upper end {high} (a bug)")
+        res.append(cls(getattr(u, key), high, low, "tight", accuracy_met=bool(u.accuracy_met and l.accuracy_met)))
+    widths = [_width(getattr(r, up), getattr(r, lo)) for r in res]
+    own = [_width(getattr(u, up), getattr(u, lo)) for u in ru]
+    return res, widths, own
