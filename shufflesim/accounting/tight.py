@@ -1122,8 +1122,8 @@ def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[Ep
 
 
 #: relative width of a bucketed single-use answer above which the exact row engine is run instead, where it
-#: fits (:func:`_exact_instead`); the weak adversary's rows vary in N and λ independently, so its buckets
-#: narrow only like blocks^-1/2 (docs/theory.md#bucketed-rows)
+#: fits (:func:`_exact_instead`); the weak adversary's rows vary in N and λ independently, so generic buckets
+#: narrow only like blocks^-1/2 (docs/theory.md#bucketed-rows): its own reduction is accounting.bucketed_weak
 BUCKET_MAX_WIDTH = 1e-3
 #: the exact row engine is the fallback only below this estimated time (seconds)
 EXACT_FALLBACK_SECONDS = 60.0
