@@ -82,7 +82,7 @@ def test_every_scenario_parses_and_runs_quick(path, tmp_path):
      "xlabel, ylabel)"),
     (('title = "small"', 'title = "small"\ncolour = "red"'),
      "colour: unknown key (valid keys: title, paper, reproduces, description, seed, claims, paper_notes, sweep, "
-     "curve, table, training, cells)"),
+     "curve, table, training, cells, defence)"),
     (("trials = 30", 'trials = "30"'), "sweep[0].trials: expected integer, got str '30'"),
     (("trials = 30", "trials = 0"), "sweep[0].trials: 0 is out of range (allowed: >= 1)"),
     (("n = [200, 400]", "n = [200, -4]"), "sweep[0].n[1]: -4 is out of range (allowed: >= 1)"),

@@ -93,7 +93,8 @@ class StreamView:
                 self._sum[j] += _hist_sum(h)
                 self._hist[j] = h = None
             else:
-                c = np.bincount(msgs.astype(np.int64, copy=False) if msgs.dtype.kind == "b" else msgs)
+                # int64 for booleans and unsigned messages (numpy < 2 refuses to bincount uint64; values < HIST_MAX)
+                c = np.bincount(msgs.astype(np.int64, copy=False) if msgs.dtype.kind in "ub" else msgs)
                 if c.shape[0] > h.shape[0]:
                     h = np.concatenate([h, np.zeros(c.shape[0] - h.shape[0], dtype=np.int64)])
                 h[: c.shape[0]] += c
