@@ -34,7 +34,8 @@ def _figure_subject(steps: list[dict], kind: str) -> str:
         return what + (f", n = {ns.pop()}" if len(ns) == 1 and "None" not in ns else "")
     if kind == "training":
         sets = {str(s.get("dataset")) for s in steps}
-        return "test accuracy against rounds" + (f", {sets.pop()}" if len(sets) == 1 else "")
+        against = "the poisoned fraction" if s0.get("x") == "poisoned" else "rounds"
+        return f"test accuracy against {against}" + (f", {sets.pop()}" if len(sets) == 1 else "")
     if kind == "defence":
         return f"tolerating a fraction F of dishonest users, n = {steps[0]['n']}"
     return "cell distributions"
@@ -244,7 +245,7 @@ def plot_defence(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path,
     undefended) and the certified ε of the *undefended* protocol when only ⌈(1 − F)n⌉ users are honest (its
     certified interval as a band where a lower end exists; the target ε dashed) — what the defence buys."""
     plt = _pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.2, 3.9), dpi=110)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.0, 4.2), dpi=110)
     for s in steps:
         for label, g in frames[s["name"]].groupby("label", sort=False):
             g = g.sort_values("tolerate")
@@ -258,10 +259,11 @@ def plot_defence(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path,
     a1.set_xlabel("tolerated fraction F of dishonest users")
     a1.set_ylabel("MSE price (defended / undefended, exact)")
     a2.set_xlabel("fraction F of users dishonest (honest: ⌈(1 − F)n⌉)")
-    a2.set_ylabel("certified ε of the undefended protocol\n(band: certified interval; dashed: target)")
+    a2.set_ylabel("ε of the undefended protocol\n(band: certified; dashed: target)")
     for ax in (a1, a2):
         ax.grid(True, alpha=0.3)
     fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 0.88))  # panels clear of each other's labels and of the title
     legend_below(a1)
     return _save(plt, fig, path)
 
