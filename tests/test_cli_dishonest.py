@@ -274,3 +274,23 @@ def test_scenario_bias_needs_a_coalition(tmp_path):
     path.write_text(SCENARIO.format(protocol="krr", params="k = 4, eps0 = 1.0").replace("[0, 1, 4]", "[0, 41]"))
     with pytest.raises(ScenarioError, match="more than the n=40"):
         check_runnable(load(path), quick=True)
+
+
+def test_attacked_run_states_the_privacy_left_among_the_honest(capsys):
+    """Issue 23 (3): an attacked run reports, next to the all-honest guarantee, the protocol's certified guarantee
+    among the n - c honest users (validation.dishonest.honest_privacy, the coalition's reports known); where no
+    finite eps is certified at the protocol's delta (IKOS: its security term grows as honest users vanish) it says
+    so instead of printing inf."""
+    from shufflesim.validation.dishonest import honest_privacy
+
+    code, out, _ = run_cli(capsys, "simulate", "krr", "--n", "1000", "--k", "4", "--eps0", "2", "--dishonest", "0.1",
+                           "--strategy", "withhold-noise", "--trials", "50", "--engine", "fast", "--json")
+    d = json.loads(out)
+    want = honest_privacy(create("krr", 1000, k=4, eps0=2.0), 900)
+    assert code == 0 and "900 of 1000 users honest" in d["privacy_honest"]["method"]
+    assert d["privacy_honest"]["eps"] == pytest.approx(want.eps, rel=1e-12)
+    assert d["privacy_honest"]["eps"] > d["privacy"]["eps"]
+    code, out, _ = run_cli(capsys, "simulate", "ikos-sum", "--n", "1000", "--eps", "1", "--dishonest", "0.1",
+                           "--strategy", "withhold-noise", "--trials", "50", "--engine", "fast", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["privacy_honest"] is None and "no finite eps" in d["privacy_honest_reason"]

@@ -99,6 +99,18 @@ def run(args: argparse.Namespace, protocol, data, root, *, trials: int, level: f
 
     a, h = stats(att), stats(hon)
     privacy = protocol.privacy()
+    left, left_why = None, ""
+    if privacy is not None and 0 < co.size < protocol.n:  # issue 23 (3): the guarantee among the honest users
+        from shufflesim.errors import ShufflesimError
+        from shufflesim.validation.dishonest import honest_privacy
+
+        try:
+            left = honest_privacy(protocol, protocol.n - co.size)
+        except ShufflesimError as exc:
+            left_why = str(exc)
+        if left is not None and not math.isfinite(left.eps):
+            left, left_why = None, (f"no finite eps is certified at delta={privacy.delta:.3g} with "
+                                    f"{protocol.n - co.size} of {protocol.n} users honest ({left.method})")
     out: dict[str, Any] = {
         "protocol": protocol.name, "params": protocol.params, "n": protocol.n, "data": args.data,
         "trials": trials, "trials_completed": trials, "complete": True, "seed": args.seed, "workers": 1,
@@ -111,6 +123,8 @@ def run(args: argparse.Namespace, protocol, data, root, *, trials: int, level: f
         "bias_expected": der["expected"], "bias_worst": [der["worst_low"], der["worst_high"]],
         "influence_per_user": [der["per_user_low"], der["per_user_high"]], "influence_note": der["note"],
         "privacy": privacy.to_dict() if privacy is not None else None,
+        "privacy_honest": left.to_dict() if left is not None else None,
+        **({"privacy_honest_reason": left_why} if left_why else {}),
         "version": __version__, "seconds": time.perf_counter() - t0,
     }
     if output is not None:
@@ -154,6 +168,11 @@ def _print(out: dict) -> None:
           f"honest {f(h['mse'])}  {lv} CI [{f(h['mse_ci'][0])}, {f(h['mse_ci'][1])}]")
     if out["privacy"]:
         p = out["privacy"]
-        print(f"privacy   eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']}; all n users honest: "
-              "see account --honest M for the privacy left)")
+        print(f"privacy   eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']}; all n users honest)")
+    if out["privacy_honest"]:
+        p = out["privacy_honest"]
+        print(f"left      eps={p['eps']:.6g} delta={p['delta']:.3g} ({p['method']}: the coalition's reports known "
+              "to the analyser)")
+    elif out.get("privacy_honest_reason"):
+        print(f"left      {out['privacy_honest_reason']}")
     print(f"seconds   {out['seconds']:.2f}")
