@@ -131,23 +131,50 @@ def account(
                          time.perf_counter() - t0, comp_used)
 
 
+#: memory below which a composed question's two ends run one after the other (:func:`_lower_in_background`)
+CONCURRENT_MIN_MEMORY = 8 << 30
+
+
 def _lower_in_background(mechanism: Mechanism, method: str, eps_l, delta_l, compositions: int):
     """Issue 21: a composed question's genuine lower end (explicit data sets composed by the FFT accountant) is
     as costly as the dominating pair's upper end and independent of it, so with two CPUs it runs in a thread of
     its own while the upper end is computed (numpy and scipy's FFT release the GIL); the result is the same
-    value either way.  None (computed in line by :func:`_honest`) for single use, one CPU or no dominating
-    pair."""
+    value either way.  None (computed in line by :func:`_honest`) for single use, one CPU, no dominating pair, or
+    less than :data:`CONCURRENT_MIN_MEMORY` available: each half checks its own memory estimate before it
+    allocates, which only protects the pair if the two peaks (~2 GB together at n = 1e9) fit side by side."""
     from shufflesim.accounting.threads import n_threads
+    from shufflesim.core.resources import available_memory
 
     if compositions == 1 or n_threads() < 2 or mechanism.dominating_pair(method) is None:
         return None
-    from concurrent.futures import ThreadPoolExecutor
+    if available_memory() < CONCURRENT_MIN_MEMORY:
+        return None
+    return _Background(mechanism.genuine_lower, method, eps=eps_l, delta=delta_l, compositions=compositions)
 
-    ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shufflesim-lower")
-    try:
-        return ex.submit(mechanism.genuine_lower, method, eps=eps_l, delta=delta_l, compositions=compositions)
-    finally:
-        ex.shutdown(wait=False)
+
+class _Background:
+    """A call running in a daemon thread: ``result()`` joins it and returns its value or raises its exception.
+    Daemon, so that a refused or failed upper end never keeps the process alive for the lower end's minutes."""
+
+    def __init__(self, fn, *args, **kwargs):
+        import threading
+
+        self._value = self._error = None
+
+        def run():
+            try:
+                self._value = fn(*args, **kwargs)
+            except BaseException as exc:  # re-raised in the caller's thread by result()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="shufflesim-lower", daemon=True)
+        self._thread.start()
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, compositions: int, lower=None):
