@@ -95,6 +95,7 @@ def account(
     notes: list[str] = []
     comp_used = None
     ldp_cap = _ldp_cap(mechanism, compositions)
+    lower = None  # a composed question's genuine lower end, when it runs beside the upper end
     if ldp_cap is not None and any(getattr(m, "eps0", 1.0) < TINY_EPS0 for m, _ in mechanism.uses()):
         results = _ldp_only(method, ldp_cap, eps_l, delta_l)
         notes.append(f"eps0 < {TINY_EPS0:g}: the methods' terms underflow double precision, so the answer is the "
@@ -119,7 +120,7 @@ def account(
         notes += pair_notes
     if ldp_cap is None or not notes or not notes[0].startswith(("eps0 < ", "eps0 > ")):  # not a local-guarantee answer
         results, honest_notes = _honest(mechanism, method, results, eps_l, delta_l, compositions,
-                                        lower=lower if pair_based else None)
+                                        lower=lower)
         notes += [nt for nt in honest_notes if nt not in notes]
     results, cap_notes = _cap_at_ldp(ldp_cap, results)
     for r in results:
