@@ -220,7 +220,7 @@ def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: f
     num_eps = {"eps_rtol": rtol / 4, **numerics} if uses > 1 else numerics
     for nb in blocks:
         up, lo = _run(accountant, pairs, nb, compositions, num_eps, lambda acc: acc.epsilon(delta), column_tail)
-        res = [_merge_eps(u, l, nb) for u, l in zip(up, lo)]
+        res = [_merge(u, l, nb, "eps") for u, l in zip(up, lo)]
         if all(_eps_width(r) <= rtol for r in res):
             break
         if any(_eps_width(u) > rtol / 2 for u in up if getattr(u, "applicable", True)):
@@ -244,7 +244,7 @@ def bucketed_delta(pairs, eps, *, accountant, compositions: int = 1, rtol: float
         res = None
         for nb in blocks:
             up, lo = _run(accountant, pairs, nb, compositions, numerics, lambda acc: acc.delta(eps), column_tail)
-            res = [_merge_delta(u, l, nb) for u, l in zip(up, lo)]
+            res = [_merge(u, l, nb, "delta") for u, l in zip(up, lo)]
             if all(_delta_width(r) <= 10 * rtol for r in res):
                 break
             if any(_delta_width(u) > 5 * rtol for u in up if getattr(u, "applicable", True)):
@@ -280,21 +280,13 @@ def _merge_notes(u, l, nb):
     return tuple(notes)
 
 
-def _merge_eps(u, l, nb):
+def _merge(u, l, nb, end: str):
+    """The upper reduced pair's answer ``u`` with the lower reduced pair's lower end (``eps``/``delta``: ``end``)."""
     if not getattr(u, "applicable", True):
         return u
-    lower = getattr(l, "eps_lower", None) if getattr(l, "applicable", True) else None
-    if lower is not None and lower > u.eps_upper:
-        raise AccuracyError(f"bucketed rows: lower end {lower} above upper end {u.eps_upper} (a bug)")
-    return replace(u, eps_lower=lower, notes=_merge_notes(u, l, nb),
-                   accuracy_met=bool(u.accuracy_met and getattr(l, "accuracy_met", True)))
-
-
-def _merge_delta(u, l, nb):
-    if not getattr(u, "applicable", True):
-        return u
-    lower = getattr(l, "delta_lower", None) if getattr(l, "applicable", True) else None
-    if lower is not None and lower > u.delta_upper:
-        raise AccuracyError(f"bucketed rows: lower end {lower} above upper end {u.delta_upper} (a bug)")
-    return replace(u, delta_lower=lower, notes=_merge_notes(u, l, nb),
+    lower = getattr(l, f"{end}_lower", None) if getattr(l, "applicable", True) else None
+    upper = getattr(u, f"{end}_upper")
+    if lower is not None and lower > upper:
+        raise AccuracyError(f"bucketed rows: lower end {lower} above upper end {upper} (a bug)")
+    return replace(u, **{f"{end}_lower": lower}, notes=_merge_notes(u, l, nb),
                    accuracy_met=bool(u.accuracy_met and getattr(l, "accuracy_met", True)))
