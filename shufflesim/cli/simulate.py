@@ -91,6 +91,10 @@ def _summary_data(cls, spec, args, k, rng):
     return real_counts(spec, n=args.n, rng=rng)
 
 
+#: a streamed faithful run estimated to take longer than this (seconds) names the fast engine, where there is one
+LONG_STREAM_SECONDS = 60.0
+
+
 def _streamed(args) -> bool:
     """Issue 21 (b): the faithful engine streams users in chunks (``--chunk``, or n above COUNTS_MIN_N)."""
     return args.engine == "faithful" and (getattr(args, "chunk", None) is not None
@@ -115,6 +119,7 @@ def _run_streamed(protocol, data, trials: int, root, args):
     from shufflesim.core.progress import stage
     from shufflesim.core.resources import human_bytes
     from shufflesim.experiments.montecarlo import run_trials_streamed
+    from shufflesim.pipeline.fast import has_fast
     from shufflesim.pipeline.stream import STREAM_CHUNK, plan_stream
 
     chunk = STREAM_CHUNK if args.chunk is None else check_int("chunk", args.chunk, minimum=1)
@@ -124,6 +129,10 @@ def _run_streamed(protocol, data, trials: int, root, args):
         print(f"faithful engine streamed in chunks of {chunk} users: about {human_bytes(plan['memory_bytes'])} of "
               f"memory, about {plan['seconds']:.3g} s for {trials} trial(s) of n={protocol.n} "
               f"({plan['users_per_second']:.3g} users/s in a probe); --chunk sets the chunk", file=sys.stderr)
+        if plan["seconds"] > LONG_STREAM_SECONDS and has_fast(protocol):
+            print(f"note: {protocol.name} has a fast engine: --engine fast draws the same distribution of every "
+                  f"trial's output without simulating each message, at a cost that does not grow with n",
+                  file=sys.stderr)
     t0 = time.perf_counter()
     with stage(f"{trials} streamed faithful trial(s) of {protocol.name}", plan["seconds"]):
         result = run_trials_streamed(protocol, data, trials=trials, rng=root, chunk=chunk)

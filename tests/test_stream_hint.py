@@ -1,0 +1,20 @@
+"""A streamed faithful run estimated to be long names the fast engine when the protocol has one (issue 21:
+a researcher who asked for 1000 trials at n = 1e9 learns before waiting that a cost-free-in-n engine exists)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shufflesim.cli import simulate
+
+
+@pytest.mark.parametrize("threshold, shown", [(0.0, True), (1e12, False)])
+def test_long_streamed_run_names_the_fast_engine(capsys, monkeypatch, threshold, shown):
+    from shufflesim.cli.main import main
+
+    monkeypatch.setattr(simulate, "LONG_STREAM_SECONDS", threshold)
+    code = main(["simulate", "krr", "--k", "4", "--gamma", "0.5", "--n", "2000", "--trials", "2", "--seed", "1",
+                 "--chunk", "500"])
+    err = capsys.readouterr().err
+    assert code == 0 and "faithful engine streamed in chunks of 500 users" in err
+    assert ("--engine fast" in err) is shown
