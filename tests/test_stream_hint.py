@@ -18,3 +18,14 @@ def test_long_streamed_run_names_the_fast_engine(capsys, monkeypatch, threshold,
     err = capsys.readouterr().err
     assert code == 0 and "faithful engine streamed in chunks of 500 users" in err
     assert ("--engine fast" in err) is shown
+
+
+@pytest.mark.parametrize("engine", ["fast", "auto"])
+def test_chunk_with_another_engine_is_refused_in_one_line(capsys, engine):
+    from shufflesim.cli.main import main
+
+    code = main(["simulate", "krr", "--k", "4", "--gamma", "0.5", "--n", "2000", "--trials", "2", "--engine", engine,
+                 "--chunk", "500"])
+    cap = capsys.readouterr()
+    assert code == 2 and cap.out == ""
+    assert cap.err.startswith("error: --chunk applies to the faithful engine only") and cap.err.count("\n") == 1

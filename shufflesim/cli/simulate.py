@@ -158,6 +158,10 @@ def _run(args: argparse.Namespace, output) -> int:
         check_real("tolerate", args.tolerate, low=0.0, high=1.0, high_open=True)
     if args.seed < 0:
         check_int("seed", args.seed, minimum=0)
+    if args.chunk is not None and args.engine != "faithful":
+        raise ParameterError(f"--chunk applies to the faithful engine only (it streams users); got --engine "
+                             f"{args.engine}, whose memory does not grow with n: drop --chunk or use --engine "
+                             f"faithful")
     root = as_seed_sequence(args.seed)
     params = protocol_params(args)
     spec = parse_data_spec(args.data)
