@@ -29,3 +29,14 @@ def test_chunk_with_another_engine_is_refused_in_one_line(capsys, engine):
     cap = capsys.readouterr()
     assert code == 2 and cap.out == ""
     assert cap.err.startswith("error: --chunk applies to the faithful engine only") and cap.err.count("\n") == 1
+    assert "krr's fast engine" in cap.err
+
+
+def test_chunk_with_auto_on_a_protocol_without_a_fast_engine_is_accepted():
+    from shufflesim.cli.simulate import _fast_chosen
+    from shufflesim.pipeline.protocol import Protocol
+
+    class NoFast(Protocol):  # the base class's sample_fast: no fast engine
+        pass
+
+    assert not _fast_chosen(NoFast, "auto") and _fast_chosen(NoFast, "fast") and not _fast_chosen(NoFast, "faithful")

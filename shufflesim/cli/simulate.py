@@ -95,10 +95,18 @@ def _summary_data(cls, spec, args, k, rng):
 LONG_STREAM_SECONDS = 60.0
 
 
-def _streamed(args) -> bool:
-    """Issue 21 (b): the faithful engine streams users in chunks (``--chunk``, or n above COUNTS_MIN_N)."""
-    return args.engine == "faithful" and (getattr(args, "chunk", None) is not None
-                                          or (args.n is not None and args.n > COUNTS_MIN_N))
+def _fast_chosen(cls, engine: str) -> bool:
+    """Whether ``engine`` runs the protocol class's fast engine (``auto`` does where there is one)."""
+    from shufflesim.pipeline.protocol import Protocol
+
+    return engine == "fast" or (engine == "auto" and cls.sample_fast is not Protocol.sample_fast)
+
+
+def _streamed(cls, args) -> bool:
+    """Issue 21 (b): the faithful engine (also ``auto`` without a fast engine) streams users in chunks
+    (``--chunk``, or n above COUNTS_MIN_N)."""
+    return not _fast_chosen(cls, args.engine) and (getattr(args, "chunk", None) is not None
+                                                   or (args.n is not None and args.n > COUNTS_MIN_N))
 
 
 def _streamed_data(cls, spec, args, k, rng):
@@ -158,10 +166,10 @@ def _run(args: argparse.Namespace, output) -> int:
         check_real("tolerate", args.tolerate, low=0.0, high=1.0, high_open=True)
     if args.seed < 0:
         check_int("seed", args.seed, minimum=0)
-    if args.chunk is not None and args.engine != "faithful":
-        raise ParameterError(f"--chunk applies to the faithful engine only (it streams users); got --engine "
-                             f"{args.engine}, whose memory does not grow with n: drop --chunk or use --engine "
-                             f"faithful")
+    if args.chunk is not None and _fast_chosen(cls, args.engine):
+        raise ParameterError(f"--chunk applies to the faithful engine only (it streams users); --engine "
+                             f"{args.engine} runs {args.protocol}'s fast engine, whose memory does not grow with n: "
+                             f"drop --chunk or use --engine faithful")
     root = as_seed_sequence(args.seed)
     params = protocol_params(args)
     spec = parse_data_spec(args.data)
@@ -173,7 +181,7 @@ def _run(args: argparse.Namespace, output) -> int:
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
     counts_path = _as_counts(cls, spec, args) or _as_summary(cls, spec, args)  # cost not growing with n
-    streamed = _streamed(args)
+    streamed = _streamed(cls, args)
     attacked = _dishonest.active(args)  # issue 23: a deviating coalition (cli/_dishonest.py)
     if attacked and (counts_path or streamed):
         raise ParameterError("--dishonest needs the n inputs in memory (the coalition is the first C users); data "
