@@ -218,6 +218,7 @@ def test_cli_poisoned_json(capsys):
                  "--poison-strategy", "out-of-range", "--no-range-check"]) == 0
     text = capsys.readouterr().out
     assert f"2 of 40 clients a round (out-of-range), range check off: {2 * k} out-of-range values summed" in text
+    assert "note: eps above assumes all n clients randomise honestly" in text  # the printed eps is not the honest clients'
 
 
 # --- scenario files ---------------------------------------------------------------------------------------

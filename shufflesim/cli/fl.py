@@ -103,4 +103,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"poisoning: {ps['clients_per_round']} of {res['params']['n']} clients a round ({ps['strategy']}), "
               f"range check {'on' if ps['range_check'] else 'off'}: {ps['out_of_range']} out-of-range values "
               f"{'dropped' if ps['range_check'] else 'summed'}")
+        print(f"  note: {ps['privacy_note']}")
     return 0
