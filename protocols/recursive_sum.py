@@ -480,8 +480,32 @@ def optimise_basic(n: int, eps: float, delta: float, r: int, variant: str,
 
 
 def composed_delta(n: int, precisions, gammas, eps: float, adversary: str) -> float:
-    """Certified δ(ε) of the heterogeneous composition of the r levels (tight accountant)."""
+    """Certified δ(ε) of the heterogeneous composition of the r levels (tight accountant); memoised (the final
+    certification of a calibrated ν re-asks the value its calibration evaluated)."""
+    return _composed_delta(int(n), tuple(int(p) for p in precisions), tuple(float(g) for g in gammas), float(eps),
+                           str(adversary))
+
+
+@lru_cache(maxsize=256)
+def _composed_delta(n: int, precisions: tuple[int, ...], gammas: tuple[float, ...], eps: float,
+                    adversary: str) -> float:
     return levels_delta(n, _level_values(precisions), gammas, eps, adversary)
+
+
+#: seconds of one composed accounting of three levels (measured 1.2-2 s at n = 1e6-1e9 on the 2-core machine
+#: under load; scaled by r/3), and the evaluations a tight search makes (3 calibrations of ~4 each, see
+#: :func:`_calibrate_nu`): the estimate announced before the search (progress with an ETA, issue 21)
+COMPOSED_SECONDS_PER_LEVEL = 0.6
+TIGHT_SEARCH_EVALUATIONS = 13
+
+
+def tight_search_estimate(r: int, adversary: str) -> float:
+    """Estimated seconds of the ``tight`` search (:data:`TIGHT_SEARCH_EVALUATIONS` composed accountings; the
+    weak adversary's final calibration ~10x dearer per evaluation, up to 8 of them)."""
+    sec = TIGHT_SEARCH_EVALUATIONS * COMPOSED_SECONDS_PER_LEVEL * r
+    if adversary in SEARCH_PROXY:
+        sec += 8 * 10 * COMPOSED_SECONDS_PER_LEVEL * r
+    return sec
 
 
 def _level_worst(n: int, precisions, j: int, gamma: float) -> float:
@@ -653,7 +677,10 @@ def resolve_recursive(n: int, eps: float | None, delta: float, r: int, precision
     if mode == "tight":
         note = f"heterogeneous FFT composition of {r} shuffled k-RR pairs (adversary={adversary})"
         if gammas is None:
-            ps, gs, _ = optimise_tight(n, eps, delta, r, variant, adversary, precisions)
+            from shufflesim.core.progress import stage
+
+            with stage(f"recursive-sum: tight calibration of {r} levels (n={n})", tight_search_estimate(r, adversary)):
+                ps, gs, _ = optimise_tight(n, eps, delta, r, variant, adversary, precisions)
             note2 = ("gammas from the Lagrangian surrogate, calibrated on the composed delta; precisions from the "
                      "optimised search, refined on the surrogate")
             if adversary in SEARCH_PROXY:
