@@ -160,9 +160,13 @@ class BlanketParams:
     notes: tuple[str, ...]
 
 
-#: estimated seconds of the tight mode's search over k (~24 calibrations of ~4-5 certified level deltas, each
-#: ~0.05-0.2 s at n = 1e5-1e9 on the 2-core machine): announced with an ETA when long (issue 21)
-TIGHT_K_SEARCH_SECONDS = 12.0
+def tight_k_search_estimate(n: int, adversary: str = "shuffled") -> float:
+    """Estimated seconds (CPU, 2-core machine) of the tight mode's search over k: ~24 calibrations of ~4-5
+    certified level deltas (measured 1-2 s at n = 1e4-1e6, 2.2 s at 1e7, 3.2 s at 1e9); for an adversary searched
+    on a proxy (weak), the descent's ~3 calibrations on its own pairs, each ~10-100x dearer (taken as 10x the
+    whole proxy search); announced with an ETA when long (issue 21)."""
+    sec = 1.5 + 0.3 * max(0.0, math.log10(max(n, 1)) - 6.0)
+    return sec * (11.0 if adversary in SEARCH_PROXY else 1.0)
 
 
 def _descend(f, k: int, lo: int, hi: int) -> tuple[int, float]:
@@ -211,7 +215,7 @@ def resolve_blanket(n: int, eps: float | None, delta: float, k: int | None, gamm
         proxy = SEARCH_PROXY.get(adversary)
         from shufflesim.core.progress import stage
 
-        with stage(f"blanket-sum: tight search over k in 1..{hi} (n={n})", TIGHT_K_SEARCH_SECONDS):
+        with stage(f"blanket-sum: tight search over k in 1..{hi} (n={n})", tight_k_search_estimate(n, adversary)):
             k, val = integer_argmin(lambda kk: objective(kk, proxy or adversary), 1, hi)
         if not math.isfinite(val):
             raise InfeasibleError(f"tight: no precision k in [1, {hi}] meets ({eps:.6g}, {delta:.3g})-DP with n={n}")

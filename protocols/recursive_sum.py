@@ -492,19 +492,21 @@ def _composed_delta(n: int, precisions: tuple[int, ...], gammas: tuple[float, ..
     return levels_delta(n, _level_values(precisions), gammas, eps, adversary)
 
 
-#: seconds of one composed accounting of three levels (measured 1.2-2 s at n = 1e6-1e9 on the 2-core machine
-#: under load; scaled by r/3), and the evaluations a tight search makes (3 calibrations of ~4 each, see
-#: :func:`_calibrate_nu`): the estimate announced before the search (progress with an ETA, issue 21)
-COMPOSED_SECONDS_PER_LEVEL = 0.6
+#: seconds (CPU, 2-core machine) of one composed accounting per level at n <= 1e6, growing by this much per
+#: decade of n above (measured: the whole tight search 4-5 s at n = 1e4-1e6, 8.5 s at 1e7, 9 s at 1e8, 15 s at 1e9),
+#: and the evaluations a tight search makes (3 calibrations of ~4 each, :func:`_calibrate_nu`, and the
+#: optimised search's share): the estimate announced before the search (progress with an ETA, issue 21)
+COMPOSED_SECONDS_PER_LEVEL = 0.12
 TIGHT_SEARCH_EVALUATIONS = 13
 
 
-def tight_search_estimate(r: int, adversary: str) -> float:
-    """Estimated seconds of the ``tight`` search (:data:`TIGHT_SEARCH_EVALUATIONS` composed accountings; the
-    weak adversary's final calibration ~10x dearer per evaluation, up to 8 of them)."""
-    sec = TIGHT_SEARCH_EVALUATIONS * COMPOSED_SECONDS_PER_LEVEL * r
+def tight_search_estimate(n: int, r: int, adversary: str) -> float:
+    """Estimated seconds of the ``tight`` search (:data:`TIGHT_SEARCH_EVALUATIONS` composed accountings of r
+    levels; the weak adversary's final calibration ~10x dearer per evaluation, up to 8 of them)."""
+    per = COMPOSED_SECONDS_PER_LEVEL * r * (1.0 + max(0.0, math.log10(max(n, 1)) - 6.0))
+    sec = TIGHT_SEARCH_EVALUATIONS * per
     if adversary in SEARCH_PROXY:
-        sec += 8 * 10 * COMPOSED_SECONDS_PER_LEVEL * r
+        sec += 8 * 10 * per
     return sec
 
 
@@ -679,7 +681,7 @@ def resolve_recursive(n: int, eps: float | None, delta: float, r: int, precision
         if gammas is None:
             from shufflesim.core.progress import stage
 
-            with stage(f"recursive-sum: tight calibration of {r} levels (n={n})", tight_search_estimate(r, adversary)):
+            with stage(f"recursive-sum: tight calibration of {r} levels (n={n})", tight_search_estimate(n, r, adversary)):
                 ps, gs, _ = optimise_tight(n, eps, delta, r, variant, adversary, precisions)
             note2 = ("gammas from the Lagrangian surrogate, calibrated on the composed delta; precisions from the "
                      "optimised search, refined on the surrogate")
