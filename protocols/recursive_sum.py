@@ -49,7 +49,9 @@ Parameter modes (δ defaults to 1/n² as in seed 004; r defaults to the paper's 
   ≈ 2v_j/(nγ_j) (blanket mass nγ_j/v_j per value), and variances add under composition, so the surrogate
   privacy cost is Σ_j v_j/γ_j.  For a multiplier ν, γ_j(ν) = argmin_γ MSE_j(γ) + ν v_j/γ (the Lagrangian
   optimum of the exact worst-case MSE under that cost; bounded Brent per level); γ_j(ν) grows with ν, and
-  ν is calibrated by safe-side root finding on the *exact* composed δ(ε) of the tight accountant.
+  ν is calibrated by safe-side root finding on the *exact* composed δ(ε) of the tight accountant (evaluations
+  placed by :func:`~protocols._blanket.calibrate_near`, ~4 per calibration; the refinements start at the ν the
+  surrogate gives the new precisions at the calibrated budget).
   Starting from the ``optimised`` precisions, the precisions are then re-chosen by coordinate
   golden-section search on the surrogate at the calibrated cost, re-calibrated exactly, and kept only if
   the exact worst-case MSE improves (two rounds at most).  Only the certified composition decides the
