@@ -160,6 +160,15 @@ class BlanketParams:
     notes: tuple[str, ...]
 
 
+def tight_k_search_estimate(n: int, adversary: str = "shuffled") -> float:
+    """Estimated seconds (CPU, 2-core machine) of the tight mode's search over k: ~24 calibrations of ~4-5
+    certified level deltas (measured 1-2 s at n = 1e4-1e6, 2.2 s at 1e7, 3.2 s at 1e9); for an adversary searched
+    on a proxy (weak), the descent's ~3 calibrations on its own pairs, each ~10-100x dearer (taken as 10x the
+    whole proxy search); announced with an ETA when long (issue 21)."""
+    sec = 1.5 + 0.3 * max(0.0, math.log10(max(n, 1)) - 6.0)
+    return sec * (11.0 if adversary in SEARCH_PROXY else 1.0)
+
+
 def _descend(f, k: int, lo: int, hi: int) -> tuple[int, float]:
     """From ``k``, step to the better integer neighbour until neither improves f: a local minimum."""
     val = f(k)
@@ -204,7 +213,10 @@ def resolve_blanket(n: int, eps: float | None, delta: float, k: int | None, gamm
             return blanket_worst_mse(n, kk, g)
 
         proxy = SEARCH_PROXY.get(adversary)
-        k, val = integer_argmin(lambda kk: objective(kk, proxy or adversary), 1, hi)
+        from shufflesim.core.progress import stage
+
+        with stage(f"blanket-sum: tight search over k in 1..{hi} (n={n})", tight_k_search_estimate(n, adversary)):
+            k, val = integer_argmin(lambda kk: objective(kk, proxy or adversary), 1, hi)
         if not math.isfinite(val):
             raise InfeasibleError(f"tight: no precision k in [1, {hi}] meets ({eps:.6g}, {delta:.3g})-DP with n={n}")
         notes.append(f"k chosen by golden-section search over 1..{hi} minimising the exact worst-case MSE")

@@ -49,7 +49,9 @@ Parameter modes (δ defaults to 1/n² as in seed 004; r defaults to the paper's 
   ≈ 2v_j/(nγ_j) (blanket mass nγ_j/v_j per value), and variances add under composition, so the surrogate
   privacy cost is Σ_j v_j/γ_j.  For a multiplier ν, γ_j(ν) = argmin_γ MSE_j(γ) + ν v_j/γ (the Lagrangian
   optimum of the exact worst-case MSE under that cost; bounded Brent per level); γ_j(ν) grows with ν, and
-  ν is calibrated by safe-side root finding on the *exact* composed δ(ε) of the tight accountant.
+  ν is calibrated by safe-side root finding on the *exact* composed δ(ε) of the tight accountant (evaluations
+  placed by :func:`~protocols._blanket.calibrate_near`, ~4 per calibration; the refinements start at the ν the
+  surrogate gives the new precisions at the calibrated budget).
   Starting from the ``optimised`` precisions, the precisions are then re-chosen by coordinate
   golden-section search on the surrogate at the calibrated cost, re-calibrated exactly, and kept only if
   the exact worst-case MSE improves (two rounds at most).  Only the certified composition decides the
@@ -93,6 +95,7 @@ from shufflesim.protocols._blanket import (
     SEARCH_PROXY,
     BlanketLevel,
     _check_common,
+    calibrate_near,
     integer_argmin,
     level_delta,
     level_eps,
@@ -412,16 +415,26 @@ def optimise_basic(n: int, eps: float, delta: float, r: int, variant: str,
     units = np.arange(1, G)  # units of eps/G used by the first r - 1 levels
 
     cands: list[tuple[float, tuple[int, ...]]] = []  # (surrogate value, precisions)
+    # the last level gets the remaining G - u units: its cost table in that order, computed once (not per prefix)
+    u_rest = np.ascontiguousarray(u_last[:, G - units - 1])
+    rest_min = float(np.min(u_rest)) if u_rest.size else math.inf
+    kept: list[float] = []  # the 4 smallest surrogate values so far (only the 4 best candidates are ever used)
 
     def scan(prefix: tuple[int, ...], q: float, head: np.ndarray) -> None:
-        # the last level gets the remaining G - u units
-        tot = head[None, :] + u_last[:, G - units - 1] / (q * q)
+        # a prefix whose lower bound (its cheapest head + the cheapest last level) exceeds the 4th best value
+        # found so far contributes no candidate that is used: skipped (the same 4 best as the full scan)
+        if len(kept) >= 4 and float(np.min(head)) + rest_min / (q * q) > kept[3]:
+            return
+        tot = head[None, :] + u_rest / (q * q)
         if objective == "authors-bound":
             tot = tot + (n / (4.0 * (q * lasts) ** 2))[:, None]
         vals = tot.min(axis=1)
         for k in np.argsort(vals)[:4]:
             if np.isfinite(vals[k]):
                 cands.append((float(vals[k]), prefix + (int(lasts[k]),)))
+                kept.append(float(vals[k]))
+        kept.sort()
+        del kept[4:]
 
     def heads(level: int, prefix: tuple[int, ...], q: float, acc: np.ndarray | None) -> None:
         if level == r - 1:
@@ -469,8 +482,34 @@ def optimise_basic(n: int, eps: float, delta: float, r: int, variant: str,
 
 
 def composed_delta(n: int, precisions, gammas, eps: float, adversary: str) -> float:
-    """Certified δ(ε) of the heterogeneous composition of the r levels (tight accountant)."""
+    """Certified δ(ε) of the heterogeneous composition of the r levels (tight accountant); memoised (the final
+    certification of a calibrated ν re-asks the value its calibration evaluated)."""
+    return _composed_delta(int(n), tuple(int(p) for p in precisions), tuple(float(g) for g in gammas), float(eps),
+                           str(adversary))
+
+
+@lru_cache(maxsize=256)
+def _composed_delta(n: int, precisions: tuple[int, ...], gammas: tuple[float, ...], eps: float,
+                    adversary: str) -> float:
     return levels_delta(n, _level_values(precisions), gammas, eps, adversary)
+
+
+#: seconds (CPU, 2-core machine) of one composed accounting per level at n <= 1e6, growing by this much per
+#: decade of n above (measured: the whole tight search 4-5 s at n = 1e4-1e6, 8.5 s at 1e7, 9 s at 1e8, 15 s at 1e9),
+#: and the evaluations a tight search makes (3 calibrations of ~4 each, :func:`_calibrate_nu`, and the
+#: optimised search's share): the estimate announced before the search (progress with an ETA, issue 21)
+COMPOSED_SECONDS_PER_LEVEL = 0.12
+TIGHT_SEARCH_EVALUATIONS = 13
+
+
+def tight_search_estimate(n: int, r: int, adversary: str) -> float:
+    """Estimated seconds of the ``tight`` search (:data:`TIGHT_SEARCH_EVALUATIONS` composed accountings of r
+    levels; the weak adversary's final calibration ~10x dearer per evaluation, up to 8 of them)."""
+    per = COMPOSED_SECONDS_PER_LEVEL * r * (1.0 + max(0.0, math.log10(max(n, 1)) - 6.0))
+    sec = TIGHT_SEARCH_EVALUATIONS * per
+    if adversary in SEARCH_PROXY:
+        sec += 8 * 10 * per
+    return sec
 
 
 def _level_worst(n: int, precisions, j: int, gamma: float) -> float:
@@ -509,18 +548,22 @@ def _nu_scale(n: int, precisions, gammas) -> float:
 
 
 def _calibrate_nu(n, precisions, eps, delta, adversary, nu_good: float, lo_factor: float = 1e-3,
-                  max_evals: int = 40) -> tuple[float, tuple[float, ...]]:
-    """Smallest ν (safe side) whose γ(ν) the tight composition certifies, searched on
+                  max_evals: int = 40, guess: float | None = None) -> tuple[float, tuple[float, ...]]:
+    """Smallest ν (safe side, to rtol 3e-3) whose γ(ν) the tight composition certifies, searched on
     [lo_factor·nu_good, nu_good] with at most ``max_evals`` evaluations per bracket (the answer is always a
-    certified ν); the bracket is widened when the guess is wrong."""
-    from shufflesim.accounting.calibrate import calibrate
-
+    certified ν); the bracket is widened when the guess is wrong.  The evaluations are placed by
+    :func:`~protocols._blanket.calibrate_near` (secant steps on log(−log δ) in log ν, starting from ``guess``
+    and a point 1% below it, else from 0.05 and 0.03 nu_good; every evaluation is cached across brackets):
+    ~4-6 composed accountings instead of ~15 per calibration, each 1-4 s at n = 1e9."""
     f = lambda nu: composed_delta(n, precisions, _surrogate_gammas(n, precisions, nu), eps, adversary)  # noqa: E731
+    known: dict[float, float] = {}
+    # nu_good certifies by a wide margin (the Bennett gammas; the root was ~0.03-0.04 nu_good at n = 1e6-1e9) and
+    # an evaluation there costs ~10x one near the root: the search starts below it
+    guesses = (guess, 0.99 * guess) if guess is not None else (0.05 * nu_good, 0.03 * nu_good)
     lo = nu_good * lo_factor
     for _ in range(12):
         try:
-            cal = calibrate(f, delta, lo, nu_good, increasing=False, xtol=0.0, rtol=3e-3, log_scale=True,
-                            max_evals=max_evals)
+            cal = calibrate_near(f, delta, guesses, lo, nu_good, rtol=3e-3, max_evals=max_evals, known=known)
         except InfeasibleError:
             nu_good, lo = nu_good * 1e3, nu_good
             continue
@@ -531,11 +574,11 @@ def _calibrate_nu(n, precisions, eps, delta, adversary, nu_good: float, lo_facto
     raise InfeasibleError(f"tight: could not bracket the blanket probabilities for precisions {list(precisions)}")
 
 
-def _surrogate_best(n, precisions, budget: float) -> float:
-    """min Σ_j MSE_j(γ_j) subject to Σ_j v_j/γ_j ≤ budget (bisection on ν); inf when infeasible."""
+def _surrogate_nu(n, precisions, budget: float) -> float | None:
+    """The smallest ν with Σ_j v_j/γ_j(ν) ≤ budget (bisection on ν); None when infeasible."""
     lo, hi = 1e-12, 1e12
     if _surrogate_cost(precisions, _surrogate_gammas(n, precisions, hi)) > budget:
-        return math.inf
+        return None
     for _ in range(100):
         mid = math.sqrt(lo * hi)
         if _surrogate_cost(precisions, _surrogate_gammas(n, precisions, mid)) > budget:
@@ -544,7 +587,15 @@ def _surrogate_best(n, precisions, budget: float) -> float:
             hi = mid
         if hi / lo < 1 + 1e-6:
             break
-    gs = _surrogate_gammas(n, precisions, hi)
+    return hi
+
+
+def _surrogate_best(n, precisions, budget: float) -> float:
+    """min Σ_j MSE_j(γ_j) subject to Σ_j v_j/γ_j ≤ budget (bisection on ν); inf when infeasible."""
+    nu = _surrogate_nu(n, precisions, budget)
+    if nu is None:
+        return math.inf
+    gs = _surrogate_gammas(n, precisions, nu)
     return recursive_worst_mse(n, precisions, gs) if max(gs) < GAMMA_MAX else math.inf
 
 
@@ -563,7 +614,7 @@ def optimise_tight(n: int, eps: float, delta: float, r: int, variant: str, adver
         # the proxy's nu certifies the weak adversary too; the weak one was 0.97x it at n = 1e5 (r = 3), so a
         # bracket of a factor 1.25 (widened by that factor while all of it certifies) and at most 8 evaluations
         # of the weak pairs (each ~2 s CPU at n = 1e5) land within 0.2 % of the calibrated nu there
-        _, gs = _calibrate_nu(n, ps, eps, delta, adversary, nu_p, lo_factor=0.8, max_evals=8)
+        _, gs = _calibrate_nu(n, ps, eps, delta, adversary, nu_p, lo_factor=0.8, max_evals=8, guess=nu_p)
         if max(gs) >= GAMMA_MAX:
             raise InfeasibleError(f"tight: no gammas < 1 certify ({eps:.6g}, {delta:.3g})-DP with n={n}, r={r}")
         return tuple(ps), tuple(float(g) for g in gs), recursive_worst_mse(n, ps, gs)
@@ -593,7 +644,9 @@ def _search_tight(n: int, eps: float, delta: float, r: int, variant: str, advers
             cand_t = tuple(cand)
             if cand_t == best[1]:
                 break
-            nu_c, gs_c = _calibrate_nu(n, cand_t, eps, delta, adversary, 4.0 * nu)
+            # started at the nu of the surrogate's budget for these precisions (that of the calibrated ones)
+            nu_c, gs_c = _calibrate_nu(n, cand_t, eps, delta, adversary, 4.0 * nu,
+                                       guess=_surrogate_nu(n, cand_t, budget))
             val = recursive_worst_mse(n, cand_t, gs_c)
             if val >= best[0]:
                 break
@@ -628,7 +681,10 @@ def resolve_recursive(n: int, eps: float | None, delta: float, r: int, precision
     if mode == "tight":
         note = f"heterogeneous FFT composition of {r} shuffled k-RR pairs (adversary={adversary})"
         if gammas is None:
-            ps, gs, _ = optimise_tight(n, eps, delta, r, variant, adversary, precisions)
+            from shufflesim.core.progress import stage
+
+            with stage(f"recursive-sum: tight calibration of {r} levels (n={n})", tight_search_estimate(n, r, adversary)):
+                ps, gs, _ = optimise_tight(n, eps, delta, r, variant, adversary, precisions)
             note2 = ("gammas from the Lagrangian surrogate, calibrated on the composed delta; precisions from the "
                      "optimised search, refined on the surrogate")
             if adversary in SEARCH_PROXY:
