@@ -69,55 +69,276 @@ def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
     return float(np.sum(p[m] * -np.expm1(d[m])))
 
 
-def _pair_at(m: int, r: int, q: float, tail: float):
-    """(P_m, Q_m, dropped): P_m = Bin(r, 1−q) + Bin(m, ½), Q_m = Bin(r, q) + Bin(m, ½) on the window of
-    Bin(m, ½) outside which at most ``tail`` per side is dropped."""
+# ---------------------------------------------------------------------------------------------------
+# δ of T + N from tails (issue 21: the cost no longer grows with n)
+# ---------------------------------------------------------------------------------------------------
+
+_U = 2.0 ** -53  # unit round-off of float64
+#: log of the relative mass of Bin(m, p) left beyond a tail window, relative to the window's last needed atom
+#: (the remainder is bounded by the Chernoff bound and added in full to the upper end)
+_LOG_TAIL_REL = math.log(1e-18)
+
+
+def _log_err(logv) -> float:
+    """Absolute error bound of log-PMF values of :func:`~shufflesim.accounting.binomial.log_binom_pmf` with
+    magnitudes up to max |logv|: :data:`BINOM_LOG_ERR`·max(1, |log|/100) (its accuracy model, checked against
+    mpmath in tests/test_pairs.py and at the n·r of cheu-sum in tests/test_cheu_scale.py), doubled."""
+    from shufflesim.accounting.binomial import BINOM_LOG_ERR
+
+    top = float(np.max(np.abs(np.where(np.isfinite(logv), logv, 0.0)), initial=0.0))
+    return 2.0 * BINOM_LOG_ERR * max(1.0, top / 100.0)
+
+
+def _d_window(r: int, q: float, log_budget: float):
+    """(dl, log D(dl..dh), certified mass outside) for D = Bin(r, q): the target's flipped bits.  The window
+    keeps dl + dh <= r so that r − D (x̄ = r) and D (x̄ = 0) stay ordered intervals (monotone ratio)."""
+    from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
+
+    lo, hi, lt = chernoff_window(r, q, log_budget)
+    dl, dh = int(lo), int(hi)
+    if dl + dh > r:
+        dl = 0
+    d = np.arange(dl, dh + 1)
+    return dl, log_binom_pmf(d, r, q), certified_tail(float(lt))
+
+
+def _cond(lp, lq, thr):
+    """log P(y) − log Q(y) >= thr, with −inf handled: no P mass -> False, P mass and no Q mass -> True."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isneginf(lp), False, np.where(np.isneginf(lq), True, lp - lq >= thr))
+
+
+def _lse(x: np.ndarray) -> np.ndarray:
+    """log Σ exp along the last axis (−inf for an all −inf row)."""
+    top = np.max(x, axis=-1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(x - safe[..., None]), axis=-1)) + safe
+
+
+def _log_pq(y, m, p, pc, r, dl, logd):
+    """(log P(y), log Q(y), error bound) for P = (r − D) + N, Q = D + N, N = Bin(m, p), D on its window."""
+    from shufflesim.accounting.binomial import log_binom_pmf
+
+    d = np.arange(dl, dl + logd.size)
+    y = np.asarray(y, dtype=np.int64)[:, None]
+    mm = np.asarray(m, dtype=np.int64)[:, None]
+    k = np.concatenate([y - r + d[None, :], y - d[None, :]], axis=1)
+    ln = log_binom_pmf(k, mm, p, pc)
+    lnp, lnq = ln[:, : d.size], ln[:, d.size:]
+    lp, lq = _lse(lnp + logd[None, :]), _lse(lnq + logd[None, :])
+    both = np.concatenate([lnp.ravel(), lnq.ravel(), logd, lp, lq])
+    # log-PMF errors of N and D (each term), the sums' and logs' rounding (a few units of |log| each)
+    err = _log_err(both) + _log_err(logd) + 8.0 * _U * (float(np.max(np.abs(both[np.isfinite(both)]), initial=0.0))
+                                                        + logd.size)
+    return lp, lq, err
+
+
+def _crossings(m, p, pc, r, dl, logd, eps, eta_l):
+    """Per bin: (y_lo, y_hi, err): bisection for the first y whose computed log P/Q is >= ε − η (y_lo) and >= ε + η
+    (y_hi), η = ``eta_l``; err is the largest error bound of the computed log-ratios met.  When err <= η, every
+    y < y_lo has log P/Q < ε and every y >= y_hi has log P/Q > ε, because P/Q is non-decreasing in y
+    (docs/theory.md#summation-cheu-profile) and the bisection's final brackets were evaluated.  The search
+    starts from the normal approximation's crossing and keeps the full bracket where that guess does not
+    bracket it (only where the bisection looks, never what it accepts)."""
+    m = np.asarray(m, dtype=np.int64)
+    nb = m.size
+    mm = np.concatenate([m, m])
+    thr = np.concatenate([np.full(nb, eps - eta_l), np.full(nb, eps + eta_l)])
+    a = np.full(2 * nb, -1, dtype=np.int64)  # cond false (virtual)
+    b = mm + r + 1  # cond true (virtual: beyond the support, where the set is empty)
+    # normal approximation: P, Q have variance s2 and means c ± Δ/2, so log P/Q ≈ Δ(y − c)/s2
+    q = p * pc
+    dmean = float(np.dot(np.exp(logd), np.arange(dl, dl + logd.size)))
+    delta_m = max(r - 2.0 * dmean, 1e-300)
+    s2 = mm * q + r * 0.25 + 1.0
+    c = mm * p + r / 2.0
+    guess = np.floor(c + np.minimum(thr, 1e6) * s2 / delta_m).astype(np.int64)
+    w = np.maximum(4, np.ceil(0.02 * np.sqrt(s2) + 1e-3 * np.abs(guess - c))).astype(np.int64)
+    ga, gb = np.clip(guess - w, a + 1, b - 1), np.clip(guess + w, a + 1, b - 1)
+    err = 0.0
+    lp, lq, e = _log_pq(np.concatenate([ga, gb]), np.concatenate([mm, mm]), p, pc, r, dl, logd)
+    err = max(err, e)
+    ok = _cond(lp, lq, np.concatenate([thr, thr]))
+    oka, okb = ok[: 2 * nb], ok[2 * nb:]
+    a = np.where(~oka, ga, a)
+    b = np.where(oka, np.minimum(b, ga), b)
+    b = np.where(okb, np.minimum(b, gb), b)
+    a = np.where(~okb, np.maximum(a, gb), a)
+    bad = a >= b  # the computed ratio not monotone across the guess (round-off): the full bracket there
+    a = np.where(bad, -1, a)
+    b = np.where(bad, mm + r + 1, b)
+    for _ in range(80):
+        act = np.flatnonzero(b - a > 1)
+        if act.size == 0:
+            break
+        mid = (a[act] + b[act]) // 2
+        lp, lq, e = _log_pq(mid, mm[act], p, pc, r, dl, logd)
+        err = max(err, e)
+        ok = _cond(lp, lq, thr[act])
+        a[act] = np.where(ok, a[act], mid)
+        b[act] = np.where(ok, mid, b[act])
+    return b[:nb], b[nb:], err
+
+
+def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray):
+    """(log scale s, S(ks)·e^{-s}, R, η): S(k) = P(Bin(m, p) >= k) summed exactly over a window [min ks, K] by
+    the ratio recurrence anchored at log_binom_pmf, R a Chernoff bound on P(N > K) (the remainder the sums
+    miss), η the sums' relative error bound apart from the anchor's (common to every sum of the bin)."""
+    from shufflesim.accounting.binomial import binom_log_kl, log_binom_pmf
+
+    k0 = max(0, int(ks.min()))
+    kmax = min(m, int(ks.max()))
+    if k0 > m:  # every k beyond the support: the sums are 0
+        return 0.0, np.zeros(ks.size), 0.0, 0.0, 0.0
+    l_top, anchor = (float(v) for v in log_binom_pmf(np.array([kmax, k0]), m, p, pc))
+    mean = m * p
+    # K: the first of kmax + step·2^j beyond which the Chernoff bound exp(-m KL) on P(N > K) is below 1e-18 of
+    # the last needed atom (or K = m)
+    step = max(64, int(math.sqrt(m * p * pc)) // 4 + 1)
+    cand = np.minimum(kmax + step * (2.0 ** np.arange(0, 48)) - step, m).astype(np.int64)
+    x = np.minimum(cand + 1, m).astype(float)
+    ok = (cand >= m) | ((x > mean) & (-binom_log_kl(x, m, p, pc) <= l_top + _LOG_TAIL_REL))
+    K = int(cand[int(np.argmax(ok))]) if ok.any() else m
+    R = 0.0 if K >= m else float(math.exp(-float(binom_log_kl(np.array([float(K + 1)]), m, p, pc)[0])) * (1 + 1e-12))
+    j = np.arange(k0, K)  # log N(j+1) − log N(j) = log((m − j)/(j + 1)) + log(p/pc)
+    lpq = math.log(p) - math.log(pc) if p <= 0.5 else math.log1p(-pc) - math.log(pc)
+    steps = np.log((m - j).astype(float) / (j + 1).astype(float)) + lpq
+    logs = np.empty(K - k0 + 1)
+    logs[0] = 0.0
+    np.cumsum(steps, out=logs[1:])
+    shift = float(logs.max())
+    vals = np.exp(logs - shift)
+    sf = np.cumsum(vals[::-1])[::-1]  # S(k0 + i)·e^{-(anchor + shift)}
+    W = logs.size
+    big = float(np.max(np.abs(logs))) + abs(shift)
+    # recurrence (each step's quotient and log, the running sum), exp and the tail sums' rounding, doubled
+    eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
+    idx = np.clip(ks - k0, 0, None)
+    val = np.where(ks > m, 0.0, sf[np.minimum(idx, W - 1)])
+    ea = _log_err(np.array([anchor]))  # the anchor's error: a common factor of every sum
+    return anchor + shift, val, R, eta, ea
+
+
+def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray, y_lo: int, y_hi: int,
+                 eta_l: float, eps: float) -> tuple[float, float]:
+    """(upper, lower) bounds on δ(P‖Q)(ε), P = (r − D) + N, Q = D + N, N = Bin(m, p), D truncated to its window
+    (the dropped mass is added by the caller), given the crossing y_lo <= y_hi of :func:`_crossings`."""
+    d = np.arange(dl, dl + logd.size)
+    dd = np.exp(logd)
+    ts = np.array([y_lo, y_hi])
+    kp = ts[:, None] - r + d[None, :]
+    kq = ts[:, None] - d[None, :]
+    ks = np.concatenate([kp.ravel(), kq.ravel()])
+    s, val, R, eta_t, ea = _tail_sums(m, p, pc, ks)
+    sp = val[: kp.size].reshape(kp.shape) @ dd
+    sq = val[kp.size:].reshape(kq.shape) @ dd
+    eta = eta_t + _log_err(logd) + (logd.size + 2) * _U  # the D weights and the dot products
+    cf = math.expm1(3.0 * ea)  # the anchor: every sum of the bin shares its factor e^{±ea}
+    big = 1.0 + cf
+
+    def term(pv, qv):  # pv − e^eps qv in logs, >= 0 part
+        if pv <= 0.0:
+            return 0.0
+        if qv <= 0.0:
+            return pv
+        return pv * max(0.0, -math.expm1(eps + math.log(qv) - math.log(pv)))
+
+    def scaled(x):
+        return 0.0 if x <= 0.0 else math.exp(s + math.log(x))
+
+    up_hi = term(sp[1] * (1 + eta), sq[1] * (1 - eta))
+    band = 2.0 * eta_l * sp[0] * (1 + eta) if y_lo < y_hi else 0.0
+    upper = scaled((up_hi + band) * big * (1 + 4 * _U)) + 2.0 * R
+    if upper == 0.0 and (up_hi + band) > 0.0:
+        upper = 5e-324  # the scaled value underflows: the smallest positive double is still above it
+    low_core = term(sp[1] * (1 - eta) / big, (sq[1] * (1 + eta) * big) + (R * math.exp(-s) if R else 0.0))
+    lower = scaled(low_core * (1 - 4 * _U))
+    return upper, lower
+
+
+def default_tail(n: int) -> float:
+    """Mass of M ~ Bin((n − 1)r, γ) below the first bin, charged δ = 1: 10⁻¹⁶ (as before issue 21) and at most
+    10⁻⁶/n², a millionth of the default δ = 1/n², so that the charge never dominates at population scale."""
+    return min(1e-16, 1e-6 / (float(n) * float(n)))
+
+
+def cheu_components(n: int, r: int, gamma: float, *, bins: int = 64, tail: float | None = None):
+    """Everything of :func:`cheu_delta` that does not depend on ε (many ε are evaluated at the cost of the
+    per-ε crossing searches and tail sums only): a dict with ``below`` (mass of M below the first bin, charged
+    δ = 1), the bins' left ends ``ms`` and masses ``weights``, and the target's flipped bits D = Bin(r, γ/2) on
+    its window (``dl``, ``logd``) with the certified mass outside it, ``tau_d``."""
     from scipy import stats
 
-    if m == 0:
-        noise, dropped = np.ones(1), 0.0
-    else:
-        lo = int(stats.binom.ppf(tail, m, 0.5))
-        hi = int(stats.binom.isf(tail, m, 0.5))
-        noise = np.exp(_log_binom(m, 0.5, lo, hi))
-        dropped = 2.0 * tail
-    tp = np.exp(_log_binom(r, 1.0 - q, 0, r))
-    tq = np.exp(_log_binom(r, q, 0, r))
-    return np.convolve(noise, tp), np.convolve(noise, tq), dropped  # direct: positive terms, relative accuracy
-
-
-def cheu_components(n: int, r: int, gamma: float, *, bins: int = 64, tail: float = 1e-16):
-    """(mass charged δ = 1, [(weight, P_m, Q_m, dropped) per bin of M]): everything of :func:`cheu_delta`
-    that does not depend on ε, so that many ε are evaluated at the cost of one."""
-    from scipy import stats
-
+    tail = default_tail(n) if tail is None else float(tail)
     q = gamma / 2.0
     n0 = (n - 1) * r
+    dl, logd, tau_d = _d_window(r, q, math.log(tail))
+    base = {"r": r, "q": q, "dl": dl, "logd": logd, "tau_d": tau_d}
     if n0 == 0:
-        return 0.0, [(1.0, *_pair_at(0, r, q, tail))]
+        return {**base, "below": 0.0, "ms": np.zeros(1, dtype=np.int64), "weights": np.ones(1)}
     m_lo = int(stats.binom.ppf(tail, n0, gamma))
     m_hi = int(stats.binom.isf(tail, n0, gamma)) + 1
     edges = np.unique(np.linspace(m_lo, m_hi, bins + 1).round().astype(np.int64))
     cdf = stats.binom.cdf(edges - 1, n0, gamma)
     weights = np.diff(np.r_[cdf, 1.0])  # bin b = [edges[b], edges[b+1]); the last bin takes the upper tail
-    below = float(cdf[0])  # P(M < m_lo): charged delta = 1
-    return below, [(float(w), *_pair_at(int(a), r, q, tail)) for a, w in zip(edges, weights) if w > 0]
+    keep = weights > 0
+    return {**base, "below": float(cdf[0]), "ms": edges[keep], "weights": weights[keep]}
+
+
+#: the computed log-ratio's error allowance: thresholds ε ± this bracket the crossing (checked against the
+#: error bound of each evaluation, :func:`_log_pq`; a larger bound widens it)
+_ETA_L = 1e-10
+
+
+def _bin_deltas(c, eps: float, p: float = 0.5, pc: float = 0.5, lower: bool = False) -> np.ndarray:
+    """Per bin: the upper (``lower=False``) or lower bound on δ(P_m‖Q_m)(ε) with N = Bin(m, p)."""
+    ms, r, dl, logd = c["ms"], c["r"], c["dl"], c["logd"]
+    eta_l = _ETA_L
+    while True:
+        y_lo, y_hi, err = _crossings(ms, p, pc, r, dl, logd, eps, eta_l)
+        if err <= eta_l:
+            break
+        eta_l = 2.0 * err
+    out = np.empty(ms.size)
+    for i, m in enumerate(ms.tolist()):
+        lo_i, hi_i = int(min(y_lo[i], y_hi[i])), int(y_hi[i])
+        up, low = _conv_hockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps)
+        out[i] = low if lower else up
+    return out
 
 
 def cheu_delta_from(components, eps: float) -> float:
     """:func:`cheu_delta` at ``eps`` from :func:`cheu_components`."""
-    below, parts = components
-    total = below
-    for w, pp, qq, dropped in parts:  # ~64 bins
-        total += w * min(1.0, _hockey(pp, qq, eps) + dropped)
+    c = components
+    if c["logd"].size == 0:
+        return 1.0
+    per_bin = np.minimum(1.0, _bin_deltas(c, eps) + c["tau_d"])
+    total = c["below"] + float(np.dot(c["weights"], per_bin)) * (1.0 + (per_bin.size + 2) * _U)
     return min(1.0, total)
 
 
-def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int = 64, tail: float = 1e-16) -> float:
+def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int = 64, tail: float | None = None) -> float:
     """Certified upper bound on δ(ε) of Cheu et al.'s protocol ("blanket-binomial", module docstring)."""
     if gamma >= 1.0:
         return 0.0
     return cheu_delta_from(cheu_components(n, r, gamma, bins=bins, tail=tail), eps)
+
+
+def cheu_lower_delta(n: int, r: int, gamma: float, eps: float) -> float:
+    """The all-zeros lower bound (module docstring) from tails: the count Bin((n − 1)r, γ/2) of the others'
+    flipped zeros plus the target's r bits all 1 (r − D) against all 0 (D), both directions (the second by the
+    reflection c ↦ (n − 1)r + r − c, which maps Bin((n − 1)r, f) to Bin((n − 1)r, 1 − f)), each at the
+    threshold of the computed crossing (any threshold gives a lower bound), less the dropped mass of D."""
+    q = gamma / 2.0
+    n0 = (n - 1) * r
+    dl, logd, tau_d = _d_window(r, q, math.log(1e-300))
+    c = {"ms": np.array([n0], dtype=np.int64), "r": r, "dl": dl, "logd": logd}
+    best = 0.0
+    for p, pc in ((q, 1.0 - q), (1.0 - q, q)):
+        low = float(_bin_deltas(c, eps, p, pc, lower=True)[0])
+        best = max(best, low - (math.exp(min(eps, 700.0)) * tau_d if tau_d > 0 else 0.0))
+    return max(0.0, best)
 
 
 @dataclass(frozen=True)
