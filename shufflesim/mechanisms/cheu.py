@@ -192,26 +192,28 @@ def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray):
     if k0 > m:  # every k beyond the support: the sums are 0
         return 0.0, np.zeros(ks.size), 0.0, 0.0, 0.0
     l_top, anchor = (float(v) for v in log_binom_pmf(np.array([kmax, k0]), m, p, pc))
-    mean = m * p
-    # K: the first of kmax + step·2^j beyond which the Chernoff bound exp(-m KL) on P(N > K) is below 1e-18 of
-    # the last needed atom (or K = m)
-    step = max(64, int(math.sqrt(m * p * pc)) // 4 + 1)
-    cand = np.minimum(kmax + step * (2.0 ** np.arange(0, 48)) - step, m).astype(np.int64)
-    x = np.minimum(cand + 1, m).astype(float)
-    ok = (cand >= m) | ((x > mean) & (-binom_log_kl(x, m, p, pc) <= l_top + _LOG_TAIL_REL))
-    K = int(cand[int(np.argmax(ok))]) if ok.any() else m
+    mean, var = m * p, m * p * pc
+    # K: beyond it the Chernoff bound exp(-m KL) on P(N > K) is below 1e-18 of the last needed atom (or K = m);
+    # the normal approximation's K first, moved up by a tenth of its distance until the bound holds
+    need = -(l_top + _LOG_TAIL_REL)
+    K = int(mean + math.sqrt(2.0 * var * max(need, 1.0)))
+    K = min(m, max(K, kmax))
+    while K < m and not (K + 1 > mean and float(binom_log_kl(np.array([float(K + 1)]), m, p, pc)[0]) >= need):
+        K = min(m, K + max(16, (K - kmax) // 10))
     R = 0.0 if K >= m else float(math.exp(-float(binom_log_kl(np.array([float(K + 1)]), m, p, pc)[0])) * (1 + 1e-12))
-    j = np.arange(k0, K)  # log N(j+1) − log N(j) = log((m − j)/(j + 1)) + log(p/pc)
+    # log N(j+1) − log N(j) = log((m − j)/(j + 1)) + log(p/pc) for j = k0 .. K − 1, summed from log N(k0)
     lpq = math.log(p) - math.log(pc) if p <= 0.5 else math.log1p(-pc) - math.log(pc)
-    steps = np.log((m - j).astype(float) / (j + 1).astype(float)) + lpq
     logs = np.empty(K - k0 + 1)
     logs[0] = 0.0
+    steps = np.log(np.arange(float(m - k0), float(m - K), -1.0) / np.arange(float(k0 + 1), float(K + 1)))
+    steps += lpq
     np.cumsum(steps, out=logs[1:])
     shift = float(logs.max())
-    vals = np.exp(logs - shift)
+    logs -= shift
+    vals = np.exp(logs, out=logs)
     sf = np.cumsum(vals[::-1])[::-1]  # S(k0 + i)·e^{-(anchor + shift)}
-    W = logs.size
-    big = float(np.max(np.abs(logs))) + abs(shift)
+    W = vals.size
+    big = need + abs(l_top) + abs(anchor) + 2.0 * abs(shift)  # bounds |log N| − anchor over the window
     # recurrence (each step's quotient and log, the running sum), exp and the tail sums' rounding, doubled
     eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
     idx = np.clip(ks - k0, 0, None)
@@ -266,9 +268,11 @@ def default_tail(n: int) -> float:
 def cheu_components(n: int, r: int, gamma: float, *, bins: int = 64, tail: float | None = None):
     """Everything of :func:`cheu_delta` that does not depend on ε (many ε are evaluated at the cost of the
     per-ε crossing searches and tail sums only): a dict with ``below`` (mass of M below the first bin, charged
-    δ = 1), the bins' left ends ``ms`` and masses ``weights``, and the target's flipped bits D = Bin(r, γ/2) on
+    δ = 1), the bins' left ends ``ms`` and ``cdf``, upper bounds on P(M < ms[b + 1]), and the target's flipped bits D = Bin(r, γ/2) on
     its window (``dl``, ``logd``) with the certified mass outside it, ``tau_d``."""
     from scipy import stats
+
+    from shufflesim.accounting.binomial import certified_tail, chernoff_window
 
     tail = default_tail(n) if tail is None else float(tail)
     q = gamma / 2.0
@@ -276,14 +280,19 @@ def cheu_components(n: int, r: int, gamma: float, *, bins: int = 64, tail: float
     dl, logd, tau_d = _d_window(r, q, math.log(tail))
     base = {"r": r, "q": q, "dl": dl, "logd": logd, "tau_d": tau_d}
     if n0 == 0:
-        return {**base, "below": 0.0, "ms": np.zeros(1, dtype=np.int64), "weights": np.ones(1)}
-    m_lo = int(stats.binom.ppf(tail, n0, gamma))
-    m_hi = int(stats.binom.isf(tail, n0, gamma)) + 1
+        return {**base, "below": 0.0, "ms": np.zeros(1, dtype=np.int64), "cdf": np.zeros(0)}
+    # the window of M from the Chernoff bound (scipy's binomial quantiles fail beyond n·r ~ 1e11): the mass below
+    # it is certified below ``tail``/2, the mass above goes to the last bin
+    lo, hi, lt = chernoff_window(n0, gamma, math.log(tail))
+    m_lo, m_hi = int(lo), int(hi) + 1
     edges = np.unique(np.linspace(m_lo, m_hi, bins + 1).round().astype(np.int64))
-    cdf = stats.binom.cdf(edges - 1, n0, gamma)
-    weights = np.diff(np.r_[cdf, 1.0])  # bin b = [edges[b], edges[b+1]); the last bin takes the upper tail
-    keep = weights > 0
-    return {**base, "below": float(cdf[0]), "ms": edges[keep], "weights": weights[keep]}
+    cdf = stats.binom.cdf(edges[1:] - 1, n0, gamma)  # G_b = P(M < edges[b + 1])
+    return {**base, "below": certified_tail(float(lt)), "ms": edges, "cdf": np.minimum(1.0, cdf * (1.0 + _CDF_RTOL))}
+
+
+#: relative accuracy allowed to scipy's binomial CDF (boost's incomplete beta; the bins' weights): the bound is
+#: summed in Abel's form with the CDF rounded up, so that an error of that size cannot undercut it
+_CDF_RTOL = 1e-10
 
 
 #: the computed log-ratio's error allowance: thresholds ε ± this bracket the crossing (checked against the
@@ -313,9 +322,12 @@ def cheu_delta_from(components, eps: float) -> float:
     c = components
     if c["logd"].size == 0:
         return 1.0
-    per_bin = np.minimum(1.0, _bin_deltas(c, eps) + c["tau_d"])
-    total = c["below"] + float(np.dot(c["weights"], per_bin)) * (1.0 + (per_bin.size + 2) * _U)
-    return min(1.0, total)
+    # u_b >= δ(P_m‖Q_m) at the bin's left end m_b; δ is non-increasing in m, so the running minimum is a
+    # non-increasing upper bound, and Σ_b w_b u_b = u_B + Σ_{b<B} G_b (u_b − u_{b+1}) + below·(1 − u_0) needs
+    # only upper bounds on G_b = P(M < m_{b+1}) (the CDF rounded up) and on the mass below (charged δ = 1)
+    u = np.minimum.accumulate(np.minimum(1.0, _bin_deltas(c, eps) + c["tau_d"]))
+    total = u[-1] + float(np.dot(c["cdf"], u[:-1] - u[1:])) + c["below"] * (1.0 - u[0])
+    return min(1.0, total * (1.0 + (u.size + 4) * _U))
 
 
 def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int = 64, tail: float | None = None) -> float:
