@@ -379,14 +379,15 @@ class CheuSum(Mechanism):
     n: int
     r: int
     gamma: float
+    #: mass of M below the first bin (None: :func:`default_tail`); cheu-sum passes the one it calibrated with
+    tail: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
         object.__setattr__(self, "r", check_int("messages", self.r, minimum=1, maximum=MAX_CHEU_MESSAGES))
         object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True))
-        if self.n * self.r > MAX_CHEU_BITS:
-            raise ParameterError(f"cheu: n*r = {self.n * self.r:.3g} bits is more than {MAX_CHEU_BITS:.0e} (one "
-                                 "evaluation of the bound would take minutes); reduce n or the messages")
+        if self.tail is not None:
+            object.__setattr__(self, "tail", check_real("tail", self.tail, low=0.0, high=1.0, low_open=True))
 
     @classmethod
     def from_flags(cls, *, n, messages, gamma) -> "CheuSum":
@@ -416,17 +417,23 @@ class CheuSum(Mechanism):
 
         def components():
             if "c" not in cache:
-                cache["c"] = cheu_components(self.n, self.r, self.gamma) if self.gamma < 1.0 else None
-                cache["pq"] = self._lower_pair()
+                cache["c"] = (cheu_components(self.n, self.r, self.gamma, tail=self.tail) if self.gamma < 1.0
+                              else None)
+                # the lower pair from its mass functions up to n·r = MAX_CHEU_BITS, from tails above
+                cache["pq"] = self._lower_pair() if self.n * self.r <= MAX_CHEU_BITS else None
             return cache["c"], cache["pq"]
 
         def dfun(eps: float) -> DeltaBound:
             eps = check_real("eps", eps, low=0.0)
-            comp, (P, Q) = components()
+            comp, pq = components()
             up = 0.0 if comp is None else cheu_delta_from(comp, eps)
-            exact = max(_hockey(P, Q, eps), _hockey(Q, P, eps))
-            err = _PMF_RTOL * (1.0 + math.exp(min(eps, 700.0)))
-            low = max(0.0, exact - err)
+            if pq is None:
+                low = cheu_lower_delta(self.n, self.r, self.gamma, eps)
+            else:
+                P, Q = pq
+                exact = max(_hockey(P, Q, eps), _hockey(Q, P, eps))
+                err = _PMF_RTOL * (1.0 + math.exp(min(eps, 700.0)))
+                low = max(0.0, exact - err)
             return DeltaBound(eps=eps, delta_upper=up, delta_lower=min(low, up), method="blanket-binomial",
                               notes=("upper: blanket-binomial bound for the adversary who knows the others' inputs "
                                      "and blanket coins (docs/theory.md#summation-cheu); lower: the analyser's "
