@@ -252,7 +252,9 @@ class CheuSumProtocol(_RealSum):
 
     def mechanism(self) -> CheuSum:
         """n users, r bits each through binary blanket RR with γ, one shuffler (what ``_privacy`` certified)."""
-        return CheuSum(self.n, self.params["messages"], self.params["gamma"], tail=getattr(self, "_tail", None))
+        tail = getattr(self, "_tail", None)  # the default's mechanism carries none (equal descriptions compare equal)
+        return CheuSum(self.n, self.params["messages"], self.params["gamma"],
+                       tail=None if tail is None or tail == default_tail(self.n) else tail)
 
     def user_variances(self, data: np.ndarray) -> np.ndarray:
         r, g = self.params["messages"], self.params["gamma"]

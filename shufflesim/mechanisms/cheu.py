@@ -335,7 +335,7 @@ def cheu_delta_from(components, eps: float) -> float:
     # only upper bounds on G_b = P(M < m_{b+1}) (the CDF rounded up) and on the mass below (charged δ = 1)
     u = np.minimum.accumulate(np.minimum(1.0, _bin_deltas(c, eps) + c["tau_d"]))
     total = u[-1] + float(np.dot(c["cdf"], u[:-1] - u[1:])) + c["below"] * (1.0 - u[0])
-    return min(1.0, total * (1.0 + (u.size + 4) * _U))
+    return float(min(1.0, total * (1.0 + (u.size + 4) * _U)))
 
 
 def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int | None = None,
