@@ -250,6 +250,16 @@ class CheuSumProtocol(_RealSum):
             "upper bound for the adversary who knows the others' inputs and blanket coins; module docstring",))
         return proto
 
+    def check_resources(self) -> None:
+        """The faithful engine's n·r messages in memory (:meth:`Protocol.check_resources`), refused with the
+        estimate and the knobs: the fast engine (memory independent of n) or the streamed faithful engine."""
+        from shufflesim.core.resources import check_memory
+
+        r = self.params["messages"]
+        check_memory(self.memory_estimate(), f"one faithful trial of cheu-sum (n={self.n}, {r} messages per user)",
+                     "use --engine fast (the count of ones, no messages), stream with --chunk USERS, or lower "
+                     "--messages")
+
     def mechanism(self) -> CheuSum:
         """n users, r bits each through binary blanket RR with γ, one shuffler (what ``_privacy`` certified)."""
         tail = getattr(self, "_tail", None)  # the default's mechanism carries none (equal descriptions compare equal)
