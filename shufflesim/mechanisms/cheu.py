@@ -79,14 +79,19 @@ _U = 2.0 ** -53  # unit round-off of float64
 _LOG_TAIL_REL = math.log(1e-18)
 
 
-def _log_err(logv) -> float:
+def _log_err(logv, k=None, m: int = 0, p: float = 0.5, pc: float = 0.5) -> float:
     """Absolute error bound of log-PMF values of :func:`~shufflesim.accounting.binomial.log_binom_pmf` with
     magnitudes up to max |logv|: :data:`BINOM_LOG_ERR`·max(1, |log|/100) (its accuracy model, checked against
-    mpmath in tests/test_pairs.py and at the n·r of cheu-sum in tests/test_cheu_scale.py), doubled."""
+    mpmath in tests/test_pairs.py and at cheu-sum's population scale in tests/test_cheu_scale.py), doubled; plus,
+    for Bin(m, p) with p ≠ ½ at the counts ``k``, 2u·|k − mp|: the complement 1 − p is a rounded double, and its
+    rounding moves the deviance term by |k − mp|·u (1.6e-11 at m = 2e12, 12 standard deviations out)."""
     from shufflesim.accounting.binomial import BINOM_LOG_ERR
 
     top = float(np.max(np.abs(np.where(np.isfinite(logv), logv, 0.0)), initial=0.0))
-    return 2.0 * BINOM_LOG_ERR * max(1.0, top / 100.0)
+    err = 2.0 * BINOM_LOG_ERR * max(1.0, top / 100.0)
+    if k is not None and not (p == 0.5 and pc == 0.5):
+        err += 2.0 * _U * float(np.max(np.abs(np.asarray(k, dtype=float) - float(m) * p), initial=0.0))
+    return err
 
 
 def _d_window(r: int, q: float, log_budget: float):
@@ -129,8 +134,11 @@ def _log_pq(y, m, p, pc, r, dl, logd):
     lp, lq = _lse(lnp + logd[None, :]), _lse(lnq + logd[None, :])
     both = np.concatenate([lnp.ravel(), lnq.ravel(), logd, lp, lq])
     # log-PMF errors of N and D (each term), the sums' and logs' rounding (a few units of |log| each)
-    err = _log_err(both) + _log_err(logd) + 8.0 * _U * (float(np.max(np.abs(both[np.isfinite(both)]), initial=0.0))
-                                                        + logd.size)
+    err = _log_err(both) + _log_err(logd) + 2.0 * _U * r  # D = Bin(r, q): its rounded complement, |k − rq| <= r
+    if not (p == 0.5 and pc == 0.5):  # the rounded complement (see _log_err), at each finite count of each row
+        dev = np.where(np.isfinite(ln), np.abs(k - mm.astype(float) * p), 0.0)
+        err += 2.0 * _U * float(np.max(dev, initial=0.0))
+    err += 8.0 * _U * (float(np.max(np.abs(both[np.isfinite(both)]), initial=0.0)) + logd.size)
     return lp, lq, err
 
 
@@ -218,7 +226,7 @@ def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray):
     eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
     idx = np.clip(ks - k0, 0, None)
     val = np.where(ks > m, 0.0, sf[np.minimum(idx, W - 1)])
-    ea = _log_err(np.array([anchor]))  # the anchor's error: a common factor of every sum
+    ea = _log_err(np.array([anchor]), np.array([k0]), m, p, pc)  # the anchor's error: a common factor of every sum
     return anchor + shift, val, R, eta, ea
 
 
