@@ -14,7 +14,9 @@ target's count of ones plus Bin(M, ½), M ~ Bin((n−1)r, γ) the others' blanke
 Bin(r, 1 − γ/2) (x̄ = r) against Bin(r, γ/2) (x̄ = 0), the worst pair (stochastic order and monotone
 likelihood ratio, docs/theory.md#summation-cheu-profile; checked by brute force in
 tests/test_sum_baselines.py), so δ = E_M[δ(P_M‖Q_M)]; δ(P_m‖Q_m) is non-increasing in m, so M is binned
-and each bin charged its smallest m, and the masses outside the computed windows are added.  Forgetting
+and each bin charged its smallest m, and the masses outside the computed windows are added.  Each bin's δ is
+evaluated from tails at the certified crossing of the likelihood ratio (issue 21; :func:`_crossings`,
+:func:`_tail_sums`, :func:`_conv_hockey`), so its cost does not grow with n·r.  Forgetting
 the coins is post-processing, so the bound holds for the analyser's view.  This is the computation
 ``cheu-sum`` calibrates γ with, so ``account(protocol.mechanism(), eps=[eps])`` reproduces the protocol's δ
 exactly.
@@ -42,10 +44,11 @@ from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import eps0_upper
 
-#: most messages per user: the bound convolves O(r)-term PMFs in ~64 bins (measured: r = 1000 takes ~0.5 s
-#: per evaluation, r = 10^4 several seconds), and seed 004 Table 3 uses r <= 317
+#: most messages per user: a bin's tail window grows like r at the calibrated γ (m = nrγ ~ r², its standard
+#: deviation ~ r); at r = 2000 one evaluation of the bound takes ~0.1-0.4 s at any n (seed 004 Table 3 uses r <= 317)
 MAX_CHEU_MESSAGES = 2000
-#: most bits in all (n·r): beyond, one evaluation of the bound convolves windows of 10^5 entries per bin
+#: n·r up to which the lower end is the all-zeros pair from its mass functions and the bound uses 64 bins of M;
+#: above, the lower end from tails and 16 bins (issue 21: no longer a refusal)
 MAX_CHEU_BITS = 10**8
 #: relative accuracy claimed for the PMFs of the lower bound (scipy's binomial PMF and a direct convolution
 #: of non-negative terms are accurate to ~1e-13 relative; tests/test_audit_rr_count.py checks 2e-15 at small n)
