@@ -129,28 +129,32 @@ def _gamma_guess(n: int, r: int, eps: float, delta: float) -> float:
 
 @lru_cache(maxsize=64)
 def cheu_gamma(n: int, r: int, eps: float, delta: float) -> float:
-    """Smallest γ whose :func:`cheu_delta` is ≤ δ (safe-side root finding, relative bracket 1e-4); InfeasibleError
-    if γ → 1.  The search first tries the bracket [g/4, 4g] around :func:`_gamma_guess` (kept only when δ
-    brackets the target there: above at g/4, below at 4g), else [1e-4, GAMMA_MAX] as before."""
+    """Smallest γ whose :func:`cheu_delta` is ≤ δ (safe-side root finding on log δ, relative bracket 1e-4);
+    InfeasibleError if γ → 1.  The search first tries the bracket [g/4, 4g] around :func:`_gamma_guess` (kept
+    only when δ brackets the target there: above at g/4, below at 4g), else [1e-4, GAMMA_MAX] as before."""
     from shufflesim.accounting.calibrate import calibrate
 
     tail = cheu_tail(n, delta)
 
-    def fn(g):
-        return cheu_delta(n, r, g, eps, tail=tail)
+    def fn(g):  # log δ: the same order as δ (the safe side is unchanged), nearly linear in log γ for the secant
+        d = cheu_delta(n, r, g, eps, tail=tail)
+        return math.log(d) if d > 0 else -math.inf
 
+    target = math.log(delta)
+    opts = dict(increasing=False, xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60)
     g0 = _gamma_guess(n, r, eps, delta)
     lo, hi = max(1e-4, g0 / 4.0), min(GAMMA_MAX, 4.0 * g0)
     cal = None
-    if lo < hi and fn(lo) > delta:  # else the guess is no bracket: the full search
+    if lo < hi:
         try:
-            cal = calibrate(fn, delta, lo, hi, increasing=False, xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60)
-        except InfeasibleError:
+            cal = calibrate(fn, target, lo, hi, **opts)
+        except InfeasibleError:  # even 4·g0 does not certify: the full search
+            cal = None
+        if cal is not None and cal.x == lo and lo > 1e-4:  # lo already certifies: the root lies below the guess
             cal = None
     if cal is None:
         try:
-            cal = calibrate(fn, delta, 1e-4, GAMMA_MAX, increasing=False, xtol=0.0, rtol=1e-4, log_scale=True,
-                            max_evals=60)
+            cal = calibrate(fn, target, 1e-4, GAMMA_MAX, **opts)
         except InfeasibleError:
             raise InfeasibleError(f"cheu-sum: no blanket gamma < 1 certifies ({eps:.6g}, {delta:.3g})-DP with n={n}, "
                                   f"r={r} messages") from None
