@@ -192,12 +192,72 @@ def _crossings(m, p, pc, r, dl, logd, eps, eta_l):
     return b[:nb], b[nb:], err
 
 
-def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray):
+#: largest full window of Bin(m, p) (atoms) a bin sums once (and keeps across evaluations at many ε, the
+#: accountant's ε(δ) inversion, when given a cache); larger bins sum the window each ε needs
+_FULL_WINDOW_MAX = 1 << 15
+
+
+def _full_size(m: int, p: float, pc: float) -> float:
+    """An upper estimate of the full window's atoms: 80 standard deviations of Bin(m, p) (the 1e-300 Chernoff
+    window spans ~75), plus 64."""
+    return 80.0 * math.sqrt(m * p * pc) + 64.0
+
+
+def _full_tail(m: int, p: float, pc: float):
+    """(k0, log scale s, S(k0..K)·e^{-s}, R, η, ea) over the Chernoff window [k0, K] of Bin(m, p) outside which
+    at most R <= 1e-300 lies (both sides)."""
+    from shufflesim.accounting.binomial import certified_tail, chernoff_window
+
+    lo, hi, lt = chernoff_window(m, p, math.log(1e-300), q=pc)
+    k0, K = int(lo), int(hi)
+    s, sf, eta, ea = _window_sums(m, p, pc, k0, K)
+    return k0, s, sf, certified_tail(float(lt)), eta, ea
+
+
+def _window_sums(m: int, p: float, pc: float, k0: int, K: int):
+    """(log scale s, S'(k0..K)·e^{-s}, η, ea): S'(k) = Σ_{j=k}^{K} P(Bin(m, p) = j) by the ratio recurrence from
+    log_binom_pmf at k0; η bounds the relative error apart from the anchor's error ea (common to all)."""
+    from shufflesim.accounting.binomial import log_binom_pmf
+
+    anchor = float(log_binom_pmf(np.array([k0]), m, p, pc)[0])
+    lpq = math.log(p) - math.log(pc) if p <= 0.5 else math.log1p(-pc) - math.log(pc)
+    logs = np.empty(K - k0 + 1)
+    logs[0] = 0.0
+    steps = np.log(np.arange(float(m - k0), float(m - K), -1.0) / np.arange(float(k0 + 1), float(K + 1)))
+    steps += lpq
+    np.cumsum(steps, out=logs[1:])
+    lmin = float(logs.min())
+    shift = float(logs.max())
+    logs -= shift
+    vals = np.exp(logs, out=logs)
+    sf = np.cumsum(vals[::-1])[::-1]
+    W = vals.size
+    big = abs(lmin) + 2.0 * abs(shift)  # bounds the running sums' magnitudes
+    # recurrence (each step's quotient and log, the running sum), exp and the tail sums' rounding, doubled
+    eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
+    ea = _log_err(np.array([anchor]), np.array([k0]), m, p, pc)
+    return anchor + shift, sf, eta, ea
+
+
+def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray, cache: dict | None = None):
     """(log scale s, S(ks)·e^{-s}, R, η): S(k) = P(Bin(m, p) >= k) summed exactly over a window [min ks, K] by
     the ratio recurrence anchored at log_binom_pmf, R a Chernoff bound on P(N > K) (the remainder the sums
     miss), η the sums' relative error bound apart from the anchor's (common to every sum of the bin)."""
     from shufflesim.accounting.binomial import binom_log_kl, log_binom_pmf
 
+    # a small bin always reads its full window (the result does not depend on ε's path or on ``cache``, which only
+    # keeps the windows between evaluations); a large one sums the window this ε needs
+    key = (m, p, pc)
+    full = cache.get(key, False) if cache is not None else False
+    if full is False:
+        full = _full_tail(m, p, pc) if _full_size(m, p, pc) <= _FULL_WINDOW_MAX else None
+        if cache is not None:
+            cache[key] = full
+    if full is not None:  # lookups in the bin's full window; outside it, the mass beyond (<= R) is charged
+        k0f, sfull, sff, Rf, etaf, eaf = full
+        idx = ks - k0f
+        val = np.where(idx >= sff.size, 0.0, sff[np.clip(idx, 0, sff.size - 1)])
+        return sfull, val, Rf, etaf, eaf
     k0 = max(0, int(ks.min()))
     kmax = min(m, int(ks.max()))
     if k0 > m:  # every k beyond the support: the sums are 0
@@ -212,29 +272,15 @@ def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray):
     while K < m and not (K + 1 > mean and float(binom_log_kl(np.array([float(K + 1)]), m, p, pc)[0]) >= need):
         K = min(m, K + max(16, (K - kmax) // 10))
     R = 0.0 if K >= m else float(math.exp(-float(binom_log_kl(np.array([float(K + 1)]), m, p, pc)[0])) * (1 + 1e-12))
-    # log N(j+1) − log N(j) = log((m − j)/(j + 1)) + log(p/pc) for j = k0 .. K − 1, summed from log N(k0)
-    lpq = math.log(p) - math.log(pc) if p <= 0.5 else math.log1p(-pc) - math.log(pc)
-    logs = np.empty(K - k0 + 1)
-    logs[0] = 0.0
-    steps = np.log(np.arange(float(m - k0), float(m - K), -1.0) / np.arange(float(k0 + 1), float(K + 1)))
-    steps += lpq
-    np.cumsum(steps, out=logs[1:])
-    shift = float(logs.max())
-    logs -= shift
-    vals = np.exp(logs, out=logs)
-    sf = np.cumsum(vals[::-1])[::-1]  # S(k0 + i)·e^{-(anchor + shift)}
-    W = vals.size
-    big = need + abs(l_top) + abs(anchor) + 2.0 * abs(shift)  # bounds |log N| − anchor over the window
-    # recurrence (each step's quotient and log, the running sum), exp and the tail sums' rounding, doubled
-    eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
+    shift, sf, eta, ea = _window_sums(m, p, pc, k0, K)
+    W = sf.size
     idx = np.clip(ks - k0, 0, None)
     val = np.where(ks > m, 0.0, sf[np.minimum(idx, W - 1)])
-    ea = _log_err(np.array([anchor]), np.array([k0]), m, p, pc)  # the anchor's error: a common factor of every sum
-    return anchor + shift, val, R, eta, ea
+    return shift, val, R, eta, ea
 
 
 def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray, y_lo: int, y_hi: int,
-                 eta_l: float, eps: float) -> tuple[float, float]:
+                 eta_l: float, eps: float, cache: dict | None = None) -> tuple[float, float]:
     """(upper, lower) bounds on δ(P‖Q)(ε), P = (r − D) + N, Q = D + N, N = Bin(m, p), D truncated to its window
     (the dropped mass is added by the caller), given the crossing y_lo <= y_hi of :func:`_crossings`."""
     d = np.arange(dl, dl + logd.size)
@@ -243,7 +289,7 @@ def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray,
     kp = ts[:, None] - r + d[None, :]
     kq = ts[:, None] - d[None, :]
     ks = np.concatenate([kp.ravel(), kq.ravel()])
-    s, val, R, eta_t, ea = _tail_sums(m, p, pc, ks)
+    s, val, R, eta_t, ea = _tail_sums(m, p, pc, ks, cache)
     sp = val[: kp.size].reshape(kp.shape) @ dd
     sq = val[kp.size:].reshape(kq.shape) @ dd
     eta = eta_t + _log_err(logd) + (logd.size + 2) * _U  # the D weights and the dot products
@@ -331,7 +377,7 @@ def _bin_deltas(c, eps: float, p: float = 0.5, pc: float = 0.5, lower: bool = Fa
     out = np.empty(ms.size)
     for i, m in enumerate(ms.tolist()):
         lo_i, hi_i = int(min(y_lo[i], y_hi[i])), int(y_hi[i])
-        up, low = _conv_hockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps)
+        up, low = _conv_hockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps, c.get("_tails"))
         out[i] = low if lower else up
     return out
 
@@ -430,6 +476,8 @@ class CheuSum(Mechanism):
             if "c" not in cache:
                 cache["c"] = (cheu_components(self.n, self.r, self.gamma, tail=self.tail) if self.gamma < 1.0
                               else None)
+                if cache["c"] is not None:  # many ε: keep each bin's full tail window (small bins only)
+                    cache["c"]["_tails"] = {}
                 # the lower pair from its mass functions up to n·r = MAX_CHEU_BITS, from tails above
                 cache["pq"] = self._lower_pair() if self.n * self.r <= MAX_CHEU_BITS else None
             return cache["c"], cache["pq"]
