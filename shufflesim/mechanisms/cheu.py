@@ -145,7 +145,7 @@ def _log_pq(y, m, p, pc, r, dl, logd):
     return lp, lq, err
 
 
-def _crossings(m, p, pc, r, dl, logd, eps, eta_l):
+def _crossings(m, p, pc, r, dl, logd, eps, eta_l, evalf=None):
     """Per bin: (y_lo, y_hi, err): bisection for the first y whose computed log P/Q is >= ε − η (y_lo) and >= ε + η
     (y_hi), η = ``eta_l``; err is the largest error bound of the computed log-ratios met.  When err <= η, every
     y < y_lo has log P/Q < ε and every y >= y_hi has log P/Q > ε, because P/Q is non-decreasing in y
@@ -168,7 +168,11 @@ def _crossings(m, p, pc, r, dl, logd, eps, eta_l):
     w = np.maximum(4, np.ceil(0.02 * np.sqrt(s2) + 1e-3 * np.abs(guess - c))).astype(np.int64)
     ga, gb = np.clip(guess - w, a + 1, b - 1), np.clip(guess + w, a + 1, b - 1)
     err = 0.0
-    lp, lq, e = _log_pq(np.concatenate([ga, gb]), np.concatenate([mm, mm]), p, pc, r, dl, logd)
+    if evalf is None:
+        def evalf(y, rows):
+            return _log_pq(y, m[rows], p, pc, r, dl, logd)
+    rows2 = np.concatenate([np.arange(nb), np.arange(nb)])
+    lp, lq, e = evalf(np.concatenate([ga, gb]), np.concatenate([rows2, rows2]))
     err = max(err, e)
     ok = _cond(lp, lq, np.concatenate([thr, thr]))
     oka, okb = ok[: 2 * nb], ok[2 * nb:]
@@ -184,7 +188,7 @@ def _crossings(m, p, pc, r, dl, logd, eps, eta_l):
         if act.size == 0:
             break
         mid = (a[act] + b[act]) // 2
-        lp, lq, e = _log_pq(mid, mm[act], p, pc, r, dl, logd)
+        lp, lq, e = evalf(mid, act % nb)
         err = max(err, e)
         ok = _cond(lp, lq, thr[act])
         a[act] = np.where(ok, a[act], mid)
@@ -210,11 +214,11 @@ def _full_tail(m: int, p: float, pc: float):
 
     lo, hi, lt = chernoff_window(m, p, math.log(1e-300), q=pc)
     k0, K = int(lo), int(hi)
-    s, sf, eta, ea = _window_sums(m, p, pc, k0, K)
-    return k0, s, sf, certified_tail(float(lt)), eta, ea
+    s, sf, eta, ea, logn = _window_sums(m, p, pc, k0, K, keep_logs=True)
+    return k0, s, sf, certified_tail(float(lt)), eta, ea, logn
 
 
-def _window_sums(m: int, p: float, pc: float, k0: int, K: int):
+def _window_sums(m: int, p: float, pc: float, k0: int, K: int, keep_logs: bool = False):
     """(log scale s, S'(k0..K)·e^{-s}, η, ea): S'(k) = Σ_{j=k}^{K} P(Bin(m, p) = j) by the ratio recurrence from
     log_binom_pmf at k0; η bounds the relative error apart from the anchor's error ea (common to all)."""
     from shufflesim.accounting.binomial import log_binom_pmf
@@ -228,6 +232,7 @@ def _window_sums(m: int, p: float, pc: float, k0: int, K: int):
     np.cumsum(steps, out=logs[1:])
     lmin = float(logs.min())
     shift = float(logs.max())
+    logn = logs + anchor if keep_logs else None
     logs -= shift
     vals = np.exp(logs, out=logs)
     sf = np.cumsum(vals[::-1])[::-1]
@@ -236,6 +241,8 @@ def _window_sums(m: int, p: float, pc: float, k0: int, K: int):
     # recurrence (each step's quotient and log, the running sum), exp and the tail sums' rounding, doubled
     eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
     ea = _log_err(np.array([anchor]), np.array([k0]), m, p, pc)
+    if keep_logs:
+        return anchor + shift, sf, eta, ea, logn
     return anchor + shift, sf, eta, ea
 
 
@@ -254,7 +261,7 @@ def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray, cache: dict | None =
         if cache is not None:
             cache[key] = full
     if full is not None:  # lookups in the bin's full window; outside it, the mass beyond (<= R) is charged
-        k0f, sfull, sff, Rf, etaf, eaf = full
+        k0f, sfull, sff, Rf, etaf, eaf, _ = full
         idx = ks - k0f
         val = np.where(idx >= sff.size, 0.0, sff[np.clip(idx, 0, sff.size - 1)])
         return sfull, val, Rf, etaf, eaf
@@ -365,19 +372,58 @@ _CDF_RTOL = 1e-10
 _ETA_L = 1e-10
 
 
+def _indexed_evalf(fulls, r, dl, logd, m, p, pc):
+    """An evaluator for :func:`_crossings` reading log N from the bins' full windows (:func:`_full_tail`): their
+    values carry the anchor's and the recurrence's errors (ea + η); counts outside a window are evaluated by
+    :func:`_log_pq` (Loader's form) instead."""
+    offs = np.cumsum([0] + [f[6].size for f in fulls])
+    flat = np.concatenate([f[6] for f in fulls])
+    k0s = np.array([f[0] for f in fulls], dtype=np.int64)
+    sizes = np.array([f[6].size for f in fulls], dtype=np.int64)
+    e_win = max(f[4] + f[5] for f in fulls)
+    d = np.arange(dl, dl + logd.size)
+
+    def evalf(y, rows):
+        y = np.asarray(y, dtype=np.int64)[:, None]
+        k = np.concatenate([y - r + d[None, :], y - d[None, :]], axis=1)
+        rel = k - k0s[rows][:, None]
+        inside = (rel >= 0) & (rel < sizes[rows][:, None])
+        if not np.all(inside[np.asarray(k >= 0) & np.asarray(k <= m[rows][:, None])]):
+            return _log_pq(y[:, 0], m[rows], p, pc, r, dl, logd)  # a count outside a window: Loader's form
+        ln = np.where(inside, flat[offs[rows][:, None] + np.clip(rel, 0, None) * inside], -np.inf)
+        lnp, lnq = ln[:, : d.size], ln[:, d.size:]
+        lp, lq = _lse(lnp + logd[None, :]), _lse(lnq + logd[None, :])
+        both = np.concatenate([ln[np.isfinite(ln)], logd])
+        err = 2.0 * e_win + 2.0 * _log_err(logd) + 4.0 * _U * r
+        err += 8.0 * _U * (float(np.max(np.abs(both), initial=0.0)) + logd.size)
+        return lp, lq, err
+
+    return evalf
+
+
 def _bin_deltas(c, eps: float, p: float = 0.5, pc: float = 0.5, lower: bool = False) -> np.ndarray:
     """Per bin: the upper (``lower=False``) or lower bound on δ(P_m‖Q_m)(ε) with N = Bin(m, p)."""
     ms, r, dl, logd = c["ms"], c["r"], c["dl"], c["logd"]
     eta_l = _ETA_L
+    evalf = None
+    if all(_full_size(int(m), p, pc) <= _FULL_WINDOW_MAX for m in ms.tolist()):  # small bins: read their windows
+        cache = c.get("_tails")
+        cache = {} if cache is None else cache
+        for m in ms.tolist():
+            if (m, p, pc) not in cache or cache[(m, p, pc)] is None:
+                cache[(m, p, pc)] = _full_tail(m, p, pc)
+        c_local = cache
+        evalf = _indexed_evalf([c_local[(m, p, pc)] for m in ms.tolist()], r, dl, logd, ms, p, pc)
     while True:
-        y_lo, y_hi, err = _crossings(ms, p, pc, r, dl, logd, eps, eta_l)
+        y_lo, y_hi, err = _crossings(ms, p, pc, r, dl, logd, eps, eta_l, evalf)
         if err <= eta_l:
             break
         eta_l = 2.0 * err
     out = np.empty(ms.size)
     for i, m in enumerate(ms.tolist()):
         lo_i, hi_i = int(min(y_lo[i], y_hi[i])), int(y_hi[i])
-        up, low = _conv_hockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps, c.get("_tails"))
+        up, low = _conv_hockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps,
+                               c_local if evalf is not None else c.get("_tails"))
         out[i] = low if lower else up
     return out
 
