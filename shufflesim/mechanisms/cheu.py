@@ -55,13 +55,6 @@ MAX_CHEU_BITS = 10**8
 _PMF_RTOL = 1e-10
 
 
-def _log_binom(n: int, p: float, lo: int, hi: int) -> np.ndarray:
-    from scipy import stats
-
-    k = np.arange(lo, hi + 1)
-    return stats.binom.logpmf(k, n, p)
-
-
 def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
     if eps <= 700.0:
         return float(np.sum(np.maximum(p - math.exp(eps) * q, 0.0)))
