@@ -40,7 +40,7 @@ from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.mechanisms.central import CentralLaplace
-from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum, cheu_delta
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum, cheu_delta, default_tail
 from shufflesim.mechanisms.clones import Clones
 from shufflesim.mechanisms.dlap import CentralDLap
 from shufflesim.mechanisms.rr2 import RR2
@@ -115,17 +115,49 @@ def cheu_messages(n: int, eps: float) -> int:
     return max(1, math.ceil(eps * math.sqrt(n) - 1e-12))
 
 
+def cheu_tail(n: int, delta: float) -> float:
+    """Mass of M below the bound's first bin (charged δ = 1): :func:`~shufflesim.mechanisms.cheu.default_tail`,
+    and at most a millionth of the δ asked for."""
+    return min(default_tail(n), 1e-6 * delta)
+
+
+def _gamma_guess(n: int, r: int, eps: float, delta: float) -> float:
+    """Where the search starts: the Gaussian mechanism's calibration for the count of ones (sensitivity r,
+    variance ≈ n·r·γ/2): γ ≈ 4r·log(1.25/δ)/(n·ε²) -- only where the search looks, never what it accepts."""
+    return 4.0 * r * math.log(1.25 / delta) / (n * eps * eps)
+
+
 @lru_cache(maxsize=64)
 def cheu_gamma(n: int, r: int, eps: float, delta: float) -> float:
-    """Smallest γ whose :func:`cheu_delta` is ≤ δ (safe-side root finding); InfeasibleError if γ → 1."""
+    """Smallest γ whose :func:`cheu_delta` is ≤ δ (safe-side root finding on log δ, relative bracket 1e-4);
+    InfeasibleError if γ → 1.  The search first tries the bracket [g/4, 4g] around :func:`_gamma_guess` (kept
+    only when δ brackets the target there: above at g/4, below at 4g), else [1e-4, GAMMA_MAX] as before."""
     from shufflesim.accounting.calibrate import calibrate
 
-    try:
-        cal = calibrate(lambda g: cheu_delta(n, r, g, eps), delta, 1e-4, GAMMA_MAX, increasing=False,
-                        xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60)
-    except InfeasibleError:
-        raise InfeasibleError(f"cheu-sum: no blanket gamma < 1 certifies ({eps:.6g}, {delta:.3g})-DP with n={n}, "
-                              f"r={r} messages") from None
+    tail = cheu_tail(n, delta)
+
+    def fn(g):  # log δ: the same order as δ (the safe side is unchanged), nearly linear in log γ for the secant
+        d = cheu_delta(n, r, g, eps, tail=tail)
+        return math.log(d) if d > 0 else -math.inf
+
+    target = math.log(delta)
+    opts = dict(increasing=False, xtol=0.0, rtol=1e-4, log_scale=True, max_evals=60)
+    g0 = _gamma_guess(n, r, eps, delta)
+    lo, hi = max(1e-4, g0 / 4.0), min(GAMMA_MAX, 4.0 * g0)
+    cal = None
+    if lo < hi:
+        try:
+            cal = calibrate(fn, target, lo, hi, **opts)
+        except InfeasibleError:  # even 4·g0 does not certify: the full search
+            cal = None
+        if cal is not None and cal.x == lo and lo > 1e-4:  # lo already certifies: the root lies below the guess
+            cal = None
+    if cal is None:
+        try:
+            cal = calibrate(fn, target, 1e-4, GAMMA_MAX, **opts)
+        except InfeasibleError:
+            raise InfeasibleError(f"cheu-sum: no blanket gamma < 1 certifies ({eps:.6g}, {delta:.3g})-DP with n={n}, "
+                                  f"r={r} messages") from None
     if cal.x >= GAMMA_MAX:
         raise InfeasibleError(f"cheu-sum: ({eps:.6g}, {delta:.3g})-DP with n={n}, r={r} needs gamma -> 1")
     return float(cal.x)
@@ -183,7 +215,8 @@ class CheuSumProtocol(_RealSum):
     options = (
         EPS_REQUIRED,
         DELTA_OPTION,
-        Option("messages", int, "bits per user r >= 1 (default: ceil(eps*sqrt(n)), seed 004 Table 3)", metavar="R"),
+        Option("messages", int, f"bits per user r in 1..{MAX_CHEU_MESSAGES} (default: ceil(eps*sqrt(n)), seed 004 "
+               f"Table 3, capped at {MAX_CHEU_MESSAGES} with a note)", metavar="R"),
         Option("gamma", float, "blanket probability per bit in (0, 1) (default: calibrated to eps, delta)"),
     )
 
@@ -193,32 +226,49 @@ class CheuSumProtocol(_RealSum):
         eps = _eps(eps)
         delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
                                                                      high_open=True)
-        if messages is None and eps * math.sqrt(n) > MAX_CHEU_MESSAGES:
-            raise ParameterError(f"cheu-sum: the default r = ceil(eps*sqrt(n)) = {eps * math.sqrt(n):.3g} messages per "
-                                 f"user exceeds {MAX_CHEU_MESSAGES} (certifying it would take many minutes); give "
-                                 f"--messages (<= {MAX_CHEU_MESSAGES})")
-        r = cheu_messages(n, eps) if messages is None else check_int("messages", messages, minimum=1,
-                                                                     maximum=MAX_CHEU_MESSAGES)
-        from shufflesim.core.resources import check_memory
-
-        check_memory(8.0 * 4 * n * r, f"cheu-sum with n={n} and r={r} messages per user",
-                     "reduce n or --messages")
+        paper_r = cheu_messages(n, eps)
+        notes: tuple[str, ...] = ()
+        if messages is None:
+            r = min(paper_r, MAX_CHEU_MESSAGES)
+            if r < paper_r:  # the paper's r would be certified only in minutes; the MSE grows by the rounding part
+                notes = (f"cheu-sum: r = {r} messages per user (the default ceil(eps*sqrt(n)) = {paper_r} is capped at "
+                         f"{MAX_CHEU_MESSAGES}, the most the bound certifies quickly); --messages chooses r",)
+        else:
+            r = check_int("messages", messages, minimum=1, maximum=MAX_CHEU_MESSAGES)
+        # no memory check here: the fast engine needs none; the faithful engine's n·r messages are checked where
+        # it allocates (Protocol.check_resources, pipeline.stream.plan_stream), with the estimate and the knob
+        tail = cheu_tail(n, delta)
         if gamma is None:
             gamma = cheu_gamma(n, r, eps, delta)
-            d = cheu_delta(n, r, gamma, eps)
         else:
             gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True)
-            d = cheu_delta(n, r, gamma, eps)
+        d = cheu_delta(n, r, gamma, eps, tail=tail)
+        params = {"messages": r, "gamma": gamma, "eps": eps, "delta": d}
+        if r < paper_r and messages is None:
+            params["messages_paper"] = paper_r
         proto = cls(n=n, randomiser=CheuRandomiser(r, gamma), shuffler=SingleShuffler(),
-                    analyser=CheuAnalyser(r, gamma, n),
-                    params={"messages": r, "gamma": gamma, "eps": eps, "delta": d})
+                    analyser=CheuAnalyser(r, gamma, n), params=params)
+        proto.notes = notes
+        proto._tail = tail
         proto._privacy = PrivacyGuarantee(eps, d, "blanket-binomial", (
             "upper bound for the adversary who knows the others' inputs and blanket coins; module docstring",))
         return proto
 
+    def check_resources(self) -> None:
+        """The faithful engine's n·r messages in memory (:meth:`Protocol.check_resources`), refused with the
+        estimate and the knobs: the fast engine (memory independent of n) or the streamed faithful engine."""
+        from shufflesim.core.resources import check_memory
+
+        r = self.params["messages"]
+        check_memory(self.memory_estimate(), f"one faithful trial of cheu-sum (n={self.n}, {r} messages per user)",
+                     "use --engine fast (the count of ones, no messages), stream with --chunk USERS, or lower "
+                     "--messages")
+
     def mechanism(self) -> CheuSum:
         """n users, r bits each through binary blanket RR with γ, one shuffler (what ``_privacy`` certified)."""
-        return CheuSum(self.n, self.params["messages"], self.params["gamma"])
+        tail = getattr(self, "_tail", None)  # the default's mechanism carries none (equal descriptions compare equal)
+        return CheuSum(self.n, self.params["messages"], self.params["gamma"],
+                       tail=None if tail is None or tail == default_tail(self.n) else tail)
 
     def user_variances(self, data: np.ndarray) -> np.ndarray:
         r, g = self.params["messages"], self.params["gamma"]

@@ -104,7 +104,8 @@ REFUSED = [
     (["simulate", "recursive-sum", "--n", "100", "--eps", "1", "--messages", "1000000", "--trials", "2"],
      "at most 64 messages"),
     (["simulate", "central-dlap-sum", "--n", "100", "--eps", "1", "--p", "1e18", "--trials", "2"], "noise scale"),
-    (["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--trials", "2"], "give --messages"),
+    # issue 21: the default r = ceil(eps*sqrt(n)) is capped (with a note) instead of refused; more than the cap is refused
+    (["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--messages", "2001", "--trials", "2"], "messages must be"),
     (["simulate", "krr", "--k", "3", "--eps0", "1", "--data", "counts:1e30,1,1", "--trials", "2"], "memory"),
 ]
 

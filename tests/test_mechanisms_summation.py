@@ -243,8 +243,9 @@ def test_cheu_description_validates():
         CheuSum(10, 0, 0.5)
     with pytest.raises(ParameterError, match="gamma"):
         CheuSum(10, 3, 0.0)
-    with pytest.raises(ParameterError, match="bits"):
-        CheuSum(10**6, 1000, 0.5)
+    with pytest.raises(ParameterError, match="tail"):
+        CheuSum(10, 3, 0.5, tail=0.0)
+    CheuSum(10**9, 2000, 1e-3)  # issue 21: n*r = 2e12 is accepted (the bound's cost no longer grows with n*r)
     (r,) = account(CheuSum(10, 3, 1.0), eps=[0.1]).results  # every bit uniform: nothing leaks
     assert r.delta_upper == 0.0
 

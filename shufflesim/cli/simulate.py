@@ -207,6 +207,10 @@ def _run(args: argparse.Namespace, output) -> int:
                          lower=args.lower, upper=args.upper)
         protocol = cls.create(len(data), **params)
         protocol.check_resources()
+    notes = tuple(getattr(protocol, "notes", ()))  # a protocol's one-line notes (e.g. cheu-sum's capped default r)
+    if notes and not args.json:
+        for line in notes:
+            print(f"note: {line}", file=sys.stderr)
     tolerance = None
     if args.tolerate is not None:  # issue 23: the defence against F dishonest or absent users
         from shufflesim.validation.dishonest import tolerant_protocol
@@ -251,6 +255,7 @@ def _run(args: argparse.Namespace, output) -> int:
         "messages_per_user": protocol.messages_per_user,
         "bits_per_message": protocol.bits_per_message,
         "privacy": privacy.to_dict() if privacy is not None else None,
+        **({"notes": list(notes)} if notes else {}),
         **({"tolerate": tolerance.to_dict()} if tolerance is not None else {}),
         "version": __version__,
         "seconds": seconds,

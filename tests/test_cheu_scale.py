@@ -1,0 +1,172 @@
+"""Issue 21 (2, 3): cheu-sum at population scale -- the blanket-binomial bound from tails, its calibration, the
+fast engine from counts at n = 1e9, and the faithful engine's refusal before allocating.
+
+Oracles: the bound as first computed (direct convolution of the target's Bin(r, ·) with Bin(m, ½) on a window,
+copied below from the published computation, ``_old_delta``) at moderate n; log-PMFs summed one by one
+(Loader's form per atom) for the tail sums of the new computation; the exact all-zeros pair from its mass
+functions for the lower end; the protocol's exact MSE on the same multiset (``mse_expected_summary``) for the
+fast engine, with the trial mean's normal confidence interval (z = 3.29, two-sided 1e-3; fixed seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from shufflesim.accounting.account import account
+from shufflesim.accounting.binomial import log_binom_pmf
+from shufflesim.cli.main import main
+from shufflesim.errors import ResourceError
+from shufflesim.mechanisms import cheu
+from shufflesim.mechanisms.cheu import CheuSum, cheu_delta, cheu_lower_delta
+from shufflesim.pipeline import registry
+from shufflesim.protocols.sum_baselines import cheu_gamma
+
+Z = 3.29
+N9 = 10**9
+
+
+def _old_delta(n: int, r: int, gamma: float, eps: float, bins: int = 64, tail: float = 1e-16) -> float:
+    """The bound as published before issue 21: 64 bins of M between scipy's quantiles at ``tail``, each charged
+    the δ of its smallest m, with Bin(m, ½) on a window dropping ``tail`` per side (added)."""
+    q = gamma / 2.0
+    n0 = (n - 1) * r
+
+    def pair(m):
+        lo, hi = int(stats.binom.ppf(tail, m, 0.5)), int(stats.binom.isf(tail, m, 0.5))
+        noise = stats.binom.pmf(np.arange(lo, hi + 1), m, 0.5)
+        k = np.arange(r + 1)
+        return np.convolve(noise, stats.binom.pmf(k, r, 1 - q)), np.convolve(noise, stats.binom.pmf(k, r, q))
+
+    m_lo, m_hi = int(stats.binom.ppf(tail, n0, gamma)), int(stats.binom.isf(tail, n0, gamma)) + 1
+    edges = np.unique(np.linspace(m_lo, m_hi, bins + 1).round().astype(np.int64))
+    cdf = stats.binom.cdf(edges - 1, n0, gamma)
+    weights = np.diff(np.r_[cdf, 1.0])
+    total = float(cdf[0])
+    for a, w in zip(edges, weights):
+        if w > 0:
+            p, qq = pair(int(a))
+            total += w * min(1.0, float(np.sum(np.maximum(p - math.exp(eps) * qq, 0.0))) + 2 * tail)
+    return min(1.0, total)
+
+
+@pytest.mark.parametrize("n,r,gamma,eps", [(3000, 55, 0.05, 1.0), (3000, 55, 0.2, 1.0), (10**4, 100, 0.1, 0.5),
+                                           (200, 7, 0.4, 0.3)])
+def test_bound_from_tails_agrees_with_the_convolution(n, r, gamma, eps):
+    new, old = cheu_delta(n, r, gamma, eps), _old_delta(n, r, gamma, eps)
+    # the new M window (Chernoff) is a little wider than scipy's quantiles, so its 64 bins are a little coarser:
+    # never below the old bound less its own truncation allowance, and within 1e-3 of it
+    assert new >= old - 2 * 64 * 1e-16 - 1e-16
+    assert new <= old * (1 + 1e-3)
+    # one bin per value of M: the two computations of each bin's hockey-stick agree to 1e-8
+    n0 = (n - 1) * r
+    if n0 < 2000:
+        assert cheu_delta(n, r, gamma, eps, bins=n0 + 2) == pytest.approx(
+            _old_delta(n, r, gamma, eps, bins=n0 + 2), rel=1e-8, abs=1e-13)
+
+
+def test_calibrated_gamma_matches_the_old_calibration():
+    from shufflesim.accounting.calibrate import calibrate
+    from shufflesim.protocols._blanket import GAMMA_MAX
+
+    n, eps = 3000, 1.0
+    delta = 1.0 / n**2
+    p = registry.create("cheu-sum", n, eps=eps)
+    r, g = p.params["messages"], p.params["gamma"]
+    assert cheu_delta(n, r, g, eps) <= delta and p.privacy().delta <= delta  # certified at the calibrated gamma
+    old = calibrate(lambda x: _old_delta(n, r, x, eps), delta, 1e-4, GAMMA_MAX, increasing=False, xtol=0.0,
+                    rtol=1e-4, log_scale=True, max_evals=60)
+    # both searches stop within a relative bracket of 1e-4 of their root; the bounds differ by < 1e-3 in delta,
+    # which moves the root by far less (delta falls by orders of magnitude as gamma doubles)
+    assert g == pytest.approx(old.x, rel=3e-4)
+    # the smallest: the search's infeasible end lies within 1e-4 of g, and delta falls as gamma grows
+    assert cheu_delta(n, r, g * (1 - 2e-4), eps) > delta
+
+
+def test_tail_sums_against_atom_by_atom_sums():
+    # population scale: Bin(2e9, 1/2) 12 standard deviations out; and the lower pair's Bin(2e12, 3.3e-4)
+    for m, p, z in ((1_999_527_157, 0.5, 12.0), (2 * 10**12, 3.3e-4, 9.0), (10**6, 0.5, 3.0)):
+        sd, mu = math.sqrt(m * p * (1 - p)), m * p
+        ks = np.array([int(mu + z * sd), int(mu + z * sd) + 37])
+        s, val, R, eta, ea = cheu._tail_sums(m, p, 1 - p, ks)
+        got = np.exp(s) * val
+        j = np.arange(ks[0], int(mu + (z + 8) * sd))  # beyond: below 1e-14 of the first atom
+        atoms = np.exp(log_binom_pmf(j, m, p, 1 - p))
+        ref = np.array([atoms[k - ks[0]:].sum() for k in ks])
+        tol = eta + 4 * ea + 1e-12  # the stated bounds, and the reference's own Loader error (~2e-12 per atom)
+        assert np.all(np.abs(got / ref - 1) <= tol), (got / ref - 1, tol)
+        assert R <= 1e-17 * got[-1]  # the remainder: the Chernoff bound below 1e-18 of the last needed atom
+
+
+def test_log_pmf_at_population_scale_against_mpmath():
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    for m, p, k in ((2 * 10**12, 3.3e-4, 660_300_000), (1_999_527_157, 0.5, 1_000_031_000)):
+        exact = (mp.loggamma(m + 1) - mp.loggamma(k + 1) - mp.loggamma(m - k + 1) + k * mp.log(p)
+                 + (m - k) * mp.log(1 - mp.mpf(p)))
+        got = float(log_binom_pmf(np.array([k]), m, p, 1 - p)[0])
+        # the model without its doubling: Loader's form, and the rounded complement 1 - p (the second case)
+        assert abs(got - float(exact)) <= cheu._log_err(np.array([got]), np.array([k]), m, p, 1 - p) / 2
+
+
+@pytest.mark.parametrize("n,r,gamma,eps", [(300, 20, 0.3, 0.5), (3000, 55, 0.05, 1.0)])
+def test_lower_end_from_tails_is_the_exact_pair_less_its_margins(n, r, gamma, eps):
+    P, Q = CheuSum(n, r, gamma)._lower_pair()
+    exact = max(cheu._hockey(P, Q, eps), cheu._hockey(Q, P, eps))
+    low = cheu_lower_delta(n, r, gamma, eps)
+    assert exact * (1 - 1e-8) <= low <= exact * (1 + 1e-12)
+
+
+def test_population_scale_description_accounts_both_ends():
+    mech = CheuSum(N9, 2000, 6e-4)
+    (res,) = account(mech, eps=[1.0]).results
+    assert 0.0 < res.delta_lower <= res.delta_upper <= 1e-15
+
+
+def test_cheu_sum_at_1e9_fast_engine_from_counts_matches_the_exact_mse(capsys):
+    assert main(["simulate", "cheu-sum", "--eps", "1", "--n", "1e9", "--data", "beta:2,5", "--engine", "fast",
+                 "--trials", "1000", "--seed", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == N9 and out["complete"] and out["engine"] == "fast"
+    assert out["params"]["messages"] == 2000 and out["params"]["messages_paper"] == math.ceil(math.sqrt(N9))
+    assert any("capped at 2000" in line for line in out["notes"])
+    assert out["privacy"]["eps"] == 1.0 and out["privacy"]["delta"] <= 1.0 / N9**2
+    half = (out["mse_ci95"][1] - out["mse_ci95"][0]) / 2 / 1.96  # one standard error of the trial mean
+    assert abs(out["mse"] - out["mse_expected"]) <= Z * half
+    # the protocol's claim is what the accountant certifies for its mechanism (the same computation)
+    proto = registry.create("cheu-sum", N9, eps=1.0)
+    assert proto.params["gamma"] == out["params"]["gamma"]  # exactness is the point: the same calibration
+    (res,) = account(proto.mechanism(), eps=[1.0]).results
+    assert res.delta_upper == proto.privacy().delta  # the same computation
+    assert cheu_gamma.cache_info().currsize >= 1
+
+
+def test_cheu_sum_note_is_printed(capsys):
+    assert main(["simulate", "cheu-sum", "--eps", "1", "--n", "1e9", "--engine", "fast", "--trials", "10"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: cheu-sum: r = 2000 messages per user") == 1
+
+
+def test_faithful_engine_refuses_before_allocating(capsys, monkeypatch):
+    from shufflesim.protocols.sum_baselines import CheuRandomiser
+
+    def boom(*a, **k):
+        raise AssertionError("messages allocated")
+
+    monkeypatch.setattr(CheuRandomiser, "randomise", boom)
+    monkeypatch.setenv("SHUFFLESIM_MEMORY_LIMIT", "4G")
+    # streamed (n above 1e7): the chunk's messages
+    assert main(["simulate", "cheu-sum", "--eps", "1", "--n", "1e9", "--engine", "faithful", "--trials", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: a streamed faithful trial of cheu-sum") and "needs about" in err and "--chunk" in err
+    # in memory: the n*r messages, refused with the estimate and the knobs
+    proto = registry.create("cheu-sum", 10**6, eps=1.0, messages=2000, gamma=0.01)  # creating allocates nothing
+    with pytest.raises(ResourceError, match=r"needs about 59\.6 GiB.*--engine fast.*--chunk"):
+        proto.check_resources()
+    assert main(["simulate", "cheu-sum", "--eps", "1", "--n", "1e6", "--messages", "2000", "--gamma", "0.01",
+                 "--engine", "faithful", "--trials", "2"]) == 2
+    assert "--engine fast" in capsys.readouterr().err
