@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
 from typing import Callable
 
 from shufflesim.core.checks import check_int, check_real
@@ -136,6 +137,51 @@ def calibrate(
     return Calibration(good, v_good, bad, v_bad, evals)
 
 
+def shortest_decimal_in(a: float, b: float) -> float | None:
+    """The float with the fewest significant decimal digits in the half-open interval (a, b], 0 <= a < b
+    (``b`` truncated to d significant digits for the smallest d that stays above ``a``); None if no such
+    float is found below 18 digits.  Exact: the truncation is done in :class:`decimal.Decimal`."""
+    if not (0.0 <= a < b and math.isfinite(b)):
+        return None
+    big = Decimal(b)
+    top = big.adjusted()
+    for digits in range(1, 18):
+        c = float(big.quantize(Decimal(1).scaleb(top - digits + 1), rounding=ROUND_FLOOR))
+        if a < c <= b:
+            return c
+    return None
+
+
+#: extra evaluations :func:`shortest_certified` may spend (a round answer is found by the first one)
+SHORTEST_EVALS = 2
+
+
+def shortest_certified(fn: Callable[[float], float], target: float, bad: float | None, good: float, *,
+                       evals: int = SHORTEST_EVALS) -> float:
+    """The upper end ``good`` of a final bracket (bad, good] (``fn(bad) > target >= fn(good)``, both evaluated,
+    fn non-increasing) moved down to the shortest decimal in the bracket at which ``fn`` is *evaluated* to meet
+    the target (at most ``evals`` evaluations; ``good`` when none does).
+
+    Why: the inverse query eps(delta) returns an evaluated eps with delta_upper(eps) <= delta, within its
+    resolution (xtol + rtol|eps|, ~1e-9) above the boundary.  Where delta itself is a certified delta_upper(eps*)
+    -- a protocol calibrated to eps* reports exactly that pair -- the boundary *is* eps* and the bracket's
+    feasible end is eps* plus search resolution (1.00000000049994 for blanket-sum at n = 1000, eps = 1), i.e. the
+    round trip printed numerical noise above the protocol's own certified eps.  The shortest decimal of the
+    bracket is eps* itself whenever eps* has at most ~8 significant digits, and it is kept only if evaluated to
+    certify, so the answer stays an evaluated, certified point, never larger than ``good``."""
+    if bad is None or not bad < good:
+        return good
+    for _ in range(evals):
+        c = shortest_decimal_in(bad, good)
+        if c is None or c >= good:
+            break
+        if float(fn(c)) <= target:
+            good = c
+        else:
+            bad = c
+    return good
+
+
 def eps_interval_for_delta(
     delta_upper: Callable[[float], float],
     delta_lower: Callable[[float], float],
@@ -151,7 +197,8 @@ def eps_interval_for_delta(
     beyond ``eps_max`` delta(eps) no longer changes.  eps_upper is an evaluated eps with
     delta_upper(eps_upper) <= delta, so eps(delta) <= eps_upper; eps_lower is an evaluated eps with
     delta_lower(eps_lower) > delta, so eps(delta) > eps_lower (or 0 when nothing better is certified).
-    Either end is +inf when no finite eps reaches the target.
+    Either end is +inf when no finite eps reaches the target.  The upper end is the shortest decimal of its
+    final bracket that certifies (:func:`shortest_certified`): no search-resolution digits.
     """
     eps_max = max(float(eps_max), 0.0)
     hi = eps_max if eps_max > 0 else 1e-300
@@ -161,7 +208,8 @@ def eps_interval_for_delta(
     elif delta_upper(hi) > delta:
         eps_up = math.inf
     else:
-        eps_up = calibrate(delta_upper, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol).x
+        cal = calibrate(delta_upper, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
+        eps_up = shortest_certified(delta_upper, delta, cal.x_unsafe, cal.x)
     # lower end
     if delta_lower(0.0) <= delta:
         eps_lo = 0.0

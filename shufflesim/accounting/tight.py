@@ -51,7 +51,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
-from shufflesim.accounting.calibrate import calibrate
+from shufflesim.accounting.calibrate import calibrate, shortest_certified
 from shufflesim.accounting.binomial_rows import BinomialRows
 from shufflesim.accounting.discretisation import Discretisation, discretisation_from
 from shufflesim.accounting.exact_compose import compose_two
@@ -1013,7 +1013,9 @@ def _eps_interval_vec(both, delta: float, eps_max: float, xtol: float, rtol: flo
         if np.any(np.isnan(lv)) or np.any(np.isnan(uv)):
             raise ParameterError("delta bounds are nan in the eps search")
         xs, lo_v, up_v = np.concatenate((xs, new)), np.concatenate((lo_v, lv)), np.concatenate((up_v, uv))
-    (_, eps_up), (_, eps_lo) = brackets()
+    (br_up, eps_up), (_, eps_lo) = brackets()
+    if br_up is not None:  # no search-resolution digits on the upper end (calibrate.shortest_certified)
+        eps_up = shortest_certified(lambda e: float(both(np.array([e]))[1][0]), delta, br_up[0], eps_up)
     return min(eps_lo, eps_up), eps_up
 
 
@@ -1046,7 +1048,8 @@ def _eps_interval_exact(combined, delta: float, eps_max: float, xtol: float,
     elif up(hi) > delta:
         eps_up = math.inf
     else:
-        _, eps_up = _illinois_log(up, delta, 0.0, up(0.0), hi, up(hi), xtol, rtol)
+        bad_up, eps_up = _illinois_log(up, delta, 0.0, up(0.0), hi, up(hi), xtol, rtol)
+        eps_up = shortest_certified(up, delta, bad_up, eps_up)  # no search-resolution digits
     # lower end: the largest evaluated eps with delta_lower > delta
     if lo(0.0) <= delta:
         eps_lo = 0.0
