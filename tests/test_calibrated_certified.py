@@ -73,7 +73,7 @@ def test_blanket_sum_at_n_1000_round_trips_exactly():
 
 
 # --- cheu-sum (protocols/sum_baselines.py cheu_gamma: calibrate on gamma, rtol 1e-4) --------------------------
-@pytest.mark.parametrize("n,eps", [(100, 1.0), (300, 0.5)])
+@pytest.mark.parametrize("n,eps", [pytest.param(100, 1.0, marks=pytest.mark.slow), (300, 0.5)])
 def test_cheu_sum_reports_what_its_accountant_certifies(n, eps):
     from shufflesim.protocols.sum_baselines import cheu_delta
 
@@ -85,6 +85,15 @@ def test_cheu_sum_reports_what_its_accountant_certifies(n, eps):
 
 
 # --- recursive-sum tight (protocols/recursive_sum.py _calibrate_nu: calibrate on nu, rtol 3e-3) ---------------
+def test_recursive_sum_given_gammas_round_trips_on_the_fft_path():
+    """The FFT composition's eps query at the protocol's own delta_upper(eps) (given gammas: no calibration,
+    the same reported pair); before the fix 1.0000001027789964 (the search's grid, not the delta query's)."""
+    proto = registry.create("recursive-sum", 100, eps=1.0, mode="tight", messages=2, precisions=[2, 2],
+                            gammas=[0.4, 0.5])
+    _check_reported(proto, 1.0, 1.0)
+
+
+@pytest.mark.slow
 def test_recursive_sum_reports_what_its_accountant_certifies():
     from shufflesim.protocols.recursive_sum import _search_tight, _surrogate_gammas, composed_delta
 
@@ -114,6 +123,7 @@ def test_ikos_sum_reports_what_its_accountant_certifies(n, eps):
 
 
 # --- the calibrators behind account --tolerate and the k-RR / clones calibrations (rtol 1e-6) ----------------
+@pytest.mark.slow
 def test_calibrate_krr_gamma_and_clones_eps0_are_certified_and_tight():
     n, eps, delta = 1000, 1.0, 1e-6
     cal = calibrate_krr_gamma(n, 3, eps, delta, adversary="shuffled")
@@ -148,6 +158,7 @@ def test_calibrate_mechanism_returns_the_safe_end():
 
 
 # --- krr --tolerate (validation.dishonest.tolerant_protocol: calibrate on gamma, rtol 1e-5) ------------------
+@pytest.mark.slow
 def test_krr_tolerate_is_certified_by_the_protocols_own_accountant():
     from shufflesim.validation.dishonest import tolerant_protocol
 
