@@ -623,7 +623,8 @@ class IKOSSumProtocol(Protocol):
             delta=prm.delta,
             method="ikos-statistical-distance",
             notes=(
-                "seed 004 Lemma 5.2 + Lemma F.2: delta = (1+e^eps)*2^-sigma; the comparison mechanism adds "
+                "seed 004 Lemma 5.2 + Lemma F.2: delta = (1+e^eps)*2^-sigma (widened 1e-12 relative for float "
+                "error, as the mechanism's accountant does); the comparison mechanism adds "
                 "DLap(exp(-eps/p)) to the rounded sum (sensitivity p, pure eps-DP)",
                 f"sigma={prm.sigma:.6g} from the reconstructed Theorem 6.1 / eq. (4) (docs/theory.md#summation-ikos-messages) with "
                 f"m-1={prm.m - 1} shares, made worst-case by Lemma 6.1 ({prm.variant})",
