@@ -66,7 +66,7 @@ from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
-from shufflesim.mechanisms.ikos import IKOSSum
+from shufflesim.mechanisms.ikos import _WIDEN as IKOS_WIDEN, IKOSSum
 from shufflesim.pipeline.options import Option
 from shufflesim.maths.polya import (
     MAX_Q,
@@ -188,6 +188,14 @@ def delta_from_sigma(eps: float, sigma: float) -> float:
     return math.exp(math.log1p(math.exp(-eps)) + eps - sigma * LN2)
 
 
+def certified_delta(eps: float, sigma: float) -> float:
+    """The protocol's reported δ: :func:`delta_from_sigma` widened by the float-error margin the mechanism's
+    accountant adds (:class:`~shufflesim.mechanisms.ikos.IKOSSum`), so that the reported δ is never below
+    ``account(protocol.mechanism(), eps=[eps])``'s certified upper end (it equals it unless the mechanism's
+    profile is smaller there)."""
+    return min(1.0, delta_from_sigma(eps, sigma) * (1.0 + IKOS_WIDEN))
+
+
 # --- overflow -----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OverflowBound:
@@ -303,7 +311,7 @@ class IKOSParameters:
     variant: str
     sigma: float  # certified worst-case statistical security of this m (reconstructed Thm 6.1 + Lemma 6.1)
     sigma_target: float | None
-    delta: float  # (1 + e^ε) 2^{−σ}
+    delta: float  # (1 + e^ε) 2^{−σ}, widened as the mechanism's certified upper end (certified_delta)
 
     @property
     def shuffled_messages(self) -> int:
@@ -384,7 +392,16 @@ def resolve_parameters(n, *, eps=None, delta=None, sigma=None, p=None, q=None, m
             raise ParameterError(f"statistical security sigma={sigma_target:.6g} needs m={m} messages per user "
                                  f"(n·m = {n * m:.3g} shares per trial); at most {MAX_MESSAGES} are simulated")
         sig = ikos_sigma_improved(n, q, m - 1)
-    delta_cert = delta_from_sigma(eps, sig)
+    # the reported delta is the mechanism's own certified upper end at eps (IKOSSum.delta: the closed form
+    # widened by its float-error margin), never the bare closed form just below it; a target delta is met by it
+    delta_cert = certified_delta(eps, sig)
+    while messages is None and delta is not None and delta_cert > delta and m < MAX_MESSAGES:
+        m += 1
+        sig = ikos_sigma_improved(n, q, m - 1)
+        delta_cert = certified_delta(eps, sig)
+    if delta is not None and delta_cert > delta:
+        raise ParameterError(f"messages={m} certifies delta={delta_cert:.6g} > the target {delta:.6g}; use more "
+                             "messages")
     if not delta_cert < 1.0:
         raise ParameterError(f"the certified delta={delta_cert:.3g} is not below 1; raise messages or sigma")
     return IKOSParameters(n=n, eps=eps, p=p, q=q, alpha=alpha, m=m, variant=variant, sigma=sig,
@@ -606,7 +623,8 @@ class IKOSSumProtocol(Protocol):
             delta=prm.delta,
             method="ikos-statistical-distance",
             notes=(
-                "seed 004 Lemma 5.2 + Lemma F.2: delta = (1+e^eps)*2^-sigma; the comparison mechanism adds "
+                "seed 004 Lemma 5.2 + Lemma F.2: delta = (1+e^eps)*2^-sigma (widened 1e-12 relative for float "
+                "error, as the mechanism's accountant does); the comparison mechanism adds "
                 "DLap(exp(-eps/p)) to the rounded sum (sensitivity p, pure eps-DP)",
                 f"sigma={prm.sigma:.6g} from the reconstructed Theorem 6.1 / eq. (4) (docs/theory.md#summation-ikos-messages) with "
                 f"m-1={prm.m - 1} shares, made worst-case by Lemma 6.1 ({prm.variant})",

@@ -207,3 +207,44 @@ def test_subnormal_target_regression():
         cal = calibrate(f, 1e-320, lo, 1.0, increasing=False, xtol=1e-12, rtol=0.0, log_scale=log_scale)
         assert f(cal.x) <= 1e-320 and f(cal.x_unsafe) > 1e-320
         assert cal.x - cal.x_unsafe <= 1e-12 + 1e-15  # and it still converges: the bracket is within xtol
+
+
+# --- the short certified upper end of an eps(delta) search (h6 audit) ------------------------------------------
+def test_shortest_decimal_in_is_the_shortest():
+    from decimal import Decimal
+
+    from shufflesim.accounting.calibrate import shortest_decimal_in, significant_digits
+
+    assert shortest_decimal_in(0.9999999995, 1.0000000005) == 1.0  # exact: the point of the helper
+    assert shortest_decimal_in(0.12, 0.13) == 0.13
+    assert shortest_decimal_in(0.0, 3.7e-5) == 3e-5
+    rng = np.random.default_rng(np.random.SeedSequence(66))
+    for _ in range(300):
+        b = float(10.0 ** rng.uniform(-8, 3))
+        a = b * (1 - float(10.0 ** rng.uniform(-12, -1)))
+        c = shortest_decimal_in(a, b)
+        assert c is not None and a < c <= b
+        # oracle: no decimal with fewer digits lies in (a, b] (each is at most b truncated to that many digits)
+        top = Decimal(b).adjusted()
+        for d in range(1, significant_digits(c)):
+            t = float(Decimal(b).quantize(Decimal(1).scaleb(top - d + 1), rounding="ROUND_FLOOR"))
+            assert not a < t <= b
+
+
+def test_shortest_certified_keeps_only_evaluated_points():
+    from shufflesim.accounting.calibrate import shortest_certified
+
+    seen = []
+
+    def fn(x):  # certified exactly from 1 on
+        seen.append(x)
+        return 0.5 if x >= 1.0 else 2.0
+
+    assert shortest_certified(fn, 1.0, 0.9999999995, 1.0000000005) == 1.0 and seen == [1.0]
+    # the boundary a hair above the short decimal: the short probe fails, the evaluated end stays
+    seen.clear()
+    g = lambda x: 0.5 if x >= 1.0000000001 else 2.0  # noqa: E731
+    # (the next shortest, 1.0000000001, has more than SHORT_DIGITS digits and is not tried)
+    assert shortest_certified(g, 1.0, 0.9999999995, 1.0000000005) == 1.0000000005
+    # no short decimal (more than SHORT_DIGITS digits) in the bracket: nothing is evaluated
+    assert shortest_certified(fn, 1.0, 1.2345678901, 1.2345678905) == 1.2345678905 and seen == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
 from typing import Callable
 
 from shufflesim.core.checks import check_int, check_real
@@ -136,6 +137,63 @@ def calibrate(
     return Calibration(good, v_good, bad, v_bad, evals)
 
 
+def shortest_decimal_in(a: float, b: float) -> float | None:
+    """The float with the fewest significant decimal digits in the half-open interval (a, b], 0 <= a < b
+    (``b`` truncated to d significant digits for the smallest d that stays above ``a``); None if no such
+    float is found below 18 digits.  Exact: the truncation is done in :class:`decimal.Decimal`."""
+    if not (0.0 <= a < b and math.isfinite(b)):
+        return None
+    big = Decimal(b)
+    top = big.adjusted()
+    for digits in range(1, 18):
+        c = float(big.quantize(Decimal(1).scaleb(top - digits + 1), rounding=ROUND_FLOOR))
+        if a < c <= b:
+            return c
+    return None
+
+
+def significant_digits(x: float) -> int:
+    """Significant decimal digits of the shortest representation of the float ``x`` (0 for 0)."""
+    if x == 0.0 or not math.isfinite(x):
+        return 0
+    return len(Decimal(repr(abs(x))).normalize().as_tuple().digits)
+
+
+#: the most significant digits of an eps that :func:`shortest_certified` moves an upper end to: an eps a user
+#: typed (1, 0.5, 0.125, 1.5e-3); a bracket of relative width ~2e-9 holds such a decimal only for ~0.2% of the
+#: answers, so other answers keep their evaluated end unchanged
+SHORT_DIGITS = 6
+#: extra evaluations :func:`shortest_certified` may spend (a typed eps is found by the first one)
+SHORTEST_EVALS = 2
+
+
+def shortest_certified(fn: Callable[[float], float], target: float, bad: float | None, good: float, *,
+                       evals: int = SHORTEST_EVALS, max_digits: int = SHORT_DIGITS) -> float:
+    """The upper end ``good`` of a final bracket (bad, good] (``fn(bad) > target >= fn(good)``, both evaluated,
+    fn non-increasing) moved down to the shortest decimal of the bracket with at most ``max_digits``
+    significant digits at which ``fn`` is *evaluated* to meet the target (at most ``evals`` evaluations;
+    ``good`` when there is no such decimal or none certifies).
+
+    Why: the inverse query eps(delta) returns an evaluated eps with delta_upper(eps) <= delta, within its
+    resolution (xtol + rtol|eps|, ~1e-9) above the boundary.  Where delta itself is a certified delta_upper(eps*)
+    -- a protocol calibrated to eps* reports exactly that pair -- the boundary *is* eps* and the bracket's
+    feasible end is eps* plus search resolution (1.00000000049994 for blanket-sum at n = 1000, eps = 1): the
+    round trip printed numerical noise above the protocol's own certified eps.  An eps* the user typed is the
+    shortest decimal of the bracket, and it is kept only if evaluated to certify, so the answer stays an
+    evaluated, certified point, never larger than ``good``."""
+    if bad is None or not bad < good:
+        return good
+    for _ in range(evals):
+        c = shortest_decimal_in(bad, good)
+        if c is None or c >= good or significant_digits(c) > max_digits:
+            break
+        if float(fn(c)) <= target:
+            good = c
+        else:
+            bad = c
+    return good
+
+
 def eps_interval_for_delta(
     delta_upper: Callable[[float], float],
     delta_lower: Callable[[float], float],
@@ -151,7 +209,8 @@ def eps_interval_for_delta(
     beyond ``eps_max`` delta(eps) no longer changes.  eps_upper is an evaluated eps with
     delta_upper(eps_upper) <= delta, so eps(delta) <= eps_upper; eps_lower is an evaluated eps with
     delta_lower(eps_lower) > delta, so eps(delta) > eps_lower (or 0 when nothing better is certified).
-    Either end is +inf when no finite eps reaches the target.
+    Either end is +inf when no finite eps reaches the target.  The upper end is moved to a short decimal of
+    its final bracket that certifies, if there is one (:func:`shortest_certified`: a typed eps round-trips).
     """
     eps_max = max(float(eps_max), 0.0)
     hi = eps_max if eps_max > 0 else 1e-300
@@ -161,7 +220,8 @@ def eps_interval_for_delta(
     elif delta_upper(hi) > delta:
         eps_up = math.inf
     else:
-        eps_up = calibrate(delta_upper, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol).x
+        cal = calibrate(delta_upper, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
+        eps_up = shortest_certified(delta_upper, delta, cal.x_unsafe, cal.x)
     # lower end
     if delta_lower(0.0) <= delta:
         eps_lo = 0.0

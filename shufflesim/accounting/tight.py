@@ -51,7 +51,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
-from shufflesim.accounting.calibrate import calibrate
+from shufflesim.accounting.calibrate import calibrate, shortest_certified
 from shufflesim.accounting.binomial_rows import BinomialRows
 from shufflesim.accounting.discretisation import Discretisation, discretisation_from
 from shufflesim.accounting.exact_compose import compose_two
@@ -530,6 +530,7 @@ class TightAccountant:
     def __init__(self, pairs, *, compositions: int = 1, **numerics):
         self.numerics = Numerics(**numerics)
         self.compositions = check_int("compositions", compositions, minimum=1)
+        self._args = (pairs, self.compositions, dict(numerics))  # a fresh accountant's (_shortest_upper)
         if isinstance(pairs, PAIR_TYPES):
             plist = [pairs]
         else:
@@ -820,8 +821,34 @@ class TightAccountant:
             if not ans.accuracy_met:
                 # the fallback may have narrowed delta at the estimate: solve again on the best bounds
                 lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
-            out.append(EpsBound(d, float(up_e), float(lo_e), "tight", ans.notes, accuracy_met=ans.accuracy_met))
+            short = self._shortest_upper(d, lo_e, up_e, num.eps_tol)
+            notes = ans.notes + ((SHORT_NOTE.format(short),) if short != up_e else ())
+            out.append(EpsBound(d, float(short), float(lo_e), "tight", notes, accuracy_met=ans.accuracy_met))
         return out
+
+    def _shortest_upper(self, d: float, lo_e: float, up_e: float, xtol: float) -> float:
+        """The FFT path's eps upper end moved to the shortest decimal of (max(lo_e, up_e - xtol - 1e-6 up_e),
+        up_e] if the delta query there certifies ``d`` (:func:`~.calibrate.shortest_certified`; otherwise
+        unchanged; only an eps of at most :data:`FFT_SHORT_DIGITS` significant digits is tried): first on the grids
+        built so far, then on a fresh accountant, whose grid is refined at that eps exactly as :meth:`delta`'s
+        is.  Why: an FFT answer depends on the grid it is read from (both certified), and the eps search's grids
+        sit near, not at, the eps a protocol reported with delta = delta_upper(eps): recursive-sum (n = 300,
+        eps = 1) inverted to 1.000000009 (its search grid's delta_upper(1) is 1.3e-7 relative above the delta
+        query's), and 1e-6 covers that grid dependence with margin."""
+        if not (math.isfinite(up_e) and up_e > 0.0):
+            return up_e
+        a = max(0.0, lo_e, up_e - (xtol + 1e-6 * up_e))
+
+        def probe(c: float) -> float:
+            up = self.answers([c])[0].upper
+            if up <= d:
+                return up
+            # a typed eps: the grids built for the search sit near it, not at it; a fresh accountant refines at c
+            # exactly as the delta query at c does
+            pairs, comps, numerics = self._args
+            return min(up, TightAccountant(pairs, compositions=comps, **numerics).answers([c])[0].upper)
+
+        return shortest_certified(probe, d, a, up_e, evals=1, max_digits=FFT_SHORT_DIGITS)
 
     def _epsilon_rtol(self, d: float, e_guess: float, eps_max: float) -> EpsBound:
         """eps(d) on the FFT path with the grid refined only as far as ``eps_rtol`` needs (issue 21).
@@ -871,6 +898,9 @@ class TightAccountant:
         ans = self.answers([at], tau_d)[0]
         met = math.isfinite(up_e) and width <= rt
         notes = tuple(nt for nt in ans.notes if not nt.startswith("accuracy_met=false"))
+        short = self._shortest_upper(d, lo_e, up_e, num.eps_tol)
+        notes += (SHORT_NOTE.format(short),) if short != up_e else ()
+        up_e = short
         notes += (f"grid refined for eps_rtol={rt:g} (delta accuracy {tau_d:.3g} at eps={at:.6g})",)
         if not met:
             notes += (f"accuracy_met=false: relative width {width:.3g} in eps above eps_rtol={rt:g}; the best certified "
@@ -949,6 +979,11 @@ def _illinois_log(ev, target: float, bad: float, v_bad: float, good: float, v_go
     return bad, good
 
 
+#: the most significant digits of an eps the FFT path's upper end is moved to (TightAccountant._shortest_upper):
+#: its window is 1e-6 relative wide (the grid dependence), which holds a 4-digit decimal for ~1% of answers
+FFT_SHORT_DIGITS = 4
+#: the note of an FFT-path eps upper end moved to a shorter certified decimal (TightAccountant._shortest_upper)
+SHORT_NOTE = "eps upper end {:.10g}: the shortest decimal near the search's end at which the delta query certifies delta"
 #: points evaluated per bracket and pass of :func:`_eps_interval_vec`
 VEC_POINTS = 48
 
@@ -1013,7 +1048,9 @@ def _eps_interval_vec(both, delta: float, eps_max: float, xtol: float, rtol: flo
         if np.any(np.isnan(lv)) or np.any(np.isnan(uv)):
             raise ParameterError("delta bounds are nan in the eps search")
         xs, lo_v, up_v = np.concatenate((xs, new)), np.concatenate((lo_v, lv)), np.concatenate((up_v, uv))
-    (_, eps_up), (_, eps_lo) = brackets()
+    (br_up, eps_up), (_, eps_lo) = brackets()
+    if br_up is not None:  # no search-resolution digits on the upper end (calibrate.shortest_certified)
+        eps_up = shortest_certified(lambda e: float(both(np.array([e]))[1][0]), delta, br_up[0], eps_up)
     return min(eps_lo, eps_up), eps_up
 
 
@@ -1046,7 +1083,8 @@ def _eps_interval_exact(combined, delta: float, eps_max: float, xtol: float,
     elif up(hi) > delta:
         eps_up = math.inf
     else:
-        _, eps_up = _illinois_log(up, delta, 0.0, up(0.0), hi, up(hi), xtol, rtol)
+        bad_up, eps_up = _illinois_log(up, delta, 0.0, up(0.0), hi, up(hi), xtol, rtol)
+        eps_up = shortest_certified(up, delta, bad_up, eps_up)  # no search-resolution digits
     # lower end: the largest evaluated eps with delta_lower > delta
     if lo(0.0) <= delta:
         eps_lo = 0.0

@@ -543,7 +543,9 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
         param, keep = _RECALIBRATE[name]
         fixed = _fixed_params(proto, name, keep)
         g = proto.privacy()
-        design = registry.create(name, h0, **fixed)
+        # with every user honest there is nothing to recalibrate (params' delta is the certified delta_upper(eps),
+        # below the target the protocol was calibrated to: recalibrating to it would move gamma for F = 0)
+        design = proto if h0 == n else registry.create(name, h0, **fixed)
         defended = registry.create(name, n, **fixed, **{param: _param(design, param)})
         mech = defended.mechanism()
         tol = Tolerance(name, n, float(fraction), h0, g.eps, g.delta, param, _scalar_param(proto, param),

@@ -90,7 +90,8 @@ def invert_delta_curve(
       non-increasing in eps), so ``a`` is a safe lower bound on eps.
 
     ``a`` is ``None`` when ``delta_at(lo) <= target`` already (then ``b == lo``).  The loop stops when
-    ``b - a <= max(atol, rtol * b)`` or after ``max_iter`` halvings.
+    ``b - a <= max(atol, rtol * b)`` or after ``max_iter`` halvings; ``b`` is then moved to the shortest
+    decimal of (a, b] evaluated to meet the target (:func:`~shufflesim.accounting.calibrate.shortest_certified`).
     """
     if not (hi >= lo):
         raise ParameterError(f"invert_delta_curve needs lo <= hi; got lo={lo!r}, hi={hi!r}")
@@ -116,4 +117,15 @@ def invert_delta_curve(
             b = mid
         else:
             a = mid
-    return b, a, evaluations
+    # the upper end without search-resolution digits: the shortest decimal of (a, b] evaluated to meet the
+    # target (calibrate.shortest_certified; a protocol's own (eps, delta_upper(eps)) then inverts to eps exactly)
+    from shufflesim.accounting.calibrate import shortest_certified
+
+    probes = [0]
+
+    def counted(x: float) -> float:
+        probes[0] += 1
+        return delta_at(x)
+
+    b = shortest_certified(counted, target, a, b)
+    return b, a, evaluations + probes[0]
