@@ -133,3 +133,29 @@ def test_bucketed_delta_column_tail_follows_the_answer():
     got = bucketed_delta(pair, [eps], accountant=TightAccountant)[0]
     assert got.delta_lower <= exact.delta_lower and exact.delta_upper <= got.delta_upper
     assert (got.delta_upper - got.delta_lower) / got.delta_upper <= 10 * DEFAULT_RTOL
+
+
+# ------------------------------------------------------------------ the composed lower end: one of each mirror
+
+@pytest.mark.parametrize("n,eps0,m,k", [(200, 1.0, 0, 3), (50, 2.0, 7, 2)])
+def test_mirror_data_sets_compose_to_the_same_value(n, eps0, m, k):
+    """The data sets m and n - 1 - m are each other's mirror (y -> n - y swaps P and Q): their composed pairs,
+    evaluated exactly (pairwise composition, both directions), give the same delta(eps) and eps(delta), so
+    composed_lower_* evaluates one of each mirror pair (mirror_distinct)."""
+    a = TightAccountant(X.data_set_pair(n, eps0, m), compositions=k, exact_max_atoms=10**7)
+    b = TightAccountant(X.data_set_pair(n, eps0, n - 1 - m), compositions=k, exact_max_atoms=10**7)
+    assert a.mode == b.mode == "exact-composed"
+    for eps in (0.1, 0.5, 1.0):
+        da, db = a.delta([eps])[0], b.delta([eps])[0]
+        # both certified brackets of the same value: they must overlap (each is ~1e-9 wide)
+        assert da.delta_lower <= db.delta_upper and db.delta_lower <= da.delta_upper, (eps, da, db)
+        assert abs(da.delta_upper - db.delta_upper) <= 1e-9 * da.delta_upper + 1e-300
+    assert X.mirror_distinct(n, [0, n - 1, m, n - 1 - m]) == sorted({0, min(m, n - 1 - m)})
+    # the composed lower end with and without the mirror: the same value, and below the exact one
+    d = 1e-6
+    lo_one, m_one = X.composed_lower_eps(n, eps0, d, k, [m])
+    exact = a.epsilon([d])[0]
+    assert lo_one <= exact.eps_upper
+    ea, eb = exact, b.epsilon([d])[0]
+    assert ea.eps_lower <= eb.eps_upper + 1e-9 and eb.eps_lower <= ea.eps_upper + 1e-9, (ea, eb)
+    assert m_one == min(m, n - 1 - m)

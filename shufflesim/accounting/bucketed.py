@@ -195,6 +195,8 @@ def _note(n_blocks: int) -> str:
 #: refinement of 1000-fold compositions at delta = 1e-9 with a ~40% wide interval; 2^23 points and 8
 #: refinements reach ~1e-4 (measured at n = 1e5: ~1.1 GB peak)
 COMPOSED_NUMERICS = {"max_grid_size": 2**23, "max_refinements": 8}
+#: composed eps(delta): the relative width in eps asked of each side's FFT accountant, as a share of rtol
+COMPOSED_EPS_SHARE = 0.25
 
 
 def _run(accountant, pairs, n_blocks, compositions, numerics, ask, column_tail: float = COLUMN_TAIL):
@@ -217,7 +219,7 @@ def bucketed_epsilon(pairs, delta, *, accountant, compositions: int = 1, rtol: f
     uses = compositions * (len(pairs) if isinstance(pairs, (list, tuple)) else 1)
     column_tail = max(min(COLUMN_TAIL, 1e-7 * min(dl) / uses), 1e-300)
     # composed: the FFT grid only as fine as the eps precision asked needs (a quarter of rtol each side)
-    num_eps = {"eps_rtol": rtol / 4, **numerics} if uses > 1 else numerics
+    num_eps = {"eps_rtol": rtol * COMPOSED_EPS_SHARE, **numerics} if uses > 1 else numerics
     for nb in blocks:
         up, lo = _run(accountant, pairs, nb, compositions, num_eps, lambda acc: acc.epsilon(delta), column_tail)
         res = [_merge(u, l, nb, "eps") for u, l in zip(up, lo)]

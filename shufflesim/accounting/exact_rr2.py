@@ -562,12 +562,24 @@ def _candidates(n: int, eps0: float, eps: float) -> list[int]:
     return sorted({0, n - 1, s.m})
 
 
+def mirror_distinct(n: int, ms) -> list[int]:
+    """The data sets ``ms`` up to the mirror m <-> n − 1 − m, each as its smaller member (issue 21).
+
+    y ↦ n − y maps (P_m, Q_m) to (Q_{n−1−m}, P_{n−1−m}) (module docstring), so the two data sets' pairs are the
+    same pair with the directions swapped, and so are their k-fold compositions; the PLD engine evaluates both
+    directions of a pair (delta = the max of the two), so their composed values are equal and one of each mirror
+    pair suffices (e.g. "all others hold 0" / "all others hold 1": one composition instead of two)."""
+    N = n - 1
+    return sorted({min(int(m), N - int(m)) for m in ms})
+
+
 def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[float, int]:
-    """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms``: each
-    data set's pair (:func:`data_set_pair`) composed by the PLD engine, its lower end corrected for the
-    log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
+    """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms`` (up to
+    the mirror, :func:`mirror_distinct`): each data set's pair (:func:`data_set_pair`) composed by the PLD engine
+    (both directions), its lower end corrected for the log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
     from shufflesim.accounting.tight import tight_delta
 
+    ms = mirror_distinct(n, ms)
     best, best_m = 0.0, int(ms[0])
     for m in ms:
         pair = data_set_pair(n, eps0, int(m))
@@ -584,10 +596,11 @@ LOWER_EPS_RTOL = 2.5e-4
 
 
 def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[float, int]:
-    """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms``
-    (ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
+    """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms`` (up to the
+    mirror, :func:`mirror_distinct`; ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
     from shufflesim.accounting.tight import tight_epsilon
 
+    ms = mirror_distinct(n, ms)
     best, best_m = 0.0, int(ms[0])
     for m in ms:
         pair = data_set_pair(n, eps0, int(m))

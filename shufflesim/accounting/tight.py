@@ -80,6 +80,8 @@ LAM_REUSE = 0.1
 #: the accuracy fallback composes a 2-fold composition exactly (pairwise) up to this many composed atoms
 #: (about 2 s and 0.5 GB at the limit)
 FALLBACK_MAX_ATOMS = 8_000_000
+#: eps_rtol path: the delta accuracy asked at eps(delta) is this share of eps_rtol x the log-slope x eps
+EPS_RTOL_TAU = 0.5
 
 
 @dataclass(frozen=True)
@@ -839,7 +841,7 @@ class TightAccountant:
         slopes = [sol.chernoff(e_guess, exact=False)[1] for sol in self._dirs]
         slopes = [v for v in slopes if math.isfinite(v) and v > 0]
         if slopes and e_guess > 0:
-            tau_d = min(0.1, max(0.5 * rt * max(slopes) * e_guess, 1e-6))
+            tau_d = min(0.1, max(EPS_RTOL_TAU * rt * max(slopes) * e_guess, 1e-6))
         e = e_guess
         lo_e, up_e = 0.0, e_guess
         width = math.inf
@@ -862,7 +864,7 @@ class TightAccountant:
             want = tau_d / 4
             if u[0] > 0 and u[1] > 0 and u[0] > u[1]:
                 slope = (math.log(u[0]) - math.log(u[1])) / (x[1] - x[0])
-                want = 0.5 * rt * slope * up_e
+                want = EPS_RTOL_TAU * rt * slope * up_e
             new = min(max(want, 1e-9), 0.5) if moved else min(tau_d / 2, max(want, 1e-9))
             if not moved and tau_d <= 1e-9:
                 break
