@@ -159,3 +159,63 @@ def test_mirror_data_sets_compose_to_the_same_value(n, eps0, m, k):
     ea, eb = exact, b.epsilon([d])[0]
     assert ea.eps_lower <= eb.eps_upper + 1e-9 and eb.eps_lower <= ea.eps_upper + 1e-9, (ea, eb)
     assert m_one == min(m, n - 1 - m)
+
+
+# ------------------------------------------------------------------------- the refinement's aim (refine_aim)
+
+@pytest.mark.parametrize("aim", [0.8, 1.0])
+@pytest.mark.parametrize("n,eps0,m,k", [(1000, 1.0, 0, 2), (200, 2.0, 0, 3)])
+def test_refine_aim_contains_exact_composition(aim, n, eps0, m, k):
+    """A refined grid aiming closer to the width needed (Numerics.refine_aim, 0.8 in the bucketed engine's composed
+    eps search) changes only which grids are built: eps(delta) on the eps_rtol path and delta(eps) at the default
+    target contain exact pairwise composition and meet the widths asked."""
+    pair = X.data_set_pair(n, eps0, m)
+    exact = TightAccountant(pair, compositions=k, exact_max_atoms=10**7)
+    fft = TightAccountant(pair, compositions=k, exact_max_atoms=1, eps_rtol=2.5e-4, refine_aim=aim)
+    dfft = TightAccountant(pair, compositions=k, exact_max_atoms=1, refine_aim=aim)
+    assert fft.mode == dfft.mode == "fft"
+    for delta in (1e-4, 1e-8):
+        e = exact.epsilon([delta])[0]
+        f = fft.epsilon([delta])[0]
+        assert _contains(f.eps_lower, f.eps_upper, e.eps_lower, e.eps_upper), (delta, e, f)
+        assert f.accuracy_met and f.eps_upper - f.eps_lower <= 2.5e-4 * f.eps_upper, f
+        x = exact.delta([e.eps_upper])[0]
+        g = dfft.delta([e.eps_upper])[0]
+        assert g.delta_lower <= x.delta_lower and x.delta_upper <= g.delta_upper, (x, g)
+        assert g.accuracy_met and g.delta_upper - g.delta_lower <= 1e-3 * g.delta_upper, g
+
+
+def test_refine_aim_is_checked():
+    from shufflesim.errors import ParameterError
+
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ParameterError):
+            TightAccountant(X.data_set_pair(100, 1.0, 0), compositions=2, refine_aim=bad)
+
+
+@pytest.mark.parametrize("own,gap", [(0.6, 0.0), (0.45, 3.0)])
+def test_bucketed_composed_recomputes_at_the_smaller_share(monkeypatch, own, gap):
+    """The control flow of the composed eps search: each side's FFT accountant first gets COMPOSED_EPS_SHARE of
+    rtol; where the merged interval misses rtol because of the FFT part the sides are recomputed at
+    COMPOSED_EPS_SHARE_RETRY (same blocks), where it misses because of the blocks' certified gap more blocks are
+    tried at the same share.  Stub accountants whose own interval is ``own`` x the width asked, the two sides
+    ``gap`` x rtol apart at 48 blocks (the numerics are covered by the containment tests above)."""
+    import shufflesim.accounting.bucketed as BK
+    from shufflesim.accounting.results import EpsBound
+
+    rtol, calls = 1e-3, []
+
+    def fake_run(accountant, pairs, nb, compositions, numerics, ask, column_tail=BK.COLUMN_TAIL):
+        w = own * numerics["eps_rtol"]
+        calls.append((nb, numerics["eps_rtol"]))
+        g = gap * rtol if nb == 48 else 0.0  # more blocks close the gap
+        return [EpsBound(1e-9, 1.0, 1.0 - w, "tight")], [EpsBound(1e-9, 1.0 - w - g, 1.0 - 2 * w - g, "tight")]
+
+    monkeypatch.setattr(BK, "_run", fake_run)
+    monkeypatch.setattr(BK, "COMPOSED_EPS_SHARE", 1.0)
+    b = bucketed_epsilon(None, [1e-9], accountant=None, compositions=2, rtol=rtol, blocks=(48, 192))[0]
+    if gap == 0.0:  # FFT part 1.2 rtol: recomputed at the smaller share (0.3 rtol), which meets it
+        assert calls == [(48, pytest.approx(rtol)), (48, pytest.approx(rtol * BK.COMPOSED_EPS_SHARE_RETRY))]
+    else:  # FFT part 0.9 rtol, merged 3.9 rtol: the gap is the cause, so more blocks at the same share
+        assert calls == [(48, pytest.approx(rtol)), (192, pytest.approx(rtol))]
+    assert b.eps_upper - b.eps_lower <= rtol * b.eps_upper
