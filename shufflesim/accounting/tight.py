@@ -82,6 +82,9 @@ LAM_REUSE = 0.1
 FALLBACK_MAX_ATOMS = 8_000_000
 #: eps_rtol path: the delta accuracy asked at eps(delta) is this share of eps_rtol x the log-slope x eps
 EPS_RTOL_TAU = 0.5
+#: eps_rtol path: a direction's refinement stops when it narrowed the eps interval to more than this share of its
+#: width before (TightAccountant._epsilon_rtol)
+STALL = 0.9
 
 
 @dataclass(frozen=True)
@@ -414,12 +417,14 @@ class _DirectionFFT:
             self.tail_bounds[float(eps)] = (float(tl[0]), float(tu[0]), reason)
 
     # ---- the adaptive procedure
-    def ensure(self, eps: float, ref: float, tau: float | None = None) -> str:
+    def ensure(self, eps: float, ref: float, tau: float | None = None, stop=None) -> str:
         """Certify the interval at eps to the target accuracy.
 
         Returns "fft" (certified by the FFT), "exact" (eps beyond the largest loss), "tails"
         (Chernoff fallback: below the round-off floor with tilting disabled, or the tail bounds meet
-        the target where the FFT could not) or "fail" (target not met).  One loop of ~90 lines: every
+        the target where the FFT could not), "fail" (target not met) or "stopped" (``stop(step)``, asked
+        before every refinement, said that refining here no longer serves the caller: the eps search of
+        :meth:`TightAccountant._epsilon_rtol`, whose answer is the eps interval, not the delta one at eps).  One loop of ~90 lines: every
         branch updates the same refinement state (tilt, spacing, window tolerance, pruning budget).
         """
         num = self.num
@@ -464,9 +469,11 @@ class _DirectionFFT:
         else:
             h = 2 * num.L / num.m if (num.L is not None and num.m is not None) else self._initial_h(lam)
             r = self.build(lam, h, tau_w)
-        for _ in range(num.max_refinements + 1):
+        for step in range(num.max_refinements + 1):
             if good():
                 return "fft"
+            if stop is not None and stop(step):
+                return "stopped"
             lo, up = r.interval(e)
             width = float(up[0] - lo[0])
             need = max(tau * max(float(up[0]), ref), num.absolute_accuracy)
@@ -650,7 +657,7 @@ class TightAccountant:
         beyond = True
         for d in order:
             sol = self._dirs[d]
-            status = sol.ensure(e, ref, tau)
+            status = sol.ensure(e, ref, tau, getattr(self, "_stop", None))
             lo, up = sol.interval(e_arr)
             if status == "fail":
                 failed.append(sol)
@@ -852,6 +859,30 @@ class TightAccountant:
         lo_e, up_e = 0.0, e_guess
         width = math.inf
         state = None
+
+        last = [math.inf]
+
+        def stop(step: int) -> bool:
+            """Issue 21: a direction's refinement at e stops once the eps interval of every grid built so far
+            meets eps_rtol (e is only an estimate of eps(delta); the interval is what is asked), or once its last
+            refinement narrowed that interval by less than STALL (the interval is held by the other direction or
+            by eps itself: refining this one further cannot help; the search goes on with the other direction
+            and the next e).  Only which grids are built changes."""
+            lo, up = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+            width = (up - lo) / up if math.isfinite(up) and up > 0 else math.inf
+            stalled = step > 0 and math.isfinite(width) and width > STALL * last[0]
+            last[0] = width
+            return width <= rt or stalled
+
+        self._stop = stop
+        try:
+            return self._epsilon_rtol_loop(d, e, lo_e, up_e, width, state, tau_d, eps_max)
+        finally:
+            self._stop = None
+
+    def _epsilon_rtol_loop(self, d, e, lo_e, up_e, width, state, tau_d, eps_max) -> EpsBound:
+        num = self.numerics
+        rt = float(num.eps_rtol)
         for _ in range(num.max_refinements + 6):
             self.answers([e], tau_d)
             lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
