@@ -219,3 +219,20 @@ def test_bucketed_composed_recomputes_at_the_smaller_share(monkeypatch, own, gap
     else:  # FFT part 0.9 rtol, merged 3.9 rtol: the gap is the cause, so more blocks at the same share
         assert calls == [(48, pytest.approx(rtol)), (192, pytest.approx(rtol))]
     assert b.eps_upper - b.eps_lower <= rtol * b.eps_upper
+
+
+# ------------------------------------------------------------ long compositions: the data-set lower end's settings
+
+def test_long_composition_lower_end_below_the_default_engine():
+    """From LONG_COMPOSITION uses the composed data-set lower end is refined to LOWER_EPS_RTOL_LONG with refined grids
+    aiming at LOWER_REFINE_AIM_LONG and the early stop of the eps search: it stays below the default-precision FFT
+    accountant's certified upper end on the same data set (an independent computation at the default grid rules)
+    and within its precision plus the log-error correction of that accountant's lower end."""
+    n, eps0, k, delta = 2000, 1.0, X.LONG_COMPOSITION, 1e-6
+    lo, m = X.composed_lower_eps(n, eps0, delta, k, [0, n - 1])
+    assert m == 0
+    pair = X.data_set_pair(n, eps0, 0)
+    ref = TightAccountant(pair, compositions=k).epsilon([delta])[0]
+    assert lo <= ref.eps_upper
+    eta = pair.params["log_err"] * k
+    assert lo >= ref.eps_lower * (1 - 2 * X.LOWER_EPS_RTOL_LONG) - 2 * eta - 1e-9, (lo, ref, eta)

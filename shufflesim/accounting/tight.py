@@ -85,6 +85,9 @@ EPS_RTOL_TAU = 0.5
 #: eps_rtol path: a direction's refinement stops when it narrowed the eps interval to more than this share of its
 #: width before (TightAccountant._epsilon_rtol)
 STALL = 0.9
+#: eps_rtol path: whether the refinement at the estimate of eps(delta) may stop early at all (False: the search
+#: before issue 21's session 6, for bench/bench_compose_thousandfold.py's same-process ratio)
+EPS_RTOL_STOP = True
 
 
 @dataclass(frozen=True)
@@ -874,7 +877,7 @@ class TightAccountant:
             last[0] = width
             return width <= rt or stalled
 
-        self._stop = stop
+        self._stop = stop if EPS_RTOL_STOP else None
         try:
             return self._epsilon_rtol_loop(d, e, lo_e, up_e, width, state, tau_d, eps_max)
         finally:
