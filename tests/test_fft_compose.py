@@ -366,3 +366,5 @@ def test_geometric_suffix_within_its_error_bound(M, lam_h, blocks):
     assert float(worst) <= 2 * M * 2.0**-53, (blocks, float(worst) / 2.0**-53)
     s = _suffix(x, a)
     assert s.size == M + 1 and s[M] == 0.0 and np.array_equal(s[:M], got)  # exact: the same computation
+    # a ratio that underflowed to 0 (a steep tilt on a coarse grid): the recursion's s_j = x_j, exactly
+    assert np.array_equal(_geometric_suffix(x, 0.0), x)

@@ -213,7 +213,7 @@ def _cpow(z: np.ndarray, n: int) -> np.ndarray:
 
 
 def _suffix(x: np.ndarray, a: float) -> np.ndarray:
-    """s_j = sum_{j' >= j} x_{j'} a^{j' - j} of a non-negative ``x``, length M + 1 with s_M = 0; 0 < a <= 1.
+    """s_j = sum_{j' >= j} x_{j'} a^{j' - j} of a non-negative ``x``, length M + 1 with s_M = 0; 0 <= a <= 1.
 
     Relative error <= 2 M u per entry (as the first-order recursion s_j = x_j + a s_{j+1}, two roundings a
     step, that gamma's 3M u of :meth:`GridComposition._common` was set for): see :func:`_geometric_suffix`."""
@@ -230,7 +230,7 @@ SUFFIX_MIN_BLOCK = 16
 
 
 def _geometric_suffix(x: np.ndarray, a: float) -> np.ndarray:
-    """s_j = sum_{j' >= j} x_{j'} a^{j' - j} (x >= 0, 0 < a < 1) in blocks, with numpy only (issue 21: the
+    """s_j = sum_{j' >= j} x_{j'} a^{j' - j} (x >= 0, 0 <= a < 1) in blocks, with numpy only (issue 21: the
     recursion was scipy.signal.lfilter, whose import costs ~0.5 s of CPU at the start of every composition).
 
     On the reversed array r (r_i = x_{M-1-i}), s is the prefix recursion p_i = r_i + a p_{i-1}.  Blocks of
@@ -246,6 +246,8 @@ def _geometric_suffix(x: np.ndarray, a: float) -> np.ndarray:
     M < 128 that recursion itself runs (in Python for M <= 65536, else scipy's lfilter).  Underflow is treated
     as in the recursion (w_k >= e^-1: a product underflows only where x does)."""
     M = x.size
+    if a <= 0.0:  # exp(-lam h) underflowed: s_j = x_j + 0 s_{j+1}, exactly as the recursion
+        return np.array(x, dtype=float, copy=True)
     L = math.log(a)
     B = int(1.0 / -L) if L < 0 else M
     if M < 128 or B < SUFFIX_MIN_BLOCK:
