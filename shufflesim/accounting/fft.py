@@ -56,7 +56,7 @@ component is handled at a time; delta = max over the two directions of the compo
      normalisers, the folding sums): rel = 1.01 N theta_max + REL_SLACK; non-negative inputs perturbed
      by factors (1 + theta) give outputs perturbed by at most (1 + theta_max)^N.
    * gamma covers the evaluation of sum_j w_j c^_j through suffix sums computed by a first-order
-     recursion (lfilter), gamma = (3M + 40) u + 8u (1 + lam)(max|s| + |eps| + 1); the signed suffix
+     recursion (or its blocked form with the same 2Mu bound, _geometric_suffix), gamma = (3M + 40) u + 8u (1 + lam)(max|s| + |eps| + 1); the signed suffix
      sums are the difference of those of max(c^, 0) and max(-c^, 0) (the absolute ones their sum: two
      more roundings, in the constant), and a window sum sum_{i0 <= j <= i1} a^{j-i0} c^+_j is read as
      U[i0] - a^L U[i1 + 1] with the same relative error bound gamma (U[i0] + a^L U[i1 + 1]) (issue 21).
