@@ -133,3 +133,106 @@ def test_bucketed_delta_column_tail_follows_the_answer():
     got = bucketed_delta(pair, [eps], accountant=TightAccountant)[0]
     assert got.delta_lower <= exact.delta_lower and exact.delta_upper <= got.delta_upper
     assert (got.delta_upper - got.delta_lower) / got.delta_upper <= 10 * DEFAULT_RTOL
+
+
+# ------------------------------------------------------------------ the composed lower end: one of each mirror
+
+@pytest.mark.parametrize("n,eps0,m,k", [(200, 1.0, 0, 3), (50, 2.0, 7, 2)])
+def test_mirror_data_sets_compose_to_the_same_value(n, eps0, m, k):
+    """The data sets m and n - 1 - m are each other's mirror (y -> n - y swaps P and Q): their composed pairs,
+    evaluated exactly (pairwise composition, both directions), give the same delta(eps) and eps(delta), so
+    composed_lower_* evaluates one of each mirror pair (mirror_distinct)."""
+    a = TightAccountant(X.data_set_pair(n, eps0, m), compositions=k, exact_max_atoms=10**7)
+    b = TightAccountant(X.data_set_pair(n, eps0, n - 1 - m), compositions=k, exact_max_atoms=10**7)
+    assert a.mode == b.mode == "exact-composed"
+    for eps in (0.1, 0.5, 1.0):
+        da, db = a.delta([eps])[0], b.delta([eps])[0]
+        # both certified brackets of the same value: they must overlap (each is ~1e-9 wide)
+        assert da.delta_lower <= db.delta_upper and db.delta_lower <= da.delta_upper, (eps, da, db)
+        assert abs(da.delta_upper - db.delta_upper) <= 1e-9 * da.delta_upper + 1e-300
+    assert X.mirror_distinct(n, [0, n - 1, m, n - 1 - m]) == sorted({0, min(m, n - 1 - m)})
+    # the composed lower end with and without the mirror: the same value, and below the exact one
+    d = 1e-6
+    lo_one, m_one = X.composed_lower_eps(n, eps0, d, k, [m])
+    exact = a.epsilon([d])[0]
+    assert lo_one <= exact.eps_upper
+    ea, eb = exact, b.epsilon([d])[0]
+    assert ea.eps_lower <= eb.eps_upper + 1e-9 and eb.eps_lower <= ea.eps_upper + 1e-9, (ea, eb)
+    assert m_one == min(m, n - 1 - m)
+
+
+# ------------------------------------------------------------------------- the refinement's aim (refine_aim)
+
+@pytest.mark.parametrize("aim", [0.8, 1.0])
+@pytest.mark.parametrize("n,eps0,m,k", [(1000, 1.0, 0, 2), (200, 2.0, 0, 3)])
+def test_refine_aim_contains_exact_composition(aim, n, eps0, m, k):
+    """A refined grid aiming closer to the width needed (Numerics.refine_aim, 0.8 in the bucketed engine's composed
+    eps search) changes only which grids are built: eps(delta) on the eps_rtol path and delta(eps) at the default
+    target contain exact pairwise composition and meet the widths asked."""
+    pair = X.data_set_pair(n, eps0, m)
+    exact = TightAccountant(pair, compositions=k, exact_max_atoms=10**7)
+    fft = TightAccountant(pair, compositions=k, exact_max_atoms=1, eps_rtol=2.5e-4, refine_aim=aim)
+    dfft = TightAccountant(pair, compositions=k, exact_max_atoms=1, refine_aim=aim)
+    assert fft.mode == dfft.mode == "fft"
+    for delta in (1e-4, 1e-8):
+        e = exact.epsilon([delta])[0]
+        f = fft.epsilon([delta])[0]
+        assert _contains(f.eps_lower, f.eps_upper, e.eps_lower, e.eps_upper), (delta, e, f)
+        assert f.accuracy_met and f.eps_upper - f.eps_lower <= 2.5e-4 * f.eps_upper, f
+        x = exact.delta([e.eps_upper])[0]
+        g = dfft.delta([e.eps_upper])[0]
+        assert g.delta_lower <= x.delta_lower and x.delta_upper <= g.delta_upper, (x, g)
+        assert g.accuracy_met and g.delta_upper - g.delta_lower <= 1e-3 * g.delta_upper, g
+
+
+def test_refine_aim_is_checked():
+    from shufflesim.errors import ParameterError
+
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ParameterError):
+            TightAccountant(X.data_set_pair(100, 1.0, 0), compositions=2, refine_aim=bad)
+
+
+@pytest.mark.parametrize("own,gap", [(0.6, 0.0), (0.45, 3.0)])
+def test_bucketed_composed_recomputes_at_the_smaller_share(monkeypatch, own, gap):
+    """The control flow of the composed eps search: each side's FFT accountant first gets COMPOSED_EPS_SHARE of
+    rtol; where the merged interval misses rtol because of the FFT part the sides are recomputed at
+    COMPOSED_EPS_SHARE_RETRY (same blocks), where it misses because of the blocks' certified gap more blocks are
+    tried at the same share.  Stub accountants whose own interval is ``own`` x the width asked, the two sides
+    ``gap`` x rtol apart at 48 blocks (the numerics are covered by the containment tests above)."""
+    import shufflesim.accounting.bucketed as BK
+    from shufflesim.accounting.results import EpsBound
+
+    rtol, calls = 1e-3, []
+
+    def fake_run(accountant, pairs, nb, compositions, numerics, ask, column_tail=BK.COLUMN_TAIL):
+        w = own * numerics["eps_rtol"]
+        calls.append((nb, numerics["eps_rtol"]))
+        g = gap * rtol if nb == 48 else 0.0  # more blocks close the gap
+        return [EpsBound(1e-9, 1.0, 1.0 - w, "tight")], [EpsBound(1e-9, 1.0 - w - g, 1.0 - 2 * w - g, "tight")]
+
+    monkeypatch.setattr(BK, "_run", fake_run)
+    monkeypatch.setattr(BK, "COMPOSED_EPS_SHARE", 1.0)
+    b = bucketed_epsilon(None, [1e-9], accountant=None, compositions=2, rtol=rtol, blocks=(48, 192))[0]
+    if gap == 0.0:  # FFT part 1.2 rtol: recomputed at the smaller share (0.3 rtol), which meets it
+        assert calls == [(48, pytest.approx(rtol)), (48, pytest.approx(rtol * BK.COMPOSED_EPS_SHARE_RETRY))]
+    else:  # FFT part 0.9 rtol, merged 3.9 rtol: the gap is the cause, so more blocks at the same share
+        assert calls == [(48, pytest.approx(rtol)), (192, pytest.approx(rtol))]
+    assert b.eps_upper - b.eps_lower <= rtol * b.eps_upper
+
+
+# ------------------------------------------------------------ long compositions: the data-set lower end's settings
+
+def test_long_composition_lower_end_below_the_default_engine():
+    """From LONG_COMPOSITION uses the composed data-set lower end is refined to LOWER_EPS_RTOL_LONG with refined grids
+    aiming at LOWER_REFINE_AIM_LONG and the early stop of the eps search: it stays below the default-precision FFT
+    accountant's certified upper end on the same data set (an independent computation at the default grid rules)
+    and within its precision plus the log-error correction of that accountant's lower end."""
+    n, eps0, k, delta = 2000, 1.0, X.LONG_COMPOSITION, 1e-6
+    lo, m = X.composed_lower_eps(n, eps0, delta, k, [0, n - 1])
+    assert m == 0
+    pair = X.data_set_pair(n, eps0, 0)
+    ref = TightAccountant(pair, compositions=k).epsilon([delta])[0]
+    assert lo <= ref.eps_upper
+    eta = pair.params["log_err"] * k
+    assert lo >= ref.eps_lower * (1 - 2 * X.LOWER_EPS_RTOL_LONG) - 2 * eta - 1e-9, (lo, ref, eta)

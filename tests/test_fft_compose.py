@@ -331,3 +331,40 @@ def test_dp_accounting_export_matches_its_own_constructor():
         # on a grid point - rr2's largest loss is eps0 = 1000 h - moves one bin up: ours is never below)
         a, b = ours.get_delta_for_epsilon(eps), theirs.get_delta_for_epsilon(eps)
         assert a >= b * (1 - 1e-12) and a == pytest.approx(b, rel=1e-4)
+
+
+# ------------------------------------------------------- the geometric suffix sums without scipy.signal (issue 21)
+
+@pytest.mark.parametrize("M,lam_h,blocks", [
+    (300, 0.01, "one block"),        # B = 100 < M: three blocks and the carries
+    (5000, 2e-4, "one block"),       # B = 5000 >= M: a single block
+    (2000, 0.03, "blocks"),          # B = 33: many blocks
+    (100, 0.001, "recursion"),       # M < 128: the recursion itself
+    (400, 0.2, "recursion"),         # B = 5 < 16: the recursion itself
+])
+def test_geometric_suffix_within_its_error_bound(M, lam_h, blocks):
+    """fft._geometric_suffix against the suffix sums of the float inputs in 60-digit arithmetic (mpmath; its own
+    error ~1e-55 relative): every entry within 2 M u relative, the bound gamma's 3M u in
+    GridComposition._common relies on (docstring of _geometric_suffix), on non-negative inputs spanning many
+    orders of magnitude, with zeros."""
+    from shufflesim.accounting.fft import _geometric_suffix, _suffix
+
+    rng = np.random.default_rng(M)
+    x = np.abs(rng.standard_normal(M)) * np.exp(rng.uniform(-40, 0, M))
+    x[rng.random(M) < 0.2] = 0.0
+    x[-3:] = 0.0
+    a = math.exp(-lam_h)
+    got = _geometric_suffix(x, a)
+    with mpmath.workdps(60):
+        fa, acc, worst = mpmath.mpf(a), mpmath.mpf(0), mpmath.mpf(0)
+        for j in range(M - 1, -1, -1):
+            acc = mpmath.mpf(float(x[j])) + fa * acc
+            if acc > 0:
+                worst = max(worst, abs(mpmath.mpf(float(got[j])) - acc) / acc)
+            else:
+                assert got[j] == 0.0  # exactly: a suffix of zeros
+    assert float(worst) <= 2 * M * 2.0**-53, (blocks, float(worst) / 2.0**-53)
+    s = _suffix(x, a)
+    assert s.size == M + 1 and s[M] == 0.0 and np.array_equal(s[:M], got)  # exact: the same computation
+    # a ratio that underflowed to 0 (a steep tilt on a coarse grid): the recursion's s_j = x_j, exactly
+    assert np.array_equal(_geometric_suffix(x, 0.0), x)

@@ -21,6 +21,10 @@ from shufflesim.errors import ParameterError
 from shufflesim.accounting.placement import ROUND_DOWN, ROUND_UP, SPLIT, Placement
 
 
+#: a refined grid aims at this share of the width needed (Numerics.refine_aim's default)
+REFINE_AIM = 0.4
+
+
 class Discretisation(ABC):
     """A discretisation strategy of the tight accountant (stateless; use :func:`discretisation_from`)."""
 
@@ -35,9 +39,10 @@ class Discretisation(ABC):
 
     @abstractmethod
     def refined_spacing(self, h: float, need: float, disc: float, *, ratio: Callable[[], float], tau: float,
-                        n_total: int) -> float:
+                        n_total: int, aim: float = REFINE_AIM) -> float:
         """A grid spacing expected to bring the discretisation part ``disc`` of the width at spacing
-        ``h`` below ``need`` (before the caller's caps); ``ratio()`` estimates P(S > eps)/delta
+        ``h`` below ``need`` (before the caller's caps): to about ``aim`` x ``need`` by the strategy's model of
+        the width (a margin for the model's error); ``ratio()`` estimates P(S > eps)/delta
         (called only by strategies that need it)."""
 
     def __repr__(self) -> str:
@@ -52,8 +57,8 @@ class SplitDiscretisation(Discretisation):
     uses_base_grid = True
     description = "split placement (upper bound; lower = upper - second-order correction)"
 
-    def refined_spacing(self, h, need, disc, *, ratio, tau, n_total):
-        return h * math.sqrt(0.4 * need / disc)
+    def refined_spacing(self, h, need, disc, *, ratio, tau, n_total, aim=REFINE_AIM):
+        return h * math.sqrt(aim * need / disc)
 
 
 class Lemma6Discretisation(Discretisation):
@@ -64,10 +69,10 @@ class Lemma6Discretisation(Discretisation):
     uses_base_grid = False
     description = "pessimistic (omega^R) upper / optimistic (omega^L) lower"
 
-    def refined_spacing(self, h, need, disc, *, ratio, tau, n_total):
+    def refined_spacing(self, h, need, disc, *, ratio, tau, n_total, aim=REFINE_AIM):
         # the gap is about n h (P(S > eps) - delta): match both the observed width and that model
-        h_disc = 0.4 * need / disc * h
-        h_model = 0.4 * tau / (n_total * max(ratio() - 1.0, 1e-6))
+        h_disc = aim * need / disc * h
+        h_model = aim * tau / (n_total * max(ratio() - 1.0, 1e-6))
         return min(h_disc, h_model)
 
 

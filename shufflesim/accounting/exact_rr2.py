@@ -562,12 +562,24 @@ def _candidates(n: int, eps0: float, eps: float) -> list[int]:
     return sorted({0, n - 1, s.m})
 
 
+def mirror_distinct(n: int, ms) -> list[int]:
+    """The data sets ``ms`` up to the mirror m <-> n − 1 − m, each as its smaller member (issue 21).
+
+    y ↦ n − y maps (P_m, Q_m) to (Q_{n−1−m}, P_{n−1−m}) (module docstring), so the two data sets' pairs are the
+    same pair with the directions swapped, and so are their k-fold compositions; the PLD engine evaluates both
+    directions of a pair (delta = the max of the two), so their composed values are equal and one of each mirror
+    pair suffices (e.g. "all others hold 0" / "all others hold 1": one composition instead of two)."""
+    N = n - 1
+    return sorted({min(int(m), N - int(m)) for m in ms})
+
+
 def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[float, int]:
-    """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms``: each
-    data set's pair (:func:`data_set_pair`) composed by the PLD engine, its lower end corrected for the
-    log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
+    """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms`` (up to
+    the mirror, :func:`mirror_distinct`): each data set's pair (:func:`data_set_pair`) composed by the PLD engine
+    (both directions), its lower end corrected for the log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
     from shufflesim.accounting.tight import tight_delta
 
+    ms = mirror_distinct(n, ms)
     best, best_m = 0.0, int(ms[0])
     for m in ms:
         pair = data_set_pair(n, eps0, int(m))
@@ -581,13 +593,21 @@ def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[f
 
 #: relative precision of a composed data-set lower end in eps (:func:`composed_lower_eps`)
 LOWER_EPS_RTOL = 2.5e-4
+#: from this many compositions on (issue 21: where the FFT grid costs seconds), the lower end is refined only to
+#: :data:`LOWER_EPS_RTOL_LONG` (the issue's relative width), with refined grids aiming at 0.8 of the width needed
+#: (Numerics.refine_aim): 1000-fold at n = 1e9, two FFTs of 3.3M + 3.5M points a direction -> one of ~1.5M; the
+#: value stays a certified lower end (only how finely it is refined changes)
+LONG_COMPOSITION = 64
+LOWER_EPS_RTOL_LONG = 1e-3
+LOWER_REFINE_AIM_LONG = 0.8
 
 
 def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[float, int]:
-    """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms``
-    (ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
+    """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms`` (up to the
+    mirror, :func:`mirror_distinct`; ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
     from shufflesim.accounting.tight import tight_epsilon
 
+    ms = mirror_distinct(n, ms)
     best, best_m = 0.0, int(ms[0])
     for m in ms:
         pair = data_set_pair(n, eps0, int(m))
@@ -597,7 +617,11 @@ def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[f
             continue
         # a lower end needs no more precision than the issue's 1e-3 relative width: the FFT grid is refined only
         # as far as eps_rtol asks (certified either way; issue 21: half the time of a 1000-fold clones question)
-        (r,) = tight_epsilon(pair, [d], compositions=k, eps_rtol=LOWER_EPS_RTOL if k > 1 else None)
+        if k >= LONG_COMPOSITION:
+            (r,) = tight_epsilon(pair, [d], compositions=k, eps_rtol=LOWER_EPS_RTOL_LONG,
+                                 refine_aim=LOWER_REFINE_AIM_LONG)
+        else:
+            (r,) = tight_epsilon(pair, [d], compositions=k, eps_rtol=LOWER_EPS_RTOL if k > 1 else None)
         lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
         if lo > best:
             best, best_m = lo, int(m)

@@ -56,7 +56,7 @@ component is handled at a time; delta = max over the two directions of the compo
      normalisers, the folding sums): rel = 1.01 N theta_max + REL_SLACK; non-negative inputs perturbed
      by factors (1 + theta) give outputs perturbed by at most (1 + theta_max)^N.
    * gamma covers the evaluation of sum_j w_j c^_j through suffix sums computed by a first-order
-     recursion (lfilter), gamma = (3M + 40) u + 8u (1 + lam)(max|s| + |eps| + 1); the signed suffix
+     recursion (or its blocked form with the same 2Mu bound, _geometric_suffix), gamma = (3M + 40) u + 8u (1 + lam)(max|s| + |eps| + 1); the signed suffix
      sums are the difference of those of max(c^, 0) and max(-c^, 0) (the absolute ones their sum: two
      more roundings, in the constant), and a window sum sum_{i0 <= j <= i1} a^{j-i0} c^+_j is read as
      U[i0] - a^L U[i1 + 1] with the same relative error bound gamma (U[i0] + a^L U[i1 + 1]) (issue 21).
@@ -213,15 +213,93 @@ def _cpow(z: np.ndarray, n: int) -> np.ndarray:
 
 
 def _suffix(x: np.ndarray, a: float) -> np.ndarray:
-    """s_j = sum_{j' >= j} x_{j'} a^{j' - j}, length M + 1 with s_M = 0."""
+    """s_j = sum_{j' >= j} x_{j'} a^{j' - j} of a non-negative ``x``, length M + 1 with s_M = 0; 0 <= a <= 1.
+
+    Relative error <= 2 M u per entry (as the first-order recursion s_j = x_j + a s_{j+1}, two roundings a
+    step, that gamma's 3M u of :meth:`GridComposition._common` was set for): see :func:`_geometric_suffix`."""
     out = np.zeros(x.size + 1)
     if a == 1.0:
         out[:-1] = np.cumsum(x[::-1])[::-1]
     else:
-        from scipy.signal import lfilter  # imported here: scipy.signal pulls in scipy.stats (~0.5 s)
-
-        out[:-1] = lfilter([1.0], [1.0, -a], x[::-1])[::-1]
+        out[:-1] = _geometric_suffix(x, a)
     return out
+
+
+#: :func:`_geometric_suffix` works in blocks of B <= 1/|log a| entries and needs B >= this (else: the recursion)
+SUFFIX_MIN_BLOCK = 16
+
+
+def _geometric_suffix(x: np.ndarray, a: float) -> np.ndarray:
+    """s_j = sum_{j' >= j} x_{j'} a^{j' - j} (x >= 0, 0 <= a < 1) in blocks, with numpy only (issue 21: the
+    recursion was scipy.signal.lfilter, whose import costs ~0.5 s of CPU at the start of every composition).
+
+    On the reversed array r (r_i = x_{M-1-i}), s is the prefix recursion p_i = r_i + a p_{i-1}.  Blocks of
+    B = min(M, floor(1/|L|)) entries, L = log a (so a^{+-k} in [e^-1, e] inside a block): with w_k = exp(k L) and
+    w'_k = exp(-k L), the block's own part is q_k = w_k sum_{k' <= k} r_{k'} w'_{k'} (a sequential cumsum), the
+    blocks' ends P_b = q_{b,B-1} + a^B P_{b-1} (a recursion over the M/B blocks) and
+    p_{bB+k} = q_{b,k} + a^{k+1} P_{b-1}.  Error, every term non-negative (u = 2^-53): w_k, w'_k and
+    a^{k+1} = exp((k + 1) L) are within theta <= 8u of the powers of the float a (|k L| <= 1: log, product and
+    exp each within a unit or two); q_k within (B - 1) u (the cumsum) + 2 theta + 2u = (B + 17) u; each carry
+    step adds theta + 2u, so P_b is within (B + 17) u + 10 u M/B, and p within (B + 28) u + 10 u M/B <= 2 M u
+    for M >= 128 and 16 <= B <= M (B + 10 M/B <= M + 10 M/16, and 28 <= 0.375 M): the bound of the recursion
+    (two roundings a step) that gamma's 3M u (:meth:`GridComposition._common`) covers.  Where B < 16 or
+    M < 128 that recursion itself runs (in Python for M <= 65536, else scipy's lfilter).  Underflow is treated
+    as in the recursion (w_k >= e^-1: a product underflows only where x does)."""
+    M = x.size
+    if a <= 0.0:  # exp(-lam h) underflowed: s_j = x_j + 0 s_{j+1}, exactly as the recursion
+        return np.array(x, dtype=float, copy=True)
+    L = math.log(a)
+    B = int(1.0 / -L) if L < 0 else M
+    if M < 128 or B < SUFFIX_MIN_BLOCK:
+        if M <= 65536:
+            out = np.empty(M)
+            acc = 0.0
+            vals = x.tolist()
+            for j in range(M - 1, -1, -1):
+                acc = vals[j] + a * acc
+                out[j] = acc
+            return out
+        from scipy.signal import lfilter  # rare (a steep tilt on a long grid); scipy.signal costs ~0.5 s to import
+
+        return lfilter([1.0], [1.0, -a], x[::-1])[::-1]
+    B = min(B, M)
+    nb = -(-M // B)
+    w, w_inv = _block_powers(L, B)
+    if nb == 1:
+        y = x[::-1] * w_inv
+        np.cumsum(y, out=y)
+        y *= w
+        return y[::-1]
+    Y = np.zeros(nb * B)
+    Y[:M] = x[::-1]
+    Y = Y.reshape(nb, B)
+    Y *= w_inv
+    np.cumsum(Y, axis=1, out=Y)
+    Y *= w
+    A = math.exp(B * L)  # a^B
+    ends = Y[:, B - 1].tolist()
+    prev = [0.0] * nb  # P_{b-1}
+    acc = 0.0
+    for b in range(nb - 1):
+        acc = ends[b] + A * acc
+        prev[b + 1] = acc
+    v = np.exp((np.arange(B, dtype=float) + 1.0) * L)  # a^{k+1}
+    Y += v[None, :] * np.asarray(prev)[:, None]
+    return Y.reshape(-1)[:M][::-1]
+
+
+_POWERS: dict = {}
+
+
+def _block_powers(L: float, B: int) -> tuple[np.ndarray, np.ndarray]:
+    """(exp(k L), exp(-k L)) for k < B, the last two (L, B) kept (each composition asks twice per ratio)."""
+    key = (L, B)
+    if key not in _POWERS:
+        if len(_POWERS) >= 2:
+            _POWERS.pop(next(iter(_POWERS)))
+        kL = np.arange(B, dtype=float) * L
+        _POWERS[key] = (np.exp(kL), np.exp(-kL))
+    return _POWERS[key]
 
 
 @dataclass(frozen=True, eq=False)

@@ -53,7 +53,7 @@ from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
 from shufflesim.accounting.calibrate import calibrate, shortest_certified
 from shufflesim.accounting.binomial_rows import BinomialRows
-from shufflesim.accounting.discretisation import Discretisation, discretisation_from
+from shufflesim.accounting.discretisation import REFINE_AIM, Discretisation, discretisation_from
 from shufflesim.accounting.exact_compose import compose_two
 from shufflesim.accounting.fft import GridComposition, Window, choose_window, compose_grid
 from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, sum_up
@@ -80,6 +80,14 @@ LAM_REUSE = 0.1
 #: the accuracy fallback composes a 2-fold composition exactly (pairwise) up to this many composed atoms
 #: (about 2 s and 0.5 GB at the limit)
 FALLBACK_MAX_ATOMS = 8_000_000
+#: eps_rtol path: the delta accuracy asked at eps(delta) is this share of eps_rtol x the log-slope x eps
+EPS_RTOL_TAU = 0.5
+#: eps_rtol path: a direction's refinement stops when it narrowed the eps interval to more than this share of its
+#: width before (TightAccountant._epsilon_rtol)
+STALL = 0.9
+#: eps_rtol path: whether the refinement at the estimate of eps(delta) may stop early at all (False: the search
+#: before issue 21's session 6, for bench/bench_compose_thousandfold.py's same-process ratio)
+EPS_RTOL_STOP = True
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,10 @@ class Numerics:
                      only as fine as the eps asked needs, not as fine as target_accuracy in delta would
                      make it (issue 21).  accuracy_met then says whether eps_rtol was met [None: the
                      delta accuracy target_accuracy at eps(delta)]
+    refine_aim       a refined grid aims at this share of the width needed, by the discretisation's model
+                     of the width (second order in h for "split"): smaller leaves more margin for the
+                     model's error, larger builds smaller grids but may need one refinement more; only
+                     the grids change, every answer stays certified [0.4]
     """
 
     target_accuracy: float | None = 1e-3
@@ -127,6 +139,7 @@ class Numerics:
     max_refinements: int = 4
     workers: int = 1
     eps_rtol: float | None = None
+    refine_aim: float = REFINE_AIM
 
     def __post_init__(self) -> None:
         if self.target_accuracy is not None:
@@ -145,6 +158,7 @@ class Numerics:
         check_int("workers", self.workers, minimum=1)
         if self.eps_rtol is not None:
             check_real("eps_rtol", self.eps_rtol, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_real("refine_aim", self.refine_aim, low=0.0, high=1.0, low_open=True)
         discretisation_from(self.discretisation)  # validates the name
         if not isinstance(self.tilt, bool):
             raise ParameterError(f"tilt must be True or False; got {self.tilt!r}")
@@ -406,12 +420,14 @@ class _DirectionFFT:
             self.tail_bounds[float(eps)] = (float(tl[0]), float(tu[0]), reason)
 
     # ---- the adaptive procedure
-    def ensure(self, eps: float, ref: float, tau: float | None = None) -> str:
+    def ensure(self, eps: float, ref: float, tau: float | None = None, stop=None) -> str:
         """Certify the interval at eps to the target accuracy.
 
         Returns "fft" (certified by the FFT), "exact" (eps beyond the largest loss), "tails"
         (Chernoff fallback: below the round-off floor with tilting disabled, or the tail bounds meet
-        the target where the FFT could not) or "fail" (target not met).  One loop of ~90 lines: every
+        the target where the FFT could not), "fail" (target not met) or "stopped" (``stop(step)``, asked
+        before every refinement, said that refining here no longer serves the caller: the eps search of
+        :meth:`TightAccountant._epsilon_rtol`, whose answer is the eps interval, not the delta one at eps).  One loop of ~90 lines: every
         branch updates the same refinement state (tilt, spacing, window tolerance, pruning budget).
         """
         num = self.num
@@ -456,9 +472,11 @@ class _DirectionFFT:
         else:
             h = 2 * num.L / num.m if (num.L is not None and num.m is not None) else self._initial_h(lam)
             r = self.build(lam, h, tau_w)
-        for _ in range(num.max_refinements + 1):
+        for step in range(num.max_refinements + 1):
             if good():
                 return "fft"
+            if stop is not None and stop(step):
+                return "stopped"
             lo, up = r.interval(e)
             width = float(up[0] - lo[0])
             need = max(tau * max(float(up[0]), ref), num.absolute_accuracy)
@@ -488,7 +506,7 @@ class _DirectionFFT:
                 break
             disc = max(width - fixed, 1e-300)
             h_new = num.strategy.refined_spacing(h, need, disc, ratio=lambda: r.ratio(eps), tau=tau,
-                                                 n_total=self.n_total)
+                                                 n_total=self.n_total, aim=num.refine_aim)
             h_new = min(h_new, h / 1.5)
             width_loss = r.span
             limit = num.m if num.m is not None else num.max_grid_size
@@ -643,7 +661,7 @@ class TightAccountant:
         beyond = True
         for d in order:
             sol = self._dirs[d]
-            status = sol.ensure(e, ref, tau)
+            status = sol.ensure(e, ref, tau, getattr(self, "_stop", None))
             lo, up = sol.interval(e_arr)
             if status == "fail":
                 failed.append(sol)
@@ -866,11 +884,35 @@ class TightAccountant:
         slopes = [sol.chernoff(e_guess, exact=False)[1] for sol in self._dirs]
         slopes = [v for v in slopes if math.isfinite(v) and v > 0]
         if slopes and e_guess > 0:
-            tau_d = min(0.1, max(0.5 * rt * max(slopes) * e_guess, 1e-6))
+            tau_d = min(0.1, max(EPS_RTOL_TAU * rt * max(slopes) * e_guess, 1e-6))
         e = e_guess
         lo_e, up_e = 0.0, e_guess
         width = math.inf
         state = None
+
+        last = [math.inf]
+
+        def stop(step: int) -> bool:
+            """Issue 21: a direction's refinement at e stops once the eps interval of every grid built so far
+            meets eps_rtol (e is only an estimate of eps(delta); the interval is what is asked), or once its last
+            refinement narrowed that interval by less than STALL (the interval is held by the other direction or
+            by eps itself: refining this one further cannot help; the search goes on with the other direction
+            and the next e).  Only which grids are built changes."""
+            lo, up = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+            width = (up - lo) / up if math.isfinite(up) and up > 0 else math.inf
+            stalled = step > 0 and math.isfinite(width) and width > STALL * last[0]
+            last[0] = width
+            return width <= rt or stalled
+
+        self._stop = stop if EPS_RTOL_STOP else None
+        try:
+            return self._epsilon_rtol_loop(d, e, lo_e, up_e, width, state, tau_d, eps_max)
+        finally:
+            self._stop = None
+
+    def _epsilon_rtol_loop(self, d, e, lo_e, up_e, width, state, tau_d, eps_max) -> EpsBound:
+        num = self.numerics
+        rt = float(num.eps_rtol)
         for _ in range(num.max_refinements + 6):
             self.answers([e], tau_d)
             lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
@@ -889,7 +931,7 @@ class TightAccountant:
             want = tau_d / 4
             if u[0] > 0 and u[1] > 0 and u[0] > u[1]:
                 slope = (math.log(u[0]) - math.log(u[1])) / (x[1] - x[0])
-                want = 0.5 * rt * slope * up_e
+                want = EPS_RTOL_TAU * rt * slope * up_e
             new = min(max(want, 1e-9), 0.5) if moved else min(tau_d / 2, max(want, 1e-9))
             if not moved and tau_d <= 1e-9:
                 break
