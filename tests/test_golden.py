@@ -91,11 +91,18 @@ _ISSUE21 = ("issue 21 (session 5): composed eps searches keep every evaluated po
             "certified from below); feldman-numerical evaluates the binomial in a window with Loader's form and "
             "bounds the tails by Chernoff (its gammaln arithmetic drifted 4e-9 at n = 1e6, beyond its 1e-9 margin); "
             "the binomial log-PMF compensates the rounding of n p (Dekker), moving values by ~1e-13")
+_ISSUE21_S6 = ("issue 21 (session 6): the blanket and recursive tight calibrations place their evaluations by secant "
+               "steps on log(-log delta) and return another evaluated feasible point within the same tolerance "
+               "(blanket gamma 0.06184200 -> 0.06184135, recursive gammas ~3.7e-4 relative); cheu's blanket-binomial "
+               "bound is computed from tails (gamma 0.350699 -> 0.350709, within the calibration's 1e-4 bracket); "
+               "the simulated errors move with gamma under the same seed")
+_IKOS_WIDENED = ("ikos-sum reports the mechanism's own certified delta (the closed form widened by the accountant's "
+                 "1e-12 float margin; the bare closed form was 1e-12 relative below it)")
 RERECORDED: dict[str, str] = {
     "simulate krr --n 2000 --k 5 --eps0 1 --data zipf:1.1 --trials 20 --seed 1": _SHUFFLED + "; then " + _HONEST,
     "simulate krr --n 2000 --k 5 --gamma 0.3 --data uniform --trials 20 --seed 2": _SHUFFLED + "; then " + _HONEST,
-    "simulate blanket-sum --n 5000 --eps 1 --mode tight --data uniform --trials 20 --seed 5": _SHUFFLED,
-    "simulate recursive-sum --eps 1 --messages 2 --mode tight --data adult-age --trials 20 --seed 6": _SHUFFLED,
+    "simulate blanket-sum --n 5000 --eps 1 --mode tight --data uniform --trials 20 --seed 5": _SHUFFLED + "; then " + _ISSUE21_S6,
+    "simulate recursive-sum --eps 1 --messages 2 --mode tight --data adult-age --trials 20 --seed 6": _SHUFFLED + "; then " + _ISSUE21_S6,
     "account rr2 --n 1000 --eps0 2 --eps 0.3 0.5 1": _EXACT_RR2,  # earlier: _RR2
     "account rr2 --n 1000 --eps0 2 --delta 1e-6 --compositions 4": _EXACT_RR2 + "; then " + _ISSUE21,  # earlier: _RR2
     "account rr2 --n 12 --eps0 2 --eps 0.5 --method exact": _EXACT_RR2,  # earlier: _RR2
@@ -103,7 +110,9 @@ RERECORDED: dict[str, str] = {
     "account clones --n 10000 --eps0 4 --delta 1e-6 --compositions 4": _STRONGER + "; then " + _HONEST + "; then " + _MERGED_LOWER + "; then " + _ISSUE21,
     "account clones --n 8 --eps0 1 --eps 0.5 --method exact": _STRONGER + "; then " + _HONEST + "; then " + _MERGED_LOWER,
     "account rr2 --n 10000 --eps0 0.5 --delta 1e-6 --method erlingsson --compositions 4 --composition advanced": _CAP,
-    "simulate cheu-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 8": _CLIP,
+    "simulate cheu-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 8": _CLIP + "; then " + _ISSUE21_S6,
+    "simulate ikos-sum --n 2000 --eps 1 --data uniform --trials 20 --seed 7": _IKOS_WIDENED,
+    "table balle2020": _ISSUE21_S6,
     "account rr2 --n 1000 --eps0 2 --eps 0.5 --method feldman-numerical": _HONEST + "; then " + _EXACT_RR2 + "; then " + _MERGED_LOWER + "; then " + _ISSUE21,
     "account krr --n 1000 --k 4 --gamma 0.25 --adversary strong-1d --eps 0.5 1": _HONEST,
     "account krr --n 1000 --k 4 --eps0 2 --eps 0.5 --method feldman-numerical": _HONEST + "; then " + _ISSUE21,
