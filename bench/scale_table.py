@@ -405,10 +405,18 @@ def _load() -> str:
     return ", ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
+def _commit_of(part: dict) -> str:
+    """"commit X, " from a run's header line (runs merged by ``--render`` may come from different commits)."""
+    for line in part["header"]:
+        if line.startswith("shufflesim commit "):
+            return line.split(";")[0].removeprefix("shufflesim ") + ", "
+    return ""
+
+
 def render(parts: list[dict]) -> list[str]:
     """The markdown of one or more runs' JSON (``--render``): the first run's header, every run's rows."""
     rows = [(r["question"], r["n"], r["cells"]) for part in parts for r in part["rows"]]
-    runs = [f"- run {i + 1}: {part['started']} to {part.get('ended', '(unfinished)')}, load average "
+    runs = [f"- run {i + 1}: {_commit_of(part)}{part['started']} to {part.get('ended', '(unfinished)')}, load average "
             f"{part['load_start']} at start, {part.get('load_end', '?')} at the end; questions "
             f"{', '.join(dict.fromkeys(r['question'] for r in part['rows']))}" for i, part in enumerate(parts)]
     return parts[0]["header"] + ["Runs (concurrent runs share the machine):", *runs, ""] + table_lines(rows) + \
