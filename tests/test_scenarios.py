@@ -57,7 +57,8 @@ def test_the_scenarios_exist():
 #: and every step kind they use runs quick in a cheaper scenario (curve: koskela_fig10, ...; training:
 #: flame_training; cells: biswas_gowalla_paris; sweep with a coalition axis: tests/test_cli_dishonest.py;
 #: defence: test_defence_step_runs_quick below)
-SLOW_QUICK = {"balle2020_s8_dishonest", "koskela_fig1", "koskela_fig2", "flame_training_mnist", "biswas_gowalla_sf"}
+SLOW_QUICK = {"balle2020_s8_dishonest", "koskela_fig1", "koskela_fig2", "koskela_figs3_5", "koskela_figs6_9",
+              "flame_training_mnist", "biswas_gowalla_sf"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_QUICK else p
