@@ -288,7 +288,7 @@ def test_weak_adversary_search_runs_on_the_strong_proxy_and_certifies_weak():
             assert other.mse_worst() >= weak.mse_worst()
 
 
-@pytest.mark.parametrize("n", [1000, 10_000])
+@pytest.mark.parametrize("n", [1000, pytest.param(10_000, marks=pytest.mark.slow)])  # as recursive-sum's
 def test_auto_mode_is_the_best_certified_mode_and_monotone_in_eps(n, auto_against_named):
     """Issue 18: `sweep blanket-sum --set eps=0.5,1 --n 1000,10000` ran the paper's rule at n = 1e4, eps = 1
     (14x the tight mode's error at eps = 0.5).  auto now takes, at each point, the certified mode with the

@@ -219,7 +219,10 @@ def test_decode_round_trips_every_value_of_the_window(q):
     v = np.arange(-((q - 1) // 2), q // 2 + 1, dtype=np.int64)
     assert v.size == q
     shares = additive_shares(reduce_mod(v, q), 5, q, rng=16)
-    decoded = [decode_centered(sum(int(s) for s in row) % q, q) for row in shares]
+    # the row sums in int64 are exact here (5 shares below q <= 2^20: below 2^23), the same as Python ints
+    assert q <= 2**20 and np.asarray(shares).shape == (q, 5)
+    totals = np.asarray(shares).astype(np.int64).sum(axis=1) % q
+    decoded = [decode_centered(t, q) for t in totals.tolist()]
     assert decoded == v.tolist()
 
 
