@@ -208,7 +208,7 @@ def calibrate_near(fn: Callable[[float], float], target: float, guesses, lo: flo
             if xs in cache or not a < xs < b:
                 break
         F(xs)
-    from shufflesim.accounting.calibrate import Calibration, calibrate
+    from shufflesim.accounting.calibrate import Calibration
 
     inside = [(x, v) for x, v in cache.items() if lo <= x <= hi]
     feas = [x for x, v in inside if v <= target]

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +56,6 @@ from shufflesim.protocols._blanket import (
     BENNETT_VARIANTS,
     DELTA_OPTION,
     EPS_OPTION,
-    GAMMA_MAX,
     MODES,
     SEARCH_PROXY,
     VARIANT_OPTION,
@@ -72,13 +71,13 @@ from shufflesim.protocols._blanket import (
 )
 from shufflesim.accounting.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
-from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
+from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.protocol import Protocol
 from shufflesim.pipeline.randomiser import LocalRandomiser
 from shufflesim.pipeline.registry import register
 from shufflesim.maths.rr import eps0_from_gamma
-from shufflesim.maths.rounding import grid_dtype, randomised_round, rounding_variance
+from shufflesim.maths.rounding import randomised_round, rounding_variance
 from shufflesim.pipeline.shuffler import SingleShuffler, View
 from shufflesim.pipeline.spaces import IntegerRange
 

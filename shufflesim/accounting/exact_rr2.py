@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.accounting.binomial import BINOM_LOG_ERR, log_binom_pmf
+from shufflesim.accounting.binomial import BINOM_LOG_ERR
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 

@@ -41,7 +41,6 @@ import numpy as np
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_real
-from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import eps0_upper
 
 #: most messages per user: a bin's tail window grows like r at the calibrated γ (m = nrγ ~ r², its standard
