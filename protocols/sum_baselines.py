@@ -40,7 +40,7 @@ from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.mechanisms.central import CentralLaplace
-from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum, cheu_delta, default_tail
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, MAX_CHEU_NR, CheuSum, cheu_delta, default_tail
 from shufflesim.mechanisms.clones import Clones
 from shufflesim.mechanisms.dlap import CentralDLap
 from shufflesim.mechanisms.rr2 import RR2
@@ -229,10 +229,12 @@ class CheuSumProtocol(_RealSum):
         paper_r = cheu_messages(n, eps)
         notes: tuple[str, ...] = ()
         if messages is None:
-            r = min(paper_r, MAX_CHEU_MESSAGES)
+            r = max(1, min(paper_r, MAX_CHEU_MESSAGES, MAX_CHEU_NR // n))
             if r < paper_r:  # the paper's r would be certified only in minutes; the MSE grows by the rounding part
+                why = (f"{MAX_CHEU_MESSAGES}, the most the bound certifies quickly" if r == MAX_CHEU_MESSAGES else
+                       f"{r}, so that n*r <= {MAX_CHEU_NR:.0e}, where the bound's error models were checked")
                 notes = (f"cheu-sum: r = {r} messages per user (the default ceil(eps*sqrt(n)) = {paper_r} is capped at "
-                         f"{MAX_CHEU_MESSAGES}, the most the bound certifies quickly); --messages chooses r",)
+                         f"{why}); --messages chooses r",)
         else:
             r = check_int("messages", messages, minimum=1, maximum=MAX_CHEU_MESSAGES)
         # no memory check here: the fast engine needs none; the faithful engine's n·r messages are checked where

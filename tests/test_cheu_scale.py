@@ -170,3 +170,51 @@ def test_faithful_engine_refuses_before_allocating(capsys, monkeypatch):
     assert main(["simulate", "cheu-sum", "--eps", "1", "--n", "1e6", "--messages", "2000", "--gamma", "0.01",
                  "--engine", "faithful", "--trials", "2"]) == 2
     assert "--engine fast" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ validity: n·r and the CDF allowance
+def test_n_times_r_beyond_the_checked_range_is_refused():
+    from shufflesim.errors import ParameterError
+    from shufflesim.mechanisms.cheu import MAX_CHEU_NR
+
+    CheuSum(MAX_CHEU_NR // 2000, 2000, 0.01)  # at the limit: accepted
+    with pytest.raises(ParameterError, match=r"n\*r must be <= 2e\+12.*--messages <= 1000"):
+        CheuSum(2 * 10**9, 2000, 0.01)
+
+
+def test_default_messages_capped_by_n_times_r():
+    from shufflesim.pipeline import registry
+
+    proto = registry.create("cheu-sum", 10**10, eps=1.0)
+    assert proto.params["messages"] == 200 and proto.params["messages_paper"] == 100_000
+    assert "n*r <= 2e+12" in proto.notes[0]
+
+
+@pytest.mark.slow
+def test_cdf_allowance_covers_scipys_error_at_1e11():
+    # the bins' weights are scipy's binomial CDF times (1 + allowance): at n·r = 1e11, gamma = 0.3 scipy is a few
+    # 1e-10 low at the lowest bin edges (below the small-n allowance 1e-10), so the allowance there must cover it;
+    # exact CDF by a 30-digit ratio recurrence from -13 sd (the mass below is < 1e-30 of it)
+    import mpmath as mp
+    from scipy import stats
+
+    from shufflesim.mechanisms.cheu import _cdf_rtol, cheu_components
+
+    n, r, g = 50_000_001, 2000, 0.3
+    n0 = (n - 1) * r
+    edges = [int(m) - 1 for m in cheu_components(n, r, g)["ms"][1:3]]
+    mu, sd = n0 * g, math.sqrt(n0 * g * (1 - g))
+    with mp.workdps(30):
+        k = int(mu - 13 * sd)
+        t = mp.exp(mp.loggamma(n0 + 1) - mp.loggamma(k + 1) - mp.loggamma(n0 - k + 1) + k * mp.log(g)
+                   + (n0 - k) * mp.log(1 - mp.mpf(g)))
+        ratio, acc, exact = mp.mpf(g) / (1 - mp.mpf(g)), mp.mpf(0), {}
+        while k <= edges[-1]:
+            acc += t
+            if k in edges:
+                exact[k] = acc
+            t = t * (n0 - k) / (k + 1) * ratio
+            k += 1
+    for e in edges:
+        used = float(stats.binom.cdf(e, n0, g)) * (1 + _cdf_rtol(n0))
+        assert used >= exact[e], (e, used / float(exact[e]) - 1)

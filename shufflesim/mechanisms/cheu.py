@@ -41,6 +41,7 @@ import numpy as np
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_real
+from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import eps0_upper
 
 #: most messages per user: a bin's tail window grows like r at the calibrated γ (m = nrγ ~ r², its standard
@@ -49,6 +50,9 @@ MAX_CHEU_MESSAGES = 2000
 #: n·r up to which the lower end is the all-zeros pair from its mass functions and the bound uses 64 bins of M;
 #: above, the lower end from tails and 16 bins (issue 21: no longer a refusal)
 MAX_CHEU_BITS = 10**8
+#: the largest n·r the bound is offered at: where its binomial error models (log-PMF, tail sums, scipy's CDF for
+#: the bins' weights) were checked against mpmath (2e12); beyond, a refusal naming --messages
+MAX_CHEU_NR = 2 * 10**12
 #: relative accuracy claimed for the PMFs of the lower bound (scipy's binomial PMF and a direct convolution
 #: of non-negative terms are accurate to ~1e-13 relative; tests/test_audit_rr_count.py checks 2e-15 at small n)
 _PMF_RTOL = 1e-10
@@ -351,12 +355,20 @@ def cheu_components(n: int, r: int, gamma: float, *, bins: int | None = None, ta
     m_lo, m_hi = int(lo), int(hi) + 1
     edges = np.unique(np.linspace(m_lo, m_hi, bins + 1).round().astype(np.int64))
     cdf = stats.binom.cdf(edges[1:] - 1, n0, gamma)  # G_b = P(M < edges[b + 1])
-    return {**base, "below": certified_tail(float(lt)), "ms": edges, "cdf": np.minimum(1.0, cdf * (1.0 + _CDF_RTOL))}
+    return {**base, "below": certified_tail(float(lt)), "ms": edges,
+            "cdf": np.minimum(1.0, cdf * (1.0 + _cdf_rtol(n0)))}
 
 
 #: relative accuracy allowed to scipy's binomial CDF (boost's incomplete beta; the bins' weights): the bound is
-#: summed in Abel's form with the CDF rounded up, so that an error of that size cannot undercut it
-_CDF_RTOL = 1e-10
+#: summed in Abel's form with the CDF rounded up, so that an error of that size cannot undercut it.  Measured
+#: against mpmath (36 digits) in the bins' range (down to ~-9 standard deviations): <= 1.3e-12 up to n·r = 1e9,
+#: but 4.3e-10 (gamma = 0.3) and 2.4e-10 (gamma = 0.05) at 1e11, 4e-11 at 2e12 (gamma = 1e-3): 1e-10 up to
+#: n·r = 1e9, 1e-6 above (the bound moves by ~1e-9 relative; tests/test_cheu_scale.py)
+_CDF_RTOL_SMALL_N0 = 10**9
+
+
+def _cdf_rtol(n0: int) -> float:
+    return 1e-10 if n0 <= _CDF_RTOL_SMALL_N0 else 1e-6
 
 
 #: the computed log-ratio's error allowance: thresholds ε ± this bracket the crossing (checked against the
@@ -480,6 +492,10 @@ class CheuSum(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
         object.__setattr__(self, "r", check_int("messages", self.r, minimum=1, maximum=MAX_CHEU_MESSAGES))
+        if self.n * self.r > MAX_CHEU_NR:
+            raise ParameterError(f"cheu: n*r must be <= {MAX_CHEU_NR:.0e} (where the bound's binomial error models "
+                                 f"were checked); got n={self.n}, r={self.r}: give --messages <= "
+                                 f"{max(1, MAX_CHEU_NR // self.n)}")
         object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True))
         if self.tail is not None:
             object.__setattr__(self, "tail", check_real("tail", self.tail, low=0.0, high=1.0, low_open=True))
