@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from shufflesim.accounting.account import account
-from shufflesim.accounting.calibrate import calibrate
+from shufflesim.accounting.calibrate import calibrate_near
 from shufflesim.accounting.mechanism import Composition, Relation
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
@@ -139,87 +139,6 @@ class _UpperOnlyKRR(KRR):
 
 def _upper_mechanism(n: int, values: int, gamma: float, adversary: Relation | str) -> KRR:
     return _UpperOnlyKRR(n, values, gamma, Relation.parse(adversary))
-
-
-def calibrate_near(fn: Callable[[float], float], target: float, guesses, lo: float, hi: float, *, rtol: float,
-                   max_evals: int = 60, known: dict | None = None):
-    """Safe-side smallest x in [lo, hi] (lo > 0) with ``fn(x) <= target`` for fn decreasing in x (a certified δ
-    as a function of a blanket γ or of the multiplier ν that sets the γ's): a
-    :class:`~shufflesim.accounting.calibrate.Calibration` whose ``x`` was *evaluated* to meet the target.
-
-    Why not :func:`~shufflesim.accounting.calibrate.calibrate` alone: its regula falsi works on δ itself, which
-    spans tens of orders of magnitude over the bracket, so it mostly bisects (~30 evaluations of a certified δ
-    at rtol 1e-4 from a bracket of a factor 1000).  Privacy-loss tails are δ ≈ exp(−c·x^a), so the model
-    log(−log δ) is close to *linear in log x*: secant steps on that model (from the evaluated points nearest the
-    target) land within a fraction of rtol after 2-3 evaluations, and each step aims just past the predicted
-    root (by rtol/4) on the side of the bracket still missing, so the bracket [infeasible, feasible] closes to
-    rtol in ~4-6 evaluations.  Steps that leave the current bracket or cannot be modelled (δ = 0 or ≥ 1) are
-    replaced by a geometric bisection.  The model only chooses *where* to evaluate: the answer is then handed to
-    ``calibrate`` on the bracket found (both ends already evaluated and cached, so it returns at once; if the
-    bracket is still wider than rtol it finishes the search itself), which returns its evaluated feasible end,
-    so the guarantee is the same as ``calibrate``'s (fn(x) <= target verified at x; never past the target).
-    ``known``: already evaluated points {x: fn(x)} (shared and extended; a cache).  InfeasibleError when
-    nothing in [lo, hi] meets the target.
-    """
-    cache = {} if known is None else known
-    target = float(target)
-
-    def F(x: float) -> float:
-        if x not in cache:
-            cache[x] = float(fn(x))
-        return cache[x]
-
-    def model(v: float) -> float | None:
-        return math.log(-math.log(v)) if 0.0 < v < 1.0 else None
-
-    ys: dict[float, float | None] = {}  # the model coordinate of each evaluated point
-
-    start = len(cache)
-    ty = model(target)
-    for x in guesses:
-        if lo <= x <= hi:
-            F(float(x))
-    while ty is not None and len(cache) - start < max_evals - 2:
-        inside = [(x, v) for x, v in cache.items() if lo <= x <= hi]
-        feas = [x for x, v in inside if v <= target]
-        good = min(feas) if feas else None
-        infeas = [x for x, v in inside if v > target and (good is None or x < good)]
-        bad = max(infeas) if infeas else None
-        if good is not None and bad is not None and good - bad <= rtol * good:
-            break
-        a, b = (bad if bad is not None else lo), (good if good is not None else hi)
-        for x, v in inside:
-            if x not in ys:
-                ys[x] = model(v)
-        pts = sorted((abs(ys[x] - ty), x, ys[x]) for x, _ in inside if ys[x] is not None)[:2]
-        xs = None
-        if len(pts) == 2 and pts[0][2] != pts[1][2]:
-            (_, x1, y1), (_, x2, y2) = pts
-            lx = math.log(x1) + (ty - y1) * (math.log(x2) - math.log(x1)) / (y2 - y1)
-            if math.isfinite(lx) and lx < 709.0:
-                xs = math.exp(lx)
-                # aim past the root on the side whose end is farther from it (closing the bracket)
-                if good is None or (bad is not None and good - xs > xs - bad):
-                    xs *= 1.0 + rtol / 4.0
-                else:
-                    xs *= 1.0 - rtol / 4.0
-        if xs is None or not a < xs < b or xs in cache:
-            xs = math.sqrt(a * b)
-            if xs in cache or not a < xs < b:
-                break
-        F(xs)
-    from shufflesim.accounting.calibrate import Calibration
-
-    inside = [(x, v) for x, v in cache.items() if lo <= x <= hi]
-    feas = [x for x, v in inside if v <= target]
-    good = min(feas) if feas else hi
-    infeas = [x for x, v in inside if v > target and x < good]
-    bad = max(infeas) if infeas else lo
-    if bad >= good:  # good == lo: the whole interval certifies
-        return Calibration(good, F(good), None, None, len(cache) - start)
-    cal = calibrate(F, target, bad, good, increasing=False, xtol=0.0, rtol=rtol, log_scale=True,
-                    max_evals=max(2, max_evals - (len(cache) - start) + 2))
-    return Calibration(cal.x, cal.value, cal.x_unsafe, cal.value_unsafe, len(cache) - start)
 
 
 def _answer(result, method: str) -> float:

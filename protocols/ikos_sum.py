@@ -66,7 +66,7 @@ from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.accounting.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
-from shufflesim.mechanisms.ikos import _WIDEN as IKOS_WIDEN, IKOSSum
+from shufflesim.mechanisms.ikos import WIDEN as IKOS_WIDEN, IKOSSum
 from shufflesim.pipeline.options import Option
 from shufflesim.maths.polya import (
     MAX_Q,

@@ -26,7 +26,8 @@ from shufflesim.experiments.montecarlo import run_trials
 from shufflesim.mechanisms.krr import KRR
 from shufflesim.pipeline import registry
 from shufflesim.pipeline.fast import mse_expected_of
-from shufflesim.protocols._blanket import bennett_gamma_near, calibrate_near, level_delta, level_gamma
+from shufflesim.accounting.calibrate import calibrate_near
+from shufflesim.protocols._blanket import bennett_gamma_near, level_delta, level_gamma
 from shufflesim.protocols import recursive_sum as R
 
 Z = 3.29  # two-sided 1e-3 for the normal approximation of a trial mean

@@ -549,6 +549,7 @@ class TightAccountant:
         self.numerics = Numerics(**numerics)
         self.compositions = check_int("compositions", compositions, minimum=1)
         self._args = (pairs, self.compositions, dict(numerics))  # a fresh accountant's (_shortest_upper)
+        self._stop = None  # the eps_rtol search's early stop while it runs (_epsilon_rtol)
         if isinstance(pairs, PAIR_TYPES):
             plist = [pairs]
         else:
@@ -661,7 +662,7 @@ class TightAccountant:
         beyond = True
         for d in order:
             sol = self._dirs[d]
-            status = sol.ensure(e, ref, tau, getattr(self, "_stop", None))
+            status = sol.ensure(e, ref, tau, self._stop)
             lo, up = sol.interval(e_arr)
             if status == "fail":
                 failed.append(sol)
@@ -885,11 +886,6 @@ class TightAccountant:
         slopes = [v for v in slopes if math.isfinite(v) and v > 0]
         if slopes and e_guess > 0:
             tau_d = min(0.1, max(EPS_RTOL_TAU * rt * max(slopes) * e_guess, 1e-6))
-        e = e_guess
-        lo_e, up_e = 0.0, e_guess
-        width = math.inf
-        state = None
-
         last = [math.inf]
 
         def stop(step: int) -> bool:
@@ -906,13 +902,14 @@ class TightAccountant:
 
         self._stop = stop if EPS_RTOL_STOP else None
         try:
-            return self._epsilon_rtol_loop(d, e, lo_e, up_e, width, state, tau_d, eps_max)
+            return self._epsilon_rtol_loop(d, e_guess, tau_d, eps_max)
         finally:
             self._stop = None
 
-    def _epsilon_rtol_loop(self, d, e, lo_e, up_e, width, state, tau_d, eps_max) -> EpsBound:
+    def _epsilon_rtol_loop(self, d: float, e: float, tau_d: float, eps_max: float) -> EpsBound:
         num = self.numerics
         rt = float(num.eps_rtol)
+        lo_e, up_e, width, state = 0.0, e, math.inf, None
         for _ in range(num.max_refinements + 6):
             self.answers([e], tau_d)
             lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)

@@ -47,8 +47,9 @@ from shufflesim.core.checks import check_int, check_positive, check_real
 from .dlap import MAX_SENSITIVITY, dlap_delta
 
 LN2 = math.log(2.0)
-#: relative widening of a closed form evaluated in double precision (as :mod:`.central`)
-_WIDEN = 1e-12
+#: relative widening of a closed form evaluated in double precision (as :mod:`.central`); the ikos-sum protocol
+#: reports its delta widened by the same margin
+WIDEN = 1e-12
 #: largest modulus (shares are 64-bit words; as :data:`shufflesim.maths.polya.MAX_Q`)
 MAX_Q = 2**64 - 1
 
@@ -139,11 +140,11 @@ class IKOSSum(Mechanism):
             return None
         log_tail = math.log(2.0) - a * (self.eps0 / self.p) - math.log1p(self.alpha)
         wrap = math.exp(math.log1p(math.exp(-eps)) + eps + log_tail)
-        return max(0.0, dlap_delta(eps, self.eps0, self.p) * (1 - _WIDEN) - wrap)
+        return max(0.0, dlap_delta(eps, self.eps0, self.p) * (1 - WIDEN) - wrap)
 
     def delta(self, eps: float) -> DeltaBound:
         eps = check_real("eps", eps, low=0.0)
-        up = min(1.0, self._upper(eps) * (1 + _WIDEN))
+        up = min(1.0, self._upper(eps) * (1 + WIDEN))
         low = self._lower(eps)
         return DeltaBound(eps=eps, delta_upper=up, delta_lower=None if low is None else min(low, up),
                           method="closed-form", notes=(
