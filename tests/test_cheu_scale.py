@@ -22,8 +22,9 @@ from shufflesim.accounting.binomial import log_binom_pmf
 from shufflesim.cli.main import main
 from shufflesim.errors import ResourceError
 from shufflesim.mechanisms import cheu
-from shufflesim.mechanisms.cheu import CheuSum, cheu_delta, cheu_lower_delta
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum, cheu_delta, cheu_lower_delta
 from shufflesim.pipeline import registry
+from shufflesim.protocols._blanket import default_delta
 from shufflesim.protocols.sum_baselines import cheu_gamma
 
 Z = 3.29
@@ -132,23 +133,23 @@ def test_cheu_sum_at_1e9_fast_engine_from_counts_matches_the_exact_mse(capsys):
                  "--trials", "1000", "--seed", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == N9 and out["complete"] and out["engine"] == "fast"
-    assert out["params"]["messages"] == 2000 and out["params"]["messages_paper"] == math.ceil(math.sqrt(N9))
-    assert any("capped at 2000" in line for line in out["notes"])
+    assert out["params"]["messages"] == MAX_CHEU_MESSAGES and out["params"]["messages_paper"] == math.ceil(math.sqrt(N9))
+    assert any(f"capped at {MAX_CHEU_MESSAGES}" in line for line in out["notes"])
     assert out["privacy"]["eps"] == 1.0 and out["privacy"]["delta"] <= 1.0 / N9**2
     half = (out["mse_ci95"][1] - out["mse_ci95"][0]) / 2 / 1.96  # one standard error of the trial mean
     assert abs(out["mse"] - out["mse_expected"]) <= Z * half
     # the protocol's claim is what the accountant certifies for its mechanism (the same computation)
     proto = registry.create("cheu-sum", N9, eps=1.0)
-    assert proto.params["gamma"] == out["params"]["gamma"]  # exactness is the point: the same calibration
+    # exactness is the point: a fresh (uncached) calibration at the same (n, r, eps, delta) is the same computation
+    assert cheu_gamma.__wrapped__(N9, MAX_CHEU_MESSAGES, 1.0, default_delta(N9)) == out["params"]["gamma"]
     (res,) = account(proto.mechanism(), eps=[1.0]).results
     assert res.delta_upper == proto.privacy().delta  # the same computation
-    assert cheu_gamma.cache_info().currsize >= 1
 
 
 def test_cheu_sum_note_is_printed(capsys):
     assert main(["simulate", "cheu-sum", "--eps", "1", "--n", "1e9", "--engine", "fast", "--trials", "10"]) == 0
     err = capsys.readouterr().err
-    assert err.count("note: cheu-sum: r = 2000 messages per user") == 1
+    assert err.count(f"note: cheu-sum: r = {MAX_CHEU_MESSAGES} messages per user") == 1
 
 
 def test_faithful_engine_refuses_before_allocating(capsys, monkeypatch):
@@ -178,15 +179,17 @@ def test_n_times_r_beyond_the_checked_range_is_refused():
     from shufflesim.mechanisms.cheu import MAX_CHEU_NR
 
     CheuSum(MAX_CHEU_NR // 2000, 2000, 0.01)  # at the limit: accepted
-    with pytest.raises(ParameterError, match=r"n\*r must be <= 2e\+12.*--messages <= 1000"):
+    with pytest.raises(ParameterError, match=rf"n\*r must be <= 2e\+12.*--messages <= {MAX_CHEU_NR // (2 * 10**9)}"):
         CheuSum(2 * 10**9, 2000, 0.01)
 
 
 def test_default_messages_capped_by_n_times_r():
-    from shufflesim.pipeline import registry
+    from shufflesim.mechanisms.cheu import MAX_CHEU_NR
+    from shufflesim.protocols.sum_baselines import cheu_messages
 
     proto = registry.create("cheu-sum", 10**10, eps=1.0)
-    assert proto.params["messages"] == 200 and proto.params["messages_paper"] == 100_000
+    assert proto.params["messages"] == MAX_CHEU_NR // 10**10 < MAX_CHEU_MESSAGES
+    assert proto.params["messages_paper"] == cheu_messages(10**10, 1.0)
     assert "n*r <= 2e+12" in proto.notes[0]
 
 

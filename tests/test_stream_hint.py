@@ -40,3 +40,16 @@ def test_chunk_with_auto_on_a_protocol_without_a_fast_engine_is_accepted():
         pass
 
     assert not _fast_chosen(NoFast, "auto") and _fast_chosen(NoFast, "fast") and not _fast_chosen(NoFast, "faithful")
+
+
+def test_the_faithful_memory_check_does_not_refuse_the_fast_engine(capsys, monkeypatch):
+    # the faithful engine's n*r messages do not fit under the limit; the fast engine allocates none of them, so
+    # only the faithful run is refused (it used to refuse both, advising --engine fast to a fast run)
+    from shufflesim.cli.main import main
+
+    monkeypatch.setenv("SHUFFLESIM_MEMORY_LIMIT", "256M")
+    base = ["simulate", "cheu-sum", "--n", "100000", "--eps", "1", "--trials", "3", "--seed", "1"]
+    assert main(base + ["--engine", "faithful"]) == 2
+    assert "use --engine fast" in capsys.readouterr().err
+    assert main(base + ["--engine", "fast"]) == 0
+    assert "mse" in capsys.readouterr().out

@@ -189,8 +189,8 @@ def _run(args: argparse.Namespace, output) -> int:
                              "use a smaller n")
     if args.n is not None:
         probe = cls.create(args.n, **params)  # validate the parameters before generating any data
-        if not counts_path and not streamed:
-            probe.check_resources()
+        if not counts_path and not streamed and not _fast_chosen(cls, args.engine):
+            probe.check_resources()  # the faithful engine's messages; the fast engine allocates none of them
     if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts, real_counts)
         data = _summary_data(cls, spec, args, k, data_seed(root))
         protocol = probe if args.n == data.n else cls.create(data.n, **params)  # created once at n = 1e9
@@ -206,7 +206,8 @@ def _run(args: argparse.Namespace, output) -> int:
         data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=data_seed(root),
                          lower=args.lower, upper=args.upper)
         protocol = cls.create(len(data), **params)
-        protocol.check_resources()
+        if not _fast_chosen(cls, args.engine):
+            protocol.check_resources()
     notes = tuple(getattr(protocol, "notes", ()))  # a protocol's one-line notes (e.g. cheu-sum's capped default r)
     if notes and not args.json:
         for line in notes:

@@ -141,10 +141,11 @@ def run_trials(
         summary = _check_summary(protocol, data)
         truth = protocol.truth_from_summary(summary)
     else:
-        protocol.check_resources()
+        engine = resolve_engine(protocol, engine)
+        if engine == "faithful":  # the messages of one faithful trial; the fast engine allocates none of them
+            protocol.check_resources()
         data = protocol.check_data(data)
         truth = protocol.truth(data)
-        engine = resolve_engine(protocol, engine)
         summary = summarise_data(protocol, data) if engine == "fast" else None
     root = as_seed_sequence(rng)
     records: list[dict[str, Any]] = []

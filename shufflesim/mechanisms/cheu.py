@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from shufflesim.accounting.logspace import U  # unit round-off of float64
 from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_real
@@ -72,7 +73,6 @@ def _hockey(p: np.ndarray, q: np.ndarray, eps: float) -> float:
 # δ of T + N from tails (issue 21: the cost no longer grows with n)
 # ---------------------------------------------------------------------------------------------------
 
-_U = 2.0 ** -53  # unit round-off of float64
 #: log of the relative mass of Bin(m, p) left beyond a tail window, relative to the window's last needed atom
 #: (the remainder is bounded by the Chernoff bound and added in full to the upper end)
 _LOG_TAIL_REL = math.log(1e-18)
@@ -89,7 +89,7 @@ def _log_err(logv, k=None, m: int = 0, p: float = 0.5, pc: float = 0.5) -> float
     top = float(np.max(np.abs(np.where(np.isfinite(logv), logv, 0.0)), initial=0.0))
     err = 2.0 * BINOM_LOG_ERR * max(1.0, top / 100.0)
     if k is not None and not (p == 0.5 and pc == 0.5):
-        err += 2.0 * _U * float(np.max(np.abs(np.asarray(k, dtype=float) - float(m) * p), initial=0.0))
+        err += 2.0 * U * float(np.max(np.abs(np.asarray(k, dtype=float) - float(m) * p), initial=0.0))
     return err
 
 
@@ -133,11 +133,11 @@ def _log_pq(y, m, p, pc, r, dl, logd):
     lp, lq = _lse(lnp + logd[None, :]), _lse(lnq + logd[None, :])
     both = np.concatenate([lnp.ravel(), lnq.ravel(), logd, lp, lq])
     # log-PMF errors of N and D (each term), the sums' and logs' rounding (a few units of |log| each)
-    err = _log_err(both) + _log_err(logd) + 2.0 * _U * r  # D = Bin(r, q): its rounded complement, |k − rq| <= r
+    err = _log_err(both) + _log_err(logd) + 2.0 * U * r  # D = Bin(r, q): its rounded complement, |k − rq| <= r
     if not (p == 0.5 and pc == 0.5):  # the rounded complement (see _log_err), at each finite count of each row
         dev = np.where(np.isfinite(ln), np.abs(k - mm.astype(float) * p), 0.0)
-        err += 2.0 * _U * float(np.max(dev, initial=0.0))
-    err += 8.0 * _U * (float(np.max(np.abs(both[np.isfinite(both)]), initial=0.0)) + logd.size)
+        err += 2.0 * U * float(np.max(dev, initial=0.0))
+    err += 8.0 * U * (float(np.max(np.abs(both[np.isfinite(both)]), initial=0.0)) + logd.size)
     return lp, lq, err
 
 
@@ -235,7 +235,7 @@ def _window_sums(m: int, p: float, pc: float, k0: int, K: int, keep_logs: bool =
     W = vals.size
     big = abs(lmin) + 2.0 * abs(shift)  # bounds the running sums' magnitudes
     # recurrence (each step's quotient and log, the running sum), exp and the tail sums' rounding, doubled
-    eta = 2.0 * ((W + 2) * _U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * _U)
+    eta = 2.0 * ((W + 2) * U * (6.0 + big + abs(lpq)) + (W + 2) * 1.01 * U)
     ea = _log_err(np.array([anchor]), np.array([k0]), m, p, pc)
     if keep_logs:
         return anchor + shift, sf, eta, ea, logn
@@ -295,7 +295,7 @@ def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray,
     s, val, R, eta_t, ea = _tail_sums(m, p, pc, ks, cache)
     sp = val[: kp.size].reshape(kp.shape) @ dd
     sq = val[kp.size:].reshape(kq.shape) @ dd
-    eta = eta_t + _log_err(logd) + (logd.size + 2) * _U  # the D weights and the dot products
+    eta = eta_t + _log_err(logd) + (logd.size + 2) * U  # the D weights and the dot products
     cf = math.expm1(3.0 * ea)  # the anchor: every sum of the bin shares its factor e^{±ea}
     big = 1.0 + cf
 
@@ -311,11 +311,11 @@ def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray,
 
     up_hi = term(sp[1] * (1 + eta), sq[1] * (1 - eta))
     band = 2.0 * eta_l * sp[0] * (1 + eta) if y_lo < y_hi else 0.0
-    upper = scaled((up_hi + band) * big * (1 + 4 * _U)) + 2.0 * R
+    upper = scaled((up_hi + band) * big * (1 + 4 * U)) + 2.0 * R
     if upper == 0.0 and (up_hi + band) > 0.0:
         upper = 5e-324  # the scaled value underflows: the smallest positive double is still above it
     low_core = term(sp[1] * (1 - eta) / big, (sq[1] * (1 + eta) * big) + (R * math.exp(-s) if R else 0.0))
-    lower = scaled(low_core * (1 - 4 * _U))
+    lower = scaled(low_core * (1 - 4 * U))
     return upper, lower
 
 
@@ -398,8 +398,8 @@ def _indexed_evalf(fulls, r, dl, logd, m, p, pc):
         lnp, lnq = ln[:, : d.size], ln[:, d.size:]
         lp, lq = _lse(lnp + logd[None, :]), _lse(lnq + logd[None, :])
         both = np.concatenate([ln[np.isfinite(ln)], logd])
-        err = 2.0 * e_win + 2.0 * _log_err(logd) + 4.0 * _U * r
-        err += 8.0 * _U * (float(np.max(np.abs(both), initial=0.0)) + logd.size)
+        err = 2.0 * e_win + 2.0 * _log_err(logd) + 4.0 * U * r
+        err += 8.0 * U * (float(np.max(np.abs(both), initial=0.0)) + logd.size)
         return lp, lq, err
 
     return evalf
@@ -442,7 +442,7 @@ def cheu_delta_from(components, eps: float) -> float:
     # only upper bounds on G_b = P(M < m_{b+1}) (the CDF rounded up) and on the mass below (charged δ = 1)
     u = np.minimum.accumulate(np.minimum(1.0, _bin_deltas(c, eps) + c["tau_d"]))
     total = u[-1] + float(np.dot(c["cdf"], u[:-1] - u[1:])) + c["below"] * (1.0 - u[0])
-    return float(min(1.0, total * (1.0 + (u.size + 4) * _U)))
+    return float(min(1.0, total * (1.0 + (u.size + 4) * U)))
 
 
 def cheu_delta(n: int, r: int, gamma: float, eps: float, *, bins: int | None = None,
