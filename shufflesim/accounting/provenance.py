@@ -121,6 +121,9 @@ class Provenance:
     local: LocalGuarantee | None = None
     #: evaluations of the engine's search (an exact bracket's; 0: not recorded)
     evaluations: int = 0
+    #: the worst data set an exact engine found — the one its lower end is the value of — as that engine names
+    #: it (exact_rr2: m, the number of ones among the other users); None: not an exact search
+    worst_data_set: int | str | None = None
 
     @classmethod
     def of(cls, notes) -> "Provenance":

@@ -18,8 +18,8 @@ mechanism is.  The mechanism-level lower end then comes from a genuine construct
 explicit neighbouring pair of data sets, recorded as a :class:`~.provenance.LowerEnd`) or is ``None``.
 
 An exact bracket of the mechanism's own value (``exact_rr2.Bracket``: lower, upper, the worst data set,
-evaluations) is an answer whose provenance has ``engine="exact-rr2"``, the search's ``evaluations`` and a
-:class:`~.provenance.LowerEnd` naming the worst data set: :meth:`Answer.exact_bracket`.
+evaluations) is an answer whose provenance records ``engine="exact-rr2"``, the search's ``evaluations`` and
+the ``worst_data_set``: :meth:`Answer.exact_bracket`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.accounting.provenance import LowerEnd, Provenance
+from shufflesim.accounting.provenance import LowerEnd, Provenance, render
 from shufflesim.core.checks import check_real
 from shufflesim.errors import ParameterError
 
@@ -48,11 +48,7 @@ class Answer:
         q, lo, up = self._ENDS
         prov = provenance if provenance is not None else Provenance()
         if notes:
-            # free text given by the caller (a published bound's reference, dataclasses.replace(notes=...)): the
-            # notes already rendered from the provenance's records stay records, the rest is kept as text
-            prov = replace(prov, items=tuple(i for i in prov.items if not isinstance(i, str)))
-            known = set(prov.notes())
-            prov = prov.add(*(nt for nt in notes if nt not in known))
+            prov = _with_notes(prov, notes)
         for name, value in ((q, at), (up, upper), (lo, lower), ("method", method), ("provenance", prov),
                             ("applicable", applicable), ("accuracy_met", accuracy_met), ("bound_pair", bound_pair),
                             ("bound_lower", bound_lower), ("bound_upper", bound_upper)):
@@ -88,13 +84,13 @@ class Answer:
         return replace(self, provenance=provenance)
 
     @classmethod
-    def exact_bracket(cls, at: float, lower: float, upper: float, method: str, *, worst: str | None,
+    def exact_bracket(cls, at: float, lower: float, upper: float, method: str = "exact", *, worst=None,
                       evaluations: int = 0, notes=(), engine: str = "exact-rr2"):
-        """An exact bracket of the mechanism's own value (``exact_rr2.Bracket``): ``worst`` describes the worst
-        data set found (the lower end's), ``evaluations`` the search's cost, ``notes`` the free text."""
-        prov = Provenance(items=tuple(notes), engine=engine, evaluations=evaluations)
-        if worst is not None:
-            prov = prov.add(LowerEnd(worst))
+        """An exact engine's bracket of the mechanism's own value as an answer (``exact_rr2.Bracket``'s fields:
+        ``worst`` is its ``m``, the worst data set found, whose value the lower end is; ``evaluations`` the
+        search's cost; ``notes`` its free text), e.g. ``DeltaBound.exact_bracket(eps, b.lower, b.upper,
+        worst=b.m, evaluations=b.evaluations, notes=b.notes)``."""
+        prov = Provenance(items=tuple(notes), engine=engine, evaluations=evaluations, worst_data_set=worst)
         return cls(at, upper, lower, method, provenance=prov)
 
     @property
@@ -103,6 +99,23 @@ class Answer:
         mechanism's view itself."""
         b = self.bound_pair  # type: ignore[attr-defined]
         return None if b is None else (b, self.bound_lower, self.bound_upper)  # type: ignore[attr-defined]
+
+
+def _with_notes(prov: Provenance, notes) -> Provenance:
+    """``prov`` whose items read ``notes`` (free text given by a caller: a published bound's reference,
+    ``dataclasses.replace(answer, notes=...)``): a note that is a record's rendering stays that record, in the
+    order given; other notes are kept as text; records not among ``notes`` keep their place at the end."""
+    records = [i for i in prov.items if not isinstance(i, str)]
+    items, placed = [], set()
+    for nt in notes:
+        rec = next((k for k, i in enumerate(records) if k not in placed and render(i)[:1] == (nt,)), None)
+        if rec is not None:
+            placed.add(rec)
+            items.append(records[rec])
+        elif not any(nt in render(records[k]) for k in placed):
+            items.append(nt)
+    items += [i for k, i in enumerate(records) if k not in placed]
+    return replace(prov, items=tuple(items))
 
 
 _FACE_DOC = """
