@@ -9,15 +9,17 @@ rendered from those fields by :func:`render`, through the :data:`RENDERERS` tabl
 so a test can reword a note and check that nothing else moves).
 
 ``Provenance.items`` is the ordered sequence the answer's ``notes`` are rendered from: records of the types
-below and free text (a published bound's reference, a grid's description) that no code inspects.  The other
-fields (``engine``, ``pairs``, ``truncation``, ``local``) are reported once per question by the accountant
-(:mod:`.account`), so they render into the report's notes, not into each answer's.
+below (the lower end's data sets, ``best``'s borrowed lower end, the accuracy verdict, the fallbacks) and free
+text (a published bound's reference, a grid's description) that no code inspects.  The other fields are not
+part of the answer's notes: ``pairs``, ``truncation`` and ``local`` are reported once per question by the
+accountant (:mod:`.account`, rendered by the same table into the report's notes); ``engine``, ``evaluations``
+and ``worst_data_set`` are for code only (rendered nowhere, not in ``to_dict``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Union
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,10 @@ class Fallback:
     atoms: tuple[int, int] | None = None
 
 
-#: the fallbacks an engine reports (:class:`Fallback`)
+#: the fallbacks an engine reports (:class:`Fallback`): the Chernoff / product-event bounds below the plain FFT's
+#: round-off floor with tilting disabled (docs/theory.md 5.9), the same bounds where the grid could not certify
+#: the target, a direction whose grid missed the target, exact pairwise composition of a 2-fold composition
 FALLBACKS = ("chernoff-floor", "tail-bounds", "grid-short", "exact-pairwise")
-
-Record = Union[LocalGuarantee, LowerEnd, BorrowedLower, Accuracy, Fallback, PairRef]
-Item = Union[str, LowerEnd, BorrowedLower, Accuracy, Fallback]
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,6 @@ class Provenance:
     #: the worst data set an exact engine found — the one its lower end is the value of — as that engine names
     #: it (exact_rr2: m, the number of ones among the other users); None: not an exact search
     worst_data_set: int | str | None = None
-
-    @classmethod
-    def of(cls, notes) -> "Provenance":
-        """Free-text notes (no structured record) as a provenance."""
-        return cls(items=tuple(notes))
 
     def add(self, *items) -> "Provenance":
         return replace(self, items=self.items + tuple(items))
