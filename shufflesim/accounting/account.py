@@ -4,7 +4,9 @@
 :mod:`shufflesim.mechanisms`, and a protocol gives its own by ``protocol.mechanism()``).  The description
 says which methods apply; :func:`account` dispatches on that and returns an :class:`AccountReport` with one
 certified result per value (:class:`~.results.DeltaBound` / :class:`~.results.EpsBound`) or a
-:class:`~.results.NotApplicable` with the reason.  Methods:
+:class:`~.results.NotApplicable` with the reason.  Each answer records how it was obtained in its provenance
+(the pairs, their truncated mass, the local guarantee, the lower end's data sets: :mod:`.provenance`); the
+report's notes are rendered from those records, and every decision below reads the records.  Methods:
 
 * pair-based — ``tight`` (the PLD accountant of :mod:`.tight` on the description's neighbouring pair:
   exact single use, certified FFT composition, heterogeneous for a :class:`~.mechanism.Composition`),
@@ -372,7 +374,11 @@ def _needed_tail(results, delta_l, tail: float) -> float:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """A calibrated parameter, the certified δ it achieves (≤ the target) and how it was found."""
+    """A calibrated parameter, the certified δ it achieves (≤ the target) and how it was found.
+
+    Not an answer (:class:`~.results.Answer`): ``value`` is a parameter of the mechanism, found by the generic
+    safe-side search (:class:`~.calibrate.Calibration` is that search's own result: the evaluated feasible and
+    infeasible ends); ``delta_upper`` is the upper end of the answer at ``value``."""
 
     name: str
     value: float

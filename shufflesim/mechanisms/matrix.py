@@ -143,8 +143,9 @@ class ShuffledMatrix(Mechanism):
 
     def lower_ends(self, results: list, compositions: int, numerics: dict) -> tuple[list, list[str]]:
         """``results`` (the dominating pair's answers) with their lower ends replaced by lower ends on this
-        mechanism's δ (or ε) — the exact worst explicit neighbouring data sets where enumerable, else None — and one
-        description per explicit data set used (or, alone, why there is none), for :meth:`genuine_lower`."""
+        mechanism's δ (or ε) — the exact worst explicit neighbouring data sets where enumerable, else None —
+        and one description per explicit data set used (or, alone, why there is none), for
+        :meth:`genuine_lower`."""
         if self.matrix is None:
             return _strip(results), ["no lower end: the randomiser is a sampler with a declared eps0; a lower "
                                      "end needs its matrix"]
