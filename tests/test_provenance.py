@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from shufflesim.accounting import provenance as P
+from shufflesim.accounting.model import provenance as P
 from shufflesim.accounting.account import account
 from shufflesim.accounting.compare import compare
-from shufflesim.accounting.provenance import Accuracy, BorrowedLower, LocalGuarantee, LowerEnd, Provenance
-from shufflesim.accounting.results import AccountReport, Answer, DeltaBound, EpsBound, as_dominating
+from shufflesim.accounting.model.provenance import Accuracy, BorrowedLower, LocalGuarantee, LowerEnd, Provenance
+from shufflesim.accounting.model.results import AccountReport, Answer, DeltaBound, EpsBound, as_dominating
 from shufflesim.cli.main import main
 from shufflesim.mechanisms import RR2
 from shufflesim.mechanisms.matrix import ShuffledMatrix
@@ -56,7 +56,7 @@ def test_delta_and_eps_bounds_are_the_two_faces_of_one_answer():
 
 
 def test_an_exact_bracket_is_an_answer():
-    from shufflesim.accounting import exact_rr2 as X
+    from shufflesim.accounting.exact import exact_rr2 as X
 
     b = X.delta_bracket(50, 1.0, 0.3)
     a = DeltaBound.exact_bracket(0.3, b.lower, b.upper, worst=b.m, evaluations=b.evaluations, notes=b.notes)
@@ -143,7 +143,7 @@ def test_dominating_pair_records_its_lower_end_data_sets_and_truncation(monkeypa
 
 def test_a_method_without_data_sets_records_none():
     from shufflesim.mechanisms import KRR
-    from shufflesim.accounting.mechanism import Relation
+    from shufflesim.accounting.model.mechanism import Relation
 
     (r,) = account(KRR(1000, 4, 0.25, Relation.STRONG_1D), eps=[0.5]).results
     assert r.provenance.lower_end == LowerEnd(None) and r.provenance.lower_end.none and r.delta_lower is None
@@ -169,7 +169,7 @@ def test_matrix_lower_end_is_structured(monkeypatch):
 def test_eps_rtol_search_reports_one_accuracy_verdict(monkeypatch):
     """tight's eps_rtol search used to drop the delta verdict by its note's prefix 'accuracy_met=false'."""
     from shufflesim.accounting.pairs import rr2_pair
-    from shufflesim.accounting.tight import TightAccountant
+    from shufflesim.accounting.engines.tight import TightAccountant
 
     def run():
         acc = TightAccountant(rr2_pair(60, 1.0), compositions=3, exact_max_atoms=1, max_grid_size=64, eps_rtol=1e-3)
@@ -189,7 +189,7 @@ def test_eps_rtol_search_reports_one_accuracy_verdict(monkeypatch):
 
 def test_delta_accuracy_records_its_cause():
     from shufflesim.accounting.pairs import krr_pair
-    from shufflesim.accounting.tight import TightAccountant
+    from shufflesim.accounting.engines.tight import TightAccountant
 
     acc = TightAccountant(krr_pair(300, k=4, gamma=0.44, adversary="strong-1d"), compositions=3, exact_max_atoms=1,
                           max_grid_size=256)

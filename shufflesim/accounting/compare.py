@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shufflesim.accounting.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
-from shufflesim.accounting.provenance import BorrowedLower
-from shufflesim.accounting.results import (AccountReport, NotApplicable, as_dominating, lower_of,
+from shufflesim.accounting.model.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
+from shufflesim.accounting.model.provenance import BorrowedLower
+from shufflesim.accounting.model.results import (AccountReport, NotApplicable, as_dominating, lower_of,
                                            question_values, upper_of)
 from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 

@@ -9,7 +9,7 @@ fallbacks), from which its ``notes`` are rendered for people (no code reads a no
 :class:`NotApplicable` with the reason instead of a number.
 
 Both ends bound the privacy curve of the *mechanism's view* (what its
-:class:`~shufflesim.accounting.mechanism.Relation` says the adversary sees), never an intermediate bound
+:class:`~shufflesim.accounting.model.mechanism.Relation` says the adversary sees), never an intermediate bound
 (issue 17).  A method that evaluates a *dominating* pair (the stronger clone pair, seed 001's eq 6.1 pair,
 Feldman et al.'s pair, a stronger adversary's pair) certifies the upper end through it, and reports the
 pair's own numerical bracket separately, as ``bound_pair`` (its name), ``bound_lower`` and ``bound_upper``
@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from shufflesim.accounting.provenance import LowerEnd, Provenance, render
+from shufflesim.accounting.model.provenance import LowerEnd, Provenance, render
 from shufflesim.core.checks import check_real
 from shufflesim.errors import ParameterError
 
