@@ -213,6 +213,7 @@ class KRRProtocol(HistogramProtocol):
         """
         if getattr(self, "_privacy", None) is None:
             from shufflesim.accounting.account import account
+            from shufflesim.accounting.model.provenance import render
             from shufflesim.accounting.model.results import PrivacyGuarantee
 
             adv, delta, eps0 = self.params["adversary"], self.params["delta"], self.params["eps0"]
@@ -225,6 +226,7 @@ class KRRProtocol(HistogramProtocol):
                 self._privacy = PrivacyGuarantee(eps0, delta, "local", (f"{what}: {exc}", post))
                 return self._privacy
             (r,) = rep.results
+            local = getattr(getattr(r, "provenance", None), "local", None)  # the accountant's answer, before the search
             if adv == "shuffled" and getattr(r, "applicable", True):
                 r, what = self._smallest_shuffled(r, delta)
             eps = min(r.eps_upper, eps0)
@@ -234,6 +236,7 @@ class KRRProtocol(HistogramProtocol):
                      f"the {adv} adversary's view certifies no finite eps at this delta")
             if not r.eps_upper <= eps0:
                 notes += (post,)
-            notes += tuple(nt for nt in rep.notes if nt.startswith(("capped", "eps0 >")))
-            self._privacy = PrivacyGuarantee(eps, delta, "tight", notes)
+            if local is not None and local.why in ("capped", "overflow"):
+                notes += render(local)
+            self._privacy = PrivacyGuarantee(eps, delta, "tight", notes, source=r)
         return self._privacy

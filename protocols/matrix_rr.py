@@ -84,7 +84,7 @@ class _WithDelta(HistogramProtocol):
             lower = "n/a" if r.eps_lower is None else f"{r.eps_lower:.6g}"
             # account() caps eps_upper at the certified local guarantee (eps0 raised by maths.rr.eps0_upper)
             self._privacy = PrivacyGuarantee(r.eps_upper, delta, "tight",
-                                             (f"eps in [{lower}, {r.eps_upper:.6g}]", *rep.notes))
+                                             (f"eps in [{lower}, {r.eps_upper:.6g}]", *rep.notes), source=r)
         return self._privacy
 
 

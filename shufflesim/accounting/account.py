@@ -4,7 +4,9 @@
 :mod:`shufflesim.mechanisms`, and a protocol gives its own by ``protocol.mechanism()``).  The description
 says which methods apply; :func:`account` dispatches on that and returns an :class:`AccountReport` with one
 certified result per value (:class:`~.results.DeltaBound` / :class:`~.results.EpsBound`) or a
-:class:`~.results.NotApplicable` with the reason.  Methods:
+:class:`~.results.NotApplicable` with the reason.  Each answer records how it was obtained in its provenance
+(the pairs, their truncated mass, the local guarantee, the lower end's data sets: :mod:`.provenance`); the
+report's notes are rendered from those records, and every decision below reads the records.  Methods:
 
 * pair-based — ``tight`` (the PLD accountant of :mod:`.tight` on the description's neighbouring pair:
   exact single use, certified FFT composition, heterogeneous for a :class:`~.mechanism.Composition`),
@@ -24,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from shufflesim.accounting.model.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
+from shufflesim.accounting.model.provenance import LocalGuarantee, LowerEnd, PairRef, Provenance, render, truncation_note
 from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound, question_values as _values
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError
@@ -96,16 +99,10 @@ def account(
     comp_used = None
     ldp_cap = _ldp_cap(mechanism, compositions)
     lower = None  # a composed question's genuine lower end, when it runs beside the upper end
-    if ldp_cap is not None and any(getattr(m, "eps0", 1.0) < TINY_EPS0 for m, _ in mechanism.uses()):
-        results = _ldp_only(method, ldp_cap, eps_l, delta_l)
-        notes.append(f"eps0 < {TINY_EPS0:g}: the methods' terms underflow double precision, so the answer is the "
-                     f"local guarantee eps <= {ldp_cap:.6g} (sound, without amplification; delta(eps) <= 1 below "
-                     "it, 0 above; no lower bound)")
-    elif ldp_cap is not None and any(getattr(m, "eps0", 0.0) > LDP_ONLY_EPS0 for m, _ in mechanism.uses()):
-        results = _ldp_only(method, ldp_cap, eps_l, delta_l)
-        notes.append(f"eps0 > {LDP_ONLY_EPS0:g}: e^eps0 overflows double precision and the shuffle's amplification "
-                     f"is below 1e-300 relative, so the answer is the local guarantee eps <= {ldp_cap:.6g} "
-                     "(delta(eps) <= 1 below it, 0 above; no lower bound)")
+    local = _local_only(mechanism, ldp_cap)
+    if local is not None:
+        results = _ldp_only(method, local, eps_l, delta_l)
+        notes += render(local)
     elif not pair_based:
         results, comp_used, compositions = _published(mechanism, method, options, eps_l, delta_l, compositions,
                                                       composition)
@@ -118,7 +115,7 @@ def account(
                                     lambda m: _pair_based(mechanism, m, eps_l, delta_l, compositions, kw))
         results, pair_notes = answered or _pair_based(mechanism, method, eps_l, delta_l, compositions, kw)
         notes += pair_notes
-    if ldp_cap is None or not notes or not notes[0].startswith(("eps0 < ", "eps0 > ")):  # not a local-guarantee answer
+    if local is None:  # not the local guarantee itself (whose answers record it): the lower ends apply
         results, honest_notes = _honest(mechanism, method, results, eps_l, delta_l, compositions,
                                         lower=lower)
         notes += [nt for nt in honest_notes if nt not in notes]
@@ -190,11 +187,9 @@ def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, composit
     got = lower.result() if lower is not None else \
         mechanism.genuine_lower(method, eps=eps_l, delta=delta_l, compositions=compositions)
     if got is None:
-        lowers = [None] * len(results)
-        what = "lower end: none (no explicit data sets are evaluated for this method)"
+        lowers, what = [None] * len(results), LowerEnd(None)
     else:
-        lowers, what = got
-        what = f"lower end: {what}"
+        lowers, what = got[0], LowerEnd(got[1])
     note = (f"the evaluated pair ({pair}) is not the law of the mechanism's view on any data set: its own "
             "bracket is bound_lower/bound_upper, and the upper end is that pair's (an upper bound where the pair "
             "dominates the view; docs/theory.md#lower-ends)")
@@ -229,30 +224,44 @@ def _ldp_cap(mechanism: Mechanism, compositions: int) -> float | None:
 
 
 def _cap_at_ldp(cap: float | None, results):
-    """Cap every answer at the local guarantee ``cap`` (:func:`_ldp_cap`): ε(δ) ≤ cap, δ(ε) = 0 for ε ≥ cap."""
+    """Cap every answer at the local guarantee ``cap`` (:func:`_ldp_cap`): ε(δ) ≤ cap, δ(ε) = 0 for ε ≥ cap; a
+    capped answer records it (:class:`~.provenance.LocalGuarantee` ``"capped"``)."""
     if cap is None:
         return list(results), []
-    out, capped = [], False
+    out, capped = [], LocalGuarantee(cap, "capped")
     for r in results:
         if isinstance(r, EpsBound) and not (r.eps_upper <= cap):
             lower = r.eps_lower if r.eps_lower is None or r.eps_lower <= cap else cap
-            r = replace(r, eps_upper=cap, eps_lower=lower)
-            capped = True
+            r = replace(r, eps_upper=cap, eps_lower=lower, provenance=replace(r.provenance, local=capped))
         elif isinstance(r, DeltaBound) and r.eps >= cap and not (r.delta_upper <= 0.0):
-            r = replace(r, delta_upper=0.0, delta_lower=0.0 if r.delta_lower is not None else None)
-            capped = True
+            r = replace(r, delta_upper=0.0, delta_lower=0.0 if r.delta_lower is not None else None,
+                        provenance=replace(r.provenance, local=capped))
         out.append(r)
-    if not capped:
+    if not any(isinstance(r, (DeltaBound, EpsBound)) and r.provenance.local == capped for r in out):
         return out, []
-    return out, [f"capped at the local guarantee: a shuffled eps0-LDP randomiser is eps0-DP (eps0 times the "
-                 f"number of uses when composed), so eps <= {cap:.6g} and delta(eps) = 0 for eps >= {cap:.6g}; the method's own value was larger"]
+    return out, list(render(capped))
 
 
-def _ldp_only(method: str, cap: float, eps_l, delta_l) -> list:
-    """Answers from the pure-DP level ``cap`` alone (certified, not tight below ``cap``)."""
+def _local_only(mechanism: Mechanism, cap: float | None) -> LocalGuarantee | None:
+    """The local guarantee as the whole answer, where ε0 is so small (:data:`TINY_EPS0`) or so large
+    (:data:`LDP_ONLY_EPS0`) that every method's terms leave double precision; None otherwise."""
+    if cap is None:
+        return None
+    if any(getattr(m, "eps0", 1.0) < TINY_EPS0 for m, _ in mechanism.uses()):
+        return LocalGuarantee(cap, "underflow", TINY_EPS0)
+    if any(getattr(m, "eps0", 0.0) > LDP_ONLY_EPS0 for m, _ in mechanism.uses()):
+        return LocalGuarantee(cap, "overflow", LDP_ONLY_EPS0)
+    return None
+
+
+def _ldp_only(method: str, local: LocalGuarantee, eps_l, delta_l) -> list:
+    """Answers from the pure-DP level ``local.cap`` alone (certified, not tight below it)."""
+    cap = local.cap
+    prov = Provenance(engine="local guarantee", local=local)
     if eps_l is not None:
-        return [DeltaBound(e, 0.0 if e >= cap else 1.0, 0.0 if e >= cap else None, method) for e in eps_l]
-    return [EpsBound(d, cap, None, method) for d in delta_l]
+        return [DeltaBound(e, 0.0 if e >= cap else 1.0, 0.0 if e >= cap else None, method, provenance=prov)
+                for e in eps_l]
+    return [EpsBound(d, cap, None, method, provenance=prov) for d in delta_l]
 
 
 def _infinite_notes(results) -> list[str]:
@@ -320,16 +329,14 @@ def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions:
             break
         pairs = _pairs(mechanism, method, max(1e-300, _needed_tail(results, delta_l, tail)))
         results = _tight(pairs, eps_l, delta_l, compositions, kw)
-    if method != "tight":
-        results = [replace(r, method=method) for r in results]
-    notes = []
-    for p in (pairs if isinstance(pairs, list) else [pairs]):
-        nt = f"pair: {p.name} ({p.reference})" if p.reference else f"pair: {p.name}"
-        if nt not in notes:
-            notes.append(nt)
+    refs = tuple(dict.fromkeys(PairRef(p.name, p.reference or "") for p in
+                               (pairs if isinstance(pairs, list) else [pairs])))
     tail = _tails(pairs)
+    results = [replace(r, method=method, provenance=replace(r.provenance, pairs=refs, truncation=tail))
+               if isinstance(r, (DeltaBound, EpsBound)) else r for r in results]
+    notes = list(dict.fromkeys(nt for ref in refs for nt in render(ref)))
     if tail:
-        notes.append(f"truncated tails (mass <= {tail:.3g}) added to the upper bounds")
+        notes.append(truncation_note(tail))
     return results, notes
 
 
@@ -367,7 +374,11 @@ def _needed_tail(results, delta_l, tail: float) -> float:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """A calibrated parameter, the certified δ it achieves (≤ the target) and how it was found."""
+    """A calibrated parameter, the certified δ it achieves (≤ the target) and how it was found.
+
+    Not an answer (:class:`~.results.Answer`): ``value`` is a parameter of the mechanism, found by the generic
+    safe-side search (:class:`~.calibrate.Calibration` is that search's own result: the evaluated feasible and
+    infeasible ends); ``delta_upper`` is the upper end of the answer at ``value``."""
 
     name: str
     value: float

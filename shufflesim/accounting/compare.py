@@ -32,8 +32,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shufflesim.accounting.model.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
-from shufflesim.accounting.model.results import (AccountReport, DeltaBound, EpsBound, NotApplicable, as_dominating,
-                                           lower_of, question_values)
+from shufflesim.accounting.model.provenance import BorrowedLower
+from shufflesim.accounting.model.results import (AccountReport, NotApplicable, as_dominating, lower_of,
+                                           question_values, upper_of)
 from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 
 #: published methods that are not certified upper bounds (listed, never the best)
@@ -77,6 +78,8 @@ class Row:
     seconds: float = 0.0
     reason: str = ""
     ratios: list = field(default_factory=list)
+    #: the accountant method the row ran (``method`` is its label: ``tight[weak]`` runs ``tight``)
+    runs: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"method": self.method, "applicable": self.applicable, "valid": self.valid,
@@ -103,12 +106,10 @@ class Comparison:
                 "best": [None if b is None else {"method": b[0], **b[1].to_dict()} for b in self.best]}
 
 
-def _upper(r) -> float:
-    if isinstance(r, EpsBound):
-        return r.eps_upper
-    if isinstance(r, DeltaBound):
-        return r.delta_upper
-    return math.inf
+_upper = upper_of
+
+#: the PLD accountant's methods: between equal lower ends, one of theirs is preferred (:func:`compare`)
+PLD_METHODS = frozenset({"tight", "tight-koskela"})
 
 
 def _candidates(mech: Mechanism):
@@ -200,7 +201,7 @@ def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: in
             rows.append(Row(label, False, False, validity, seconds=time.perf_counter() - t0,
                             reason="; ".join(dict.fromkeys(getattr(r, "reason", "") for r in res))))
             continue
-        rows.append(Row(label, True, valid, validity, res, time.perf_counter() - t0))
+        rows.append(Row(label, True, valid, validity, res, time.perf_counter() - t0, runs=method))
     n_values = len(eps if isinstance(eps, (list, tuple)) else [eps]) if eps is not None else \
         len(delta if isinstance(delta, (list, tuple)) else [delta])
     best: list = []
@@ -212,16 +213,13 @@ def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: in
             best.append(None)
             continue
         u, m, res = min(cands, key=lambda c: c[0])
-        lows = [(lower_of(r.results[i]), r.method) for r in rows if r.applicable and r.method not in NOT_CERTIFIED
+        lows = [(lower_of(r.results[i]), r) for r in rows if r.applicable and r.method not in NOT_CERTIFIED
                 and getattr(r.results[i], "applicable", True) and lower_of(r.results[i]) is not None]
-        low, low_m = max(lows, key=lambda c: (c[0], c[1].startswith("tight"))) if lows else (None, None)
-        if low_m != m:  # the winner's own lower end is not the largest genuine one (or it has none)
-            if low is not None:
-                lo = min(low, _upper(res))
-                how = [nt for nt in next(r for r in rows if r.method == low_m).results[i].notes
-                       if nt.startswith("lower end")]
-                res = replace(res, notes=res.notes + tuple(how or [f"lower end from {low_m}"]),
-                              **({"eps_lower": lo} if isinstance(res, EpsBound) else {"delta_lower": lo}))
+        low, low_row = max(lows, key=lambda c: (c[0], c[1].runs in PLD_METHODS)) if lows else (None, None)
+        if low_row is not None and low_row.method != m:  # the winner's own lower end is not the largest genuine one
+            other = low_row.results[i]
+            borrowed = BorrowedLower(low_row.method, other.provenance.lower_ends)
+            res = res.with_ends(lower=min(low, _upper(res))).with_provenance(res.provenance.add(borrowed))
         best.append((m, res))
     for r in rows:
         if r.applicable:

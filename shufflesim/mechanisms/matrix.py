@@ -137,28 +137,26 @@ class ShuffledMatrix(Mechanism):
             return None
         stubs = ([DeltaBound(float(e), 1.0, None, method) for e in eps] if eps is not None
                  else [EpsBound(float(d), math.inf, None, method) for d in delta])
-        out, notes = self.genuine_lower_ends(method, stubs, eps, delta, compositions, {})
-        lows = [getattr(r, "delta_lower" if eps is not None else "eps_lower") for r in out]
-        what = [nt.removeprefix("lower end: ") for nt in notes if not nt.startswith("upper end")]
-        return lows, "; ".join(what)
+        out, lower_ends = self.lower_ends(stubs, compositions, {})
+        lows = [r.lower for r in out]
+        return lows, "; ".join(lower_ends)
 
-    def genuine_lower_ends(self, method: str, results: list, eps_l, delta_l, compositions: int,
-                           numerics: dict) -> tuple[list, list[str]]:
-        """Replace the dominating pair's own lower ends in ``results`` by lower ends on this mechanism's δ
-        (or ε): the exact worst explicit neighbouring data sets where enumerable, else None."""
-        notes = [f"upper end: the stronger clone pair at eps0 = {self.eps0:.6g} ({self.eps0_source}), a dominating "
-                 "pair for every shuffled eps0-LDP randomiser (not attained in general)"]
+    def lower_ends(self, results: list, compositions: int, numerics: dict) -> tuple[list, list[str]]:
+        """``results`` (the dominating pair's answers) with their lower ends replaced by lower ends on this
+        mechanism's δ (or ε) — the exact worst explicit neighbouring data sets where enumerable, else None —
+        and one description per explicit data set used (or, alone, why there is none), for
+        :meth:`genuine_lower`."""
         if self.matrix is None:
-            return _strip(results), notes + ["no lower end: the randomiser is a sampler with a declared eps0; a lower "
-                                             "end needs its matrix"]
+            return _strip(results), ["no lower end: the randomiser is a sampler with a declared eps0; a lower "
+                                     "end needs its matrix"]
         R = self.array
         cost = enumeration_cost(self.n, R.shape[0], R.shape[1])
         if cost > ENUMERATION_BUDGET:
             if self.n > MAX_N_PROJECTED:
-                return _strip(results), notes + [
+                return _strip(results), [
                     f"no lower end: n={self.n} exceeds both the enumeration (budget {ENUMERATION_BUDGET:.3g} steps) and "
                     f"the projected count's range (n <= {MAX_N_PROJECTED:.0e})"]
-            return self._projected_lower_ends(R, results, compositions, numerics, notes)
+            return self._projected_lower_ends(R, results, compositions, numerics)
         table = neighbouring_table(R, self.n)
         out, used = [], []
         from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
@@ -177,14 +175,12 @@ class ShuffledMatrix(Mechanism):
                 continue
             used.append(table.describe(i))
         how = "composed, a lower bound on the composition" if compositions > 1 else "its exact delta"
-        for d in dict.fromkeys(used):
-            notes.append(f"lower end: explicit neighbouring data sets {d} ({how}; the worst of "
-                         f"{table.pairs.shape[0]} enumerated pairs at the question, shuffle_oracle.histogram_law)")
-        return out, notes
+        return out, [f"explicit neighbouring data sets {d} ({how}; the worst of {table.pairs.shape[0]} enumerated "
+                     "pairs at the question, shuffle_oracle.histogram_law)" for d in dict.fromkeys(used)]
 
 
-    def _projected_lower_ends(self, R: np.ndarray, results: list, compositions: int, numerics: dict,
-                              notes: list[str]) -> tuple[list, list[str]]:
+    def _projected_lower_ends(self, R: np.ndarray, results: list, compositions: int,
+                              numerics: dict) -> tuple[list, list[str]]:
         """Lower ends at any n from a post-processing of explicit data sets' view: the count N_y of one report y
         (y, x, x′ attaining ε0) when the other n − 1 users all hold c and the target holds x or x′ — N_y is
         Bin(n − 1, R[c, y]) plus the target's Bernoulli(R[x, y]) or Bernoulli(R[x′, y]).  By post-processing
@@ -219,11 +215,10 @@ class ShuffledMatrix(Mechanism):
                 out.append(r)
                 continue
             used.add(best[1])
-        for c in sorted(used):
-            notes.append(f"lower end: explicit data sets (the other {self.n - 1} users hold {c}; the target holds {x} or "
-                         f"{x2}), through the count of report {y} (a post-processing of their view, so a valid lower end"
-                         + (", composed" if compositions > 1 else "") + f"; every data set is enumerated for small n only)")
-        return out, notes
+        return out, [f"explicit data sets (the other {self.n - 1} users hold {c}; the target holds {x} or {x2}), "
+                     f"through the count of report {y} (a post-processing of their view, so a valid lower end"
+                     + (", composed" if compositions > 1 else "") + "; every data set is enumerated for small n only)"
+                     for c in sorted(used)]
 
 
 #: relative error allowance of the projected count's PMFs (Loader's binomial is ~1e-13 in the log)

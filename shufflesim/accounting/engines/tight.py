@@ -63,6 +63,7 @@ from shufflesim.accounting.pld.pmf_pair import PMFPair
 from shufflesim.accounting.model.queries import check_delta, check_eps
 from shufflesim.accounting.rows.rows_pld import RowsPLD
 from shufflesim.accounting.rows.rows_stream import RowsComponent, rows_spread
+from shufflesim.accounting.model.provenance import Accuracy, Fallback, Provenance
 from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.accounting.pld.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
 
@@ -628,8 +629,9 @@ class TightAccountant:
         ans = self.answers(eps)
         return (np.array([a.lower for a in ans]), np.array([a.upper for a in ans]), [a.notes for a in ans])
 
-    def answers(self, eps, tau: float | None = None) -> list[_Answer]:
-        """The best certified interval at each eps, and whether it meets the target accuracy.
+    def answers(self, eps, tau: float | None = None) -> list[DeltaBound]:
+        """The best certified interval at each eps, and whether it meets the target accuracy (its provenance's
+        :class:`~.provenance.Accuracy`), without the monotone tightening of :meth:`delta`.
 
         Never raises for a target that is out of reach: the FFT grid is refined up to
         ``max_grid_size``; where that is not enough the cheap remedy is tried (exact pairwise
@@ -648,11 +650,11 @@ class TightAccountant:
             eps_max = self._eps_max()
             tail = (float(self._exact.tail) if isinstance(self._exact, RowsPLD)
                     else max(float(d.tail) for d in self._exact.directions))
-            return [self._judge(float(e), float(l), float(u), (note,), float(e) >= eps_max, tail)
+            return [self._judge(float(e), float(l), float(u), (note,), float(e) >= eps_max, tail, engine=self._mode)
                     for e, l, u in zip(eps, lo, up)]
         return [self._fft_answer(float(e), tau) for e in eps]
 
-    def _fft_answer(self, e: float, tau: float | None = None) -> _Answer:
+    def _fft_answer(self, e: float, tau: float | None = None) -> DeltaBound:
         """One eps on the FFT path: each direction certified adaptively, the fallback where it fails."""
         e_arr = np.array([e])
         order = sorted(range(len(self._dirs)), key=lambda d: -self._dirs[d].chernoff(e, exact=False)[0])
@@ -679,14 +681,14 @@ class TightAccountant:
                 xl, xu = exact.delta_interval(e_arr)
                 lo_e, up_e = max(lo_e, float(xl[0])), min(up_e, float(xu[0]))
                 lo_e = min(lo_e, up_e)
-                dn.append(f"FFT grid could not certify the target: exact pairwise composition of the atoms "
-                          f"({exact.pq.size}+{exact.qp.size} composed atoms) used as the accuracy fallback")
+                dn.append(Fallback("exact-pairwise", (exact.pq.size, exact.qp.size)))
         dn.append(f"composed n_c={self.n_total} ({len(self.plds)} distinct pair(s))")
-        return self._judge(e, lo_e, up_e, tuple(dict.fromkeys(dn)), beyond, tail, tau)
+        return self._judge(e, lo_e, up_e, tuple(dict.fromkeys(dn)), beyond, tail, tau, engine="fft")
 
-    def _judge(self, e: float, lo: float, up: float, notes: tuple[str, ...], beyond: bool, tail: float,
-               tau: float | None = None) -> _Answer:
-        """An answer with ``accuracy_met`` set honestly (and a note saying why when it is False).
+    def _judge(self, e: float, lo: float, up: float, items: tuple, beyond: bool, tail: float,
+               tau: float | None = None, engine: str | None = None) -> DeltaBound:
+        """The answer at ``e`` with ``accuracy_met`` set honestly and the verdict recorded (an
+        :class:`~.provenance.Accuracy` after ``items``, saying why when the target is not met).
 
         The target is met when the relative width (up - lo)/up is within ``target_accuracy`` (1e-3 when
         None), or the width within ``absolute_accuracy``, or eps is beyond the largest finite loss
@@ -695,16 +697,11 @@ class TightAccountant:
         num = self.numerics
         if tau is None:
             tau = num.target_accuracy if num.target_accuracy is not None else 1e-3
-        met = beyond or (up - lo) <= max(tau * up, num.absolute_accuracy)
-        if not met:
-            why = (f"the pairs' truncated (dropped) mass {tail:.3g} dominates the interval: delta(eps={e:.6g}) is "
-                   f"below what the truncation certifies (build the pairs with a smaller tail_bound if it allows)"
-                   if self._tail_dominates(lo, up, tail) else
-                   f"the FFT grid (max_grid_size={num.max_grid_size}), its tilting, the Chernoff/product-event "
-                   f"bounds and exact pairwise composition (when small enough) could not narrow it further")
-            notes = notes + (f"accuracy_met=false: relative accuracy {tau:g} not reached at eps={e:.6g}; the best "
-                             f"certified interval [{lo:.6g}, {up:.6g}] is reported; {why}",)
-        return _Answer(lo, up, notes, bool(met))
+        met = bool(beyond or (up - lo) <= max(tau * up, num.absolute_accuracy))
+        cause = None if met else ("truncation" if self._tail_dominates(lo, up, tail) else "grid")
+        verdict = Accuracy(met, "delta", tau, lo, up, at=e, cause=cause, tail=tail, max_grid_size=num.max_grid_size)
+        return DeltaBound(e, up, lo, "tight", accuracy_met=met,
+                          provenance=Provenance(items=tuple(items) + (verdict,), engine=engine))
 
     @staticmethod
     def _tail_dominates(lo: float, up: float, tail: float) -> bool:
@@ -728,18 +725,18 @@ class TightAccountant:
         return self._fallback
 
     @staticmethod
-    def _notes(sol: _DirectionFFT, status: str, e_arr: np.ndarray) -> list[str]:
-        out = []
+    def _notes(sol: _DirectionFFT, status: str, e_arr: np.ndarray) -> list:
+        """One direction's provenance items at one eps: free text and the :class:`~.provenance.Fallback` taken."""
+        out: list = []
         tb = sol.tail_bounds.get(float(e_arr[0]))
         if status == "exact":
             out.append("eps beyond the largest composed loss: finite part exactly 0")
         elif status in ("tails", "fail") and tb is not None and tb[2] == "floor":
-            out.append("Chernoff fallback below round-off floor (tilting disabled): upper = Chernoff bound, "
-                       "lower = product-event bound (not tight)")
+            out.append(Fallback("chernoff-floor"))
         elif status in ("tails", "fail") and tb is not None:
-            out.append("Chernoff/product-event tail bounds used where the FFT grid could not certify the target")
+            out.append(Fallback("tail-bounds"))
         if status == "fail":
-            out.append("the FFT grid did not reach the target accuracy in this direction: interval is certified but wide")
+            out.append(Fallback("grid-short"))
         if sol.results and status != "exact":
             best = min(sol.results, key=lambda r: float(r.interval(e_arr)[1][0]))
             out.append(best.note())
@@ -762,8 +759,8 @@ class TightAccountant:
             # the monotone tightening can only narrow an interval: re-judge the accuracy on the result
             met = a.accuracy_met or self._judge(float(eps_arr[idx]), float(lo[rank]), float(up[rank]), (), False,
                                                 0.0).accuracy_met
-            out[idx] = DeltaBound(float(eps_arr[idx]), float(up[rank]), float(lo[rank]), "tight", a.notes,
-                                  accuracy_met=met)
+            out[idx] = DeltaBound(float(eps_arr[idx]), float(up[rank]), float(lo[rank]), "tight", accuracy_met=met,
+                                  provenance=a.provenance)
         return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ epsilon
@@ -820,8 +817,7 @@ class TightAccountant:
             d = float(d)
             if self._exact is not None:
                 lo_e, up_e = _eps_interval_exact(self._combined, d, eps_max, num.eps_tol)
-                notes = self.delta_interval([0.0])[2][0]
-                out.append(EpsBound(d, float(up_e), float(lo_e), "tight", notes))
+                out.append(EpsBound(d, float(up_e), float(lo_e), "tight", provenance=self.answers([0.0])[0].provenance))
                 continue
             # first guess: where the (sketch) Chernoff bound meets the target; it is >= eps(delta)
             e_guess = self._chernoff_eps(d, eps_max)
@@ -841,8 +837,8 @@ class TightAccountant:
                 # the fallback may have narrowed delta at the estimate: solve again on the best bounds
                 lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
             short = self._shortest_upper(d, lo_e, up_e, num.eps_tol)
-            notes = ans.notes + ((SHORT_NOTE.format(short),) if short != up_e else ())
-            out.append(EpsBound(d, float(short), float(lo_e), "tight", notes, accuracy_met=ans.accuracy_met))
+            prov = ans.provenance.add(SHORT_NOTE.format(short)) if short != up_e else ans.provenance
+            out.append(EpsBound(d, float(short), float(lo_e), "tight", accuracy_met=ans.accuracy_met, provenance=prov))
         return out
 
     def _shortest_upper(self, d: float, lo_e: float, up_e: float, xtol: float) -> float:
@@ -936,15 +932,13 @@ class TightAccountant:
         at = up_e if math.isfinite(up_e) else e
         ans = self.answers([at], tau_d)[0]
         met = math.isfinite(up_e) and width <= rt
-        notes = tuple(nt for nt in ans.notes if not nt.startswith("accuracy_met=false"))
+        prov = ans.provenance.without(Accuracy)  # the verdict asked here is the eps interval's, not delta's at `at`
         short = self._shortest_upper(d, lo_e, up_e, num.eps_tol)
-        notes += (SHORT_NOTE.format(short),) if short != up_e else ()
+        prov = prov.add(SHORT_NOTE.format(short)) if short != up_e else prov
         up_e = short
-        notes += (f"grid refined for eps_rtol={rt:g} (delta accuracy {tau_d:.3g} at eps={at:.6g})",)
-        if not met:
-            notes += (f"accuracy_met=false: relative width {width:.3g} in eps above eps_rtol={rt:g}; the best certified "
-                      f"interval [{lo_e:.6g}, {up_e:.6g}] is reported",)
-        return EpsBound(d, float(up_e), float(lo_e), "tight", notes, accuracy_met=bool(met))
+        prov = prov.add(f"grid refined for eps_rtol={rt:g} (delta accuracy {tau_d:.3g} at eps={at:.6g})",
+                        Accuracy(bool(met), "eps", rt, lo_e, up_e, width=width))
+        return EpsBound(d, float(up_e), float(lo_e), "tight", accuracy_met=bool(met), provenance=prov)
 
     def _chernoff_eps(self, delta: float, eps_max: float) -> float:
         def chern(x: float) -> float:
@@ -1140,17 +1134,6 @@ def _eps_interval_exact(combined, delta: float, eps_max: float, xtol: float,
 
 class _TooBig(Exception):
     pass
-
-
-@dataclass(frozen=True)
-class _Answer:
-    """A certified delta interval at one eps, the notes on how it was obtained, and whether it meets
-    the target accuracy."""
-
-    lower: float
-    upper: float
-    notes: tuple[str, ...]
-    accuracy_met: bool
 
 
 def _try_exact(components: list[tuple[LossAtoms, int]], max_atoms: int) -> LossAtoms:
