@@ -176,9 +176,14 @@ def test_account_weak_internet_scale(n, compositions):
 def test_engine_choice():
     """Small n keeps the exact rows (cheaper and narrower there); large n the bucket rows; gamma = 1 (no
     loss) the exact pair."""
-    assert not W.use_buckets(1000, 4, 0.25)
-    assert W.use_buckets(10**5, 4, 0.25) and W.use_buckets(10**9, 4, 0.25)
-    assert not W.use_buckets(10**9, 4, 1.0)
+    from shufflesim.accounting.choice import WEAK_BUCKETS, Question, choose
+
+    def use_buckets(n, k, gamma):
+        return choose(Question(delta=(1e-6,), weak=(n, k, gamma))).engine is WEAK_BUCKETS
+
+    assert not use_buckets(1000, 4, 0.25)
+    assert use_buckets(10**5, 4, 0.25) and use_buckets(10**9, 4, 0.25)
+    assert not use_buckets(10**9, 4, 1.0)
 
 
 def test_rows_pair_still_refused_with_the_alternative(monkeypatch):

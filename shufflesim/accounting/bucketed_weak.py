@@ -296,15 +296,6 @@ def exact_atoms(n, k, gamma) -> float:
     return estimate_atoms(n, k, gamma, 0.0)
 
 
-def use_buckets(n, k, gamma, compositions: int = 1, rtol: float = DEFAULT_RTOL) -> bool:
-    """True when the bucket rows are the cheaper engine: their estimated atoms below a quarter of the exact
-    row pair's (n >~ 3e4 at k = 4, gamma = 0.25; below, blocks hold one row each and the exact engine is as
-    cheap and narrower).  gamma = 1 (no loss) always takes the exact pair."""
-    if gamma >= 1.0:
-        return False
-    return estimate_atoms(n, k, gamma, H_PER_RTOL * rtol) < 0.25 * exact_atoms(n, k, gamma)
-
-
 def _width(up, lo) -> float:
     if lo is None or not math.isfinite(up) or up <= 0:
         return 0.0 if up == 0 else math.inf
@@ -319,7 +310,7 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
     Returns (results, notes)."""
     from shufflesim.accounting.results import DeltaBound, EpsBound
     from shufflesim.accounting.tight import TightAccountant
-    from shufflesim.accounting.estimates import check_accounting
+    from shufflesim.accounting.estimates import check_accounting, weak_buckets_estimate
     from shufflesim.core.progress import stage
     from shufflesim.core.resources import check_memory
 
@@ -339,9 +330,10 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         atoms = estimate_atoms(n, k, gamma, h)
         if i > 0 and atoms > MAX_ATOMS:
             break
-        check_memory(64.0 * atoms + (32 << 20), f"the weak adversary's bucket rows at n={n} (h={h:g})",
+        est = weak_buckets_estimate(atoms, compositions)
+        check_memory(est.bytes, f"the weak adversary's bucket rows at n={n} (h={h:g})",
                      "a smaller n, --adversary strong (dominates the weak adversary's view) or a published bound")
-        est_s = 1.0 + 4e-7 * atoms * (1 if compositions == 1 else 20)
+        est_s = est.seconds
         # the column truncation as far below the deltas asked as the pair's own tail (bucketed.bucketed_epsilon)
         wb = weak_buckets(n, k, gamma, h, tail_bound=tail_bound, column_tail=min(COLUMN_TAIL, tail_bound))
         # the engines' own estimate on the (small) reduced rows, before they allocate (issue 21, item 2)

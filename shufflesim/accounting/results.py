@@ -44,12 +44,17 @@ class DeltaBound:
     bound_pair: str | None = None
     bound_lower: float | None = None
     bound_upper: float | None = None
+    #: the engine that computed the answer and why it was chosen (:mod:`.choice`; None for published bounds)
+    engine: str | None = None
+    engine_reason: str | None = None
 
     def to_dict(self) -> dict:
         d = {"eps": self.eps, "delta_upper": self.delta_upper, "delta_lower": self.delta_lower,
              "accuracy_met": self.accuracy_met}
         if self.bound_pair is not None:
             d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower, bound_upper=self.bound_upper)
+        if self.engine is not None:
+            d.update(engine=self.engine, engine_reason=self.engine_reason)
         return d
 
 
@@ -71,12 +76,17 @@ class EpsBound:
     bound_pair: str | None = None
     bound_lower: float | None = None
     bound_upper: float | None = None
+    #: the engine that computed the answer and why it was chosen (:mod:`.choice`; None for published bounds)
+    engine: str | None = None
+    engine_reason: str | None = None
 
     def to_dict(self) -> dict:
         d = {"delta": self.delta, "eps_upper": self.eps_upper, "eps_lower": self.eps_lower,
              "accuracy_met": self.accuracy_met}
         if self.bound_pair is not None:
             d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower, bound_upper=self.bound_upper)
+        if self.engine is not None:
+            d.update(engine=self.engine, engine_reason=self.engine_reason)
         return d
 
 
