@@ -109,11 +109,11 @@ def test_choice_of_two_parameter_rows_is_the_exact_engine(monkeypatch):
     weak = krr_pair(300, k=4, gamma=0.5, adversary="weak", as_rows=True)
     clones = stronger_clones_pair(2000, 1.0, as_rows=True)
     assert B.two_parameter(weak) and not B.two_parameter(clones)
-    ch = C.choose(C.Question(delta=(1e-6,), pairs=weak))
+    ch = C.choose(C.Question(delta=(1e-6,), pairs=weak, accountant=TightAccountant))
     assert ch.engine is C.PLD and ch.fallback is None
-    ch = C.choose(C.Question(delta=(1e-6,), pairs=clones))
+    ch = C.choose(C.Question(delta=(1e-6,), pairs=clones, accountant=TightAccountant))
     assert ch.engine is C.BUCKET_ROWS and ch.fallback is C.PLD
-    ch = C.choose(C.Question(delta=(1e-6,), pairs=clones, compositions=2))
+    ch = C.choose(C.Question(delta=(1e-6,), pairs=clones, compositions=2, accountant=TightAccountant))
     assert ch.engine is C.BUCKET_ROWS and ch.fallback is None  # composed: no exact row engine to fall back to
 
 
@@ -121,7 +121,7 @@ def test_wide_bucket_answer_is_replaced_by_the_fallback(monkeypatch):
     # the fallback of a single-use bucket-rows answer wider than BUCKET_MAX_WIDTH is the exact row engine's
     monkeypatch.setattr(B, "BUCKET_MIN_ATOMS", 1)
     pair = krr_pair(300, k=4, gamma=0.5, adversary="weak", as_rows=True)
-    q = C.Question(delta=(1e-6,), pairs=pair)
+    q = C.Question(delta=(1e-6,), pairs=pair, accountant=TightAccountant)
     (wide,), _ = C.answer(q, C.Choice(C.BUCKET_ROWS, "forced"))
     assert (wide.eps_upper - wide.eps_lower) / wide.eps_upper > C.BUCKET_MAX_WIDTH and wide.engine == "bucket rows"
     (got,), _ = C.answer(q, C.Choice(C.BUCKET_ROWS, "forced", C.PLD))
@@ -152,12 +152,12 @@ def test_compare_rows_carry_the_registry_engine():
 
 def test_weak_buckets_are_chosen_from_the_estimates():
     def pick(n):
-        return C.choose(C.Question(delta=(1e-6,), weak=(n, 4, 0.25)))
+        return C.choose(C.Question(delta=(1e-6,), weak=(n, 4, 0.25), accountant=TightAccountant))
 
     small, large = pick(1000), pick(10**9)
     assert small.engine is C.PLD and large.engine is C.WEAK_BUCKETS
     assert "atoms" in small.reason and "atoms" in large.reason
-    assert C.choose(C.Question(delta=(1e-6,), weak=(10**9, 4, 1.0))).engine is C.PLD
+    assert C.choose(C.Question(delta=(1e-6,), weak=(10**9, 4, 1.0), accountant=TightAccountant)).engine is C.PLD
 
 
 def test_exact_engine_registers_itself():

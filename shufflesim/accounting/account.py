@@ -336,10 +336,11 @@ def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions:
 def _tight(pair, eps_l, delta_l, compositions, kw):
     from shufflesim.accounting.choice import Question, answer, choose  # the engines, imported on first use
     from shufflesim.accounting.estimates import check_estimate
+    from shufflesim.accounting.tight import TightAccountant
     from shufflesim.core.progress import stage
 
     q = Question(eps=None if eps_l is None else tuple(eps_l), delta=None if delta_l is None else tuple(delta_l),
-                 compositions=compositions, numerics=kw, pairs=pair)
+                 compositions=compositions, numerics=kw, pairs=pair, accountant=TightAccountant)
     choice = choose(q)
     est = check_estimate(choice.estimate(q))  # issue 21: refuse before allocating, with the estimate
     name = getattr(pair, "name", "pairs") if not isinstance(pair, list) else "pairs"

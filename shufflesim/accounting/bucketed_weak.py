@@ -302,14 +302,14 @@ def _width(up, lo) -> float:
     return (up - lo) / up
 
 
-def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, rtol: float = DEFAULT_RTOL,
+def weak_bucketed(n, k, gamma, *, accountant, eps=None, delta=None, compositions: int = 1, rtol: float = DEFAULT_RTOL,
                   tail_bound: float | None = None, steps: tuple[float, ...] | None = None, **numerics):
     """Certified eps(delta) (``delta`` given) or delta(eps) (``eps`` given) intervals of the weak adversary's
     pair through its bucket rows; h is refined until every relative width is <= ``rtol`` (eps; 10 rtol in
     delta), the engine's own interval is the wider part, or the next h would exceed :data:`MAX_ATOMS`.
-    Returns (results, notes)."""
+    ``accountant`` is :class:`~.tight.TightAccountant` (passed in, as to :mod:`.bucketed`: :mod:`.tight` sits above
+    the engine choice of :mod:`.choice`, which calls this).  Returns (results, notes)."""
     from shufflesim.accounting.results import DeltaBound, EpsBound
-    from shufflesim.accounting.tight import TightAccountant
     from shufflesim.accounting.estimates import check_accounting, weak_buckets_estimate
     from shufflesim.core.progress import stage
     from shufflesim.core.resources import check_memory
@@ -339,8 +339,8 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         # the engines' own estimate on the (small) reduced rows, before they allocate (issue 21, item 2)
         est_s = max(est_s, check_accounting(wb.upper, compositions, numerics).seconds * 2)
         with stage(f"the weak adversary's bucket rows (h={h:g}, {compositions} composition(s))", est_s):
-            up = TightAccountant(wb.upper, compositions=compositions, **numerics)
-            lo = TightAccountant(wb.lower, compositions=compositions, **numerics)
+            up = accountant(wb.upper, compositions=compositions, **numerics)
+            lo = accountant(wb.lower, compositions=compositions, **numerics)
             if delta is not None:
                 ru, rl = up.epsilon(vals), lo.epsilon(vals)
             else:
@@ -358,8 +358,8 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
                                                      for r in res):  # the truncated mass would dominate
         tb = max(1e-300, 1e-7 * min(r.delta_upper for r in res) / compositions)
         if tb < tail_bound:
-            return weak_bucketed(n, k, gamma, eps=eps, compositions=compositions, rtol=rtol, tail_bound=tb,
-                                 steps=steps, **numerics)
+            return weak_bucketed(n, k, gamma, accountant=accountant, eps=eps, compositions=compositions, rtol=rtol,
+                                 tail_bound=tb, steps=steps, **numerics)
     note = (f"weak adversary's pair bucketed from CDF differences: {used.blocks} blocks, relative width "
             f"h = {used.h:g} (docs/theory.md#bucketed-weak); certified by post-processing both ways")
     notes = [f"pair: krr-weak ({REFERENCE})", note]

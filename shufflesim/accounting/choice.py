@@ -48,7 +48,8 @@ WEAK_BUCKET_SHARE = 0.25
 class Question:
     """What an engine is asked: δ(ε) at ``eps`` or ε(δ) at ``delta`` (one of the two), ``compositions`` uses, the
     PLD accountant's ``numerics``, and the object: built ``pairs`` (a pair or a sequence of pairs), the weak
-    adversary's k-RR parameters ``weak = (n, k, gamma)``, or binary RR's ``binary_rr = (n, eps0 for the upper
+    adversary's k-RR parameters ``weak = (n, k, gamma)`` (with ``accountant``, the PLD accountant every engine here
+    runs: :class:`~.tight.TightAccountant`), or binary RR's ``binary_rr = (n, eps0 for the upper
     end, eps0 for the lower end)`` with ``dominating`` (the ``tight`` method's answers on its dominating pair,
     the composed upper end)."""
 
@@ -58,6 +59,8 @@ class Question:
     numerics: dict = field(default_factory=dict)
     pairs: Any = None
     weak: tuple[int, int, float] | None = None
+    #: the PLD accountant class (:class:`~.tight.TightAccountant`), passed in: :mod:`.tight` calls this module
+    accountant: Any = None
     binary_rr: tuple[int, float, float] | None = None
     dominating: Callable[[], tuple[list, list[str]]] | None = None
 
@@ -105,15 +108,15 @@ class PLDEngine(Engine):
     name = "pld"
 
     def supports(self, q):
+        if q.accountant is None:
+            return "no PLD accountant given"
         return None if q.pairs is not None else "no neighbouring pair is built"
 
     def estimate(self, q):
         return estimate_accounting(q.pairs, q.compositions, q.numerics, bucketed=False)
 
     def run(self, q):
-        from shufflesim.accounting.tight import TightAccountant
-
-        acc = TightAccountant(q.pairs, compositions=q.compositions, **q.numerics)
+        acc = q.accountant(q.pairs, compositions=q.compositions, **q.numerics)
         res = acc.delta(q.values) if q.eps is not None else acc.epsilon(q.values)
         return [replace(r, engine=f"{self.name}/{acc.mode}") for r in res], []
 
@@ -126,6 +129,8 @@ class BucketRowsEngine(Engine):
     def supports(self, q):
         from shufflesim.accounting.bucketed import BUCKET_MIN_ATOMS, BUCKET_MIN_ATOMS_COMPOSED, needs_buckets
 
+        if q.accountant is None:
+            return "no PLD accountant given"
         if needs_buckets(q.pair_list, compositions=q.compositions):
             return None
         limit = BUCKET_MIN_ATOMS if q.uses == 1 else BUCKET_MIN_ATOMS_COMPOSED
@@ -136,10 +141,9 @@ class BucketRowsEngine(Engine):
 
     def run(self, q):
         from shufflesim.accounting.bucketed import bucketed_delta, bucketed_epsilon
-        from shufflesim.accounting.tight import TightAccountant
 
         fn = bucketed_delta if q.eps is not None else bucketed_epsilon
-        return fn(q.pairs, q.values, accountant=TightAccountant, compositions=q.compositions, **q.numerics), []
+        return fn(q.pairs, q.values, accountant=q.accountant, compositions=q.compositions, **q.numerics), []
 
 
 class WeakBucketsEngine(Engine):
@@ -150,6 +154,8 @@ class WeakBucketsEngine(Engine):
     def supports(self, q):
         if q.weak is None:
             return "not the weak adversary's k-RR pair"
+        if q.accountant is None:
+            return "no PLD accountant given"
         if q.weak[2] >= 1.0:
             return "gamma = 1: no privacy loss, the row pair is one atom"
         return None
@@ -176,7 +182,7 @@ class WeakBucketsEngine(Engine):
 
         n, k, gamma = q.weak
         key = "eps" if q.eps is not None else "delta"
-        return weak_bucketed(n, k, gamma, compositions=q.compositions, **{key: q.values})
+        return weak_bucketed(n, k, gamma, accountant=q.accountant, compositions=q.compositions, **{key: q.values})
 
 
 PLD = PLDEngine()

@@ -1179,15 +1179,15 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     (method "tight"; ``notes`` say which path certified it; ``engine``/``engine_reason`` which engine
     :mod:`.choice` chose and why: this accountant, or the bucket rows whose cost does not grow with n).
     """
-    from shufflesim.accounting.choice import Question, answer
+    from shufflesim.accounting.choice import Question, answer  # the engine choice (it sits below this module)
 
     return answer(Question(eps=tuple(check_eps(eps).tolist()), compositions=compositions, numerics=numerics,
-                           pairs=pairs))[0]
+                           pairs=pairs, accountant=TightAccountant))[0]
 
 
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
-    from shufflesim.accounting.choice import Question, answer
+    from shufflesim.accounting.choice import Question, answer  # the engine choice (it sits below this module)
 
     return answer(Question(delta=tuple(check_delta(delta).tolist()), compositions=compositions, numerics=numerics,
-                           pairs=pairs))[0]
+                           pairs=pairs, accountant=TightAccountant))[0]

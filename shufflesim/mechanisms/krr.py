@@ -161,9 +161,10 @@ class KRR(Mechanism):
         one, so both ends stay certified)."""
         if method == "tight" and self.relation is Relation.WEAK:
             from shufflesim.accounting.choice import WEAK_BUCKETS, Question, answer, choose
+            from shufflesim.accounting.tight import TightAccountant
 
             q = Question(eps=None if eps_l is None else tuple(eps_l), delta=None if delta_l is None else tuple(delta_l),
-                         compositions=compositions, weak=(self.n, self.k, self.gamma))
+                         compositions=compositions, weak=(self.n, self.k, self.gamma), accountant=TightAccountant)
             choice = choose(q)  # issue 21: the weak pair at any n, bucketed from its parameters where cheaper
             if choice.engine is WEAK_BUCKETS:
                 return answer(q, choice)
