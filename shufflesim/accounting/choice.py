@@ -118,7 +118,8 @@ class PLDEngine(Engine):
     def run(self, q):
         acc = q.accountant(q.pairs, compositions=q.compositions, **q.numerics)
         res = acc.delta(q.values) if q.eps is not None else acc.epsilon(q.values)
-        return [replace(r, engine=f"{self.name}/{acc.mode}") for r in res], []
+        return [replace(r, engine=f"{self.name}/{acc.mode}", engine_reason=f"{acc.mode}: {acc.mode_reason}")
+                for r in res], []
 
 
 class BucketRowsEngine(Engine):
@@ -286,7 +287,9 @@ def answer(q: Question, choice: Choice | None = None) -> tuple[list, list[str]]:
 
 
 def stamp(r, engine: str, reason: str):
-    """``r`` with ``engine`` (kept where the engine named its sub-path) and ``engine_reason`` recorded."""
+    """``r`` with ``engine`` (kept where the engine named its sub-path) and ``engine_reason`` (the choice's reason,
+    then the engine's own for its sub-path) recorded."""
     if not isinstance(r, (DeltaBound, EpsBound)):
         return r
-    return replace(r, engine=r.engine or engine, engine_reason=reason)
+    why = reason if r.engine_reason is None else f"{reason}; {r.engine_reason}"
+    return replace(r, engine=r.engine or engine, engine_reason=why)

@@ -1,7 +1,8 @@
 """Tight (eps, delta) accounting of neighbouring pairs, single use and composed, as certified intervals.
 
-User-facing entry points: :func:`tight_delta`, :func:`tight_epsilon` and, to reuse the built PLDs and
-FFT results across many eps / delta values, :class:`TightAccountant`.
+User-facing entry points: :func:`tight_delta`, :func:`tight_epsilon` (which go through the one engine choice of
+:mod:`.choice`: this accountant, or the bucket rows of :mod:`.bucketed` for very large pairs in row form) and, to
+reuse the built PLDs and FFT results across many eps / delta values, :class:`TightAccountant`.
 
 How an answer is obtained (the ``notes`` of every result say which path was taken):
 
@@ -570,9 +571,12 @@ class TightAccountant:
         self.symmetric = all(p.symmetric for p, _ in self.plds)
         self._exact: PrivacyLossDistribution | RowsPLD | None = None
         self._mode = "fft"
+        self._mode_reason = (f"the composed support exceeds exact_max_atoms={self.numerics.exact_max_atoms}: certified "
+                             "FFT composition")
         if self.n_total == 1:
             self._exact = self.plds[0][0]
             self._mode = "exact"
+            self._mode_reason = "single use: exact over the atoms or rows"
         else:
             try:
                 plds = self._small_plds()
@@ -583,6 +587,8 @@ class TightAccountant:
             else:
                 self._exact = PrivacyLossDistribution(pq, qp, "composed", {}, "exact pairwise composition")
                 self._mode = "exact-composed"
+                self._mode_reason = (f"the composed support fits in exact_max_atoms={self.numerics.exact_max_atoms}: "
+                                     "exact pairwise composition")
         self._dirs: list[_DirectionFFT] = []
         if self._mode == "fft" and not self.numerics.strategy.uses_base_grid:
             # omega^R / omega^L placement rounds every atom: expand pairs in row form into atoms
@@ -621,6 +627,11 @@ class TightAccountant:
     def mode(self) -> str:
         """"exact" (single use), "exact-composed" (pairwise convolution) or "fft"."""
         return self._mode
+
+    @property
+    def mode_reason(self) -> str:
+        """Why :attr:`mode` was chosen (recorded by :mod:`.choice` as part of an answer's ``engine_reason``)."""
+        return self._mode_reason
 
     # ------------------------------------------------------------------ delta
     def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
