@@ -204,9 +204,9 @@ def _strip(b1: int, b2: int, c: np.ndarray, kappa: float, gamma: float, lw_b: np
 def weak_buckets(n, k, gamma, h: float, *, tail_bound: float = 1e-15,
                  column_tail: float = COLUMN_TAIL) -> WeakBuckets:
     """The upper and lower bucket rows of the weak adversary's pair with relative block width ``h``."""
-    from shufflesim.accounting.pairs.krr import _check
+    from shufflesim.accounting.pairs.krr import check_krr
 
-    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    n, k, gamma, tail_bound = check_krr(n, k, gamma, tail_bound)
     if not (0.0 < h <= 1.0):
         raise ParameterError(f"h must be in (0, 1]; got {h}")
     a, g, kappa = 1.0 - gamma, gamma / k, 2.0 / k
