@@ -174,3 +174,13 @@ def test_json_of_an_answer_is_unchanged_but_for_the_engine_fields():
     assert set(d) == {"eps", "delta_upper", "delta_lower", "accuracy_met", "engine", "engine_reason"}
     json.dumps(rep.to_dict())
     assert isinstance(rep.results[0], (DeltaBound, EpsBound))
+
+
+def test_krr_binary_exact_composed_takes_the_tight_upper_end():
+    # k = 2 for the shuffled reports is binary RR: its exact method goes through the same engine (the one conversion
+    # of exact_rr2's bracket), so its composed upper end is the tight method's as well
+    m = KRR.from_eps0(800, 2, 1.2, "shuffled")
+    (e,) = account(m, method="exact", compositions=2, delta=[1e-9]).results
+    (t,) = account(m, method="tight", compositions=2, delta=[1e-9]).results
+    assert e.eps_upper <= t.eps_upper and e.eps_lower <= e.eps_upper
+    assert e.engine == "exact binary RR"
