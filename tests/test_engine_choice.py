@@ -11,14 +11,14 @@ import sys
 import numpy as np
 import pytest
 
-import shufflesim.accounting.bucketed as B
-import shufflesim.accounting.choice as C
-from shufflesim.accounting import exact_rr2 as X
+import shufflesim.accounting.rows.bucketed as B
+import shufflesim.accounting.engines.choice as C
+from shufflesim.accounting.exact import exact_rr2 as X
 from shufflesim.accounting.account import account
 from shufflesim.accounting.pairs import krr_pair
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.results import DeltaBound, EpsBound
-from shufflesim.accounting.tight import TightAccountant, tight_epsilon
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
+from shufflesim.accounting.engines.tight import TightAccountant, tight_epsilon
 from shufflesim.mechanisms.krr import KRR
 from shufflesim.mechanisms.rr2 import RR2
 
@@ -96,7 +96,7 @@ def test_weak_pair_single_use_takes_the_exact_rows_without_bucket_rows(monkeypat
 def test_weak_question_does_not_import_brute_force():
     # scipy.special (~0.3 s of CPU) came in through bruteforce's import in KRR.pair, used only by method exact
     code = ("import sys; from shufflesim.accounting.account import account; from shufflesim.mechanisms.krr import KRR; "
-            "account(KRR(200, 4, 0.25, 'weak'), delta=[1e-6]); print('shufflesim.accounting.bruteforce' in sys.modules)")
+            "account(KRR(200, 4, 0.25, 'weak'), delta=[1e-6]); print('shufflesim.accounting.exact.bruteforce' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -162,7 +162,7 @@ def test_weak_buckets_are_chosen_from_the_estimates():
 
 
 def test_exact_engine_registers_itself():
-    import shufflesim.accounting.exact_engine as E
+    import shufflesim.accounting.exact.exact_engine as E
 
     assert C.ENGINES["exact binary RR"] is E.EXACT_BINARY_RR and E.EXACT_BINARY_RR in C.DIRECT
     assert E.EXACT_BINARY_RR.supports(C.Question(eps=(0.5,), binary_rr=(10, 1.0, 1.0), compositions=2)) is not None

@@ -85,8 +85,8 @@ def exact_binary_rr_estimate(n: int, values: int = 1) -> Estimate:
 
 
 def _single(p, uses: int = 1, bucketed: bool | None = None) -> Estimate:
-    from shufflesim.accounting.binomial_rows import BinomialRows
-    from shufflesim.accounting.bucketed import BLOCK_STEPS, needs_buckets
+    from shufflesim.accounting.rows.binomial_rows import BinomialRows
+    from shufflesim.accounting.rows.bucketed import BLOCK_STEPS, needs_buckets
 
     if isinstance(p, BinomialRows):
         rows_bytes = 8.0 * 8 * p.N.size
@@ -115,7 +115,7 @@ def estimate_accounting(pairs, compositions: int = 1, numerics: dict | None = No
     if uses > 1:
         num = dict(numerics or {})
         if engine == "bucket rows":
-            from shufflesim.accounting.bucketed import COMPOSED_NUMERICS
+            from shufflesim.accounting.rows.bucketed import COMPOSED_NUMERICS
 
             num = {**COMPOSED_NUMERICS, **num}
         grid = float(num.get("max_grid_size", 2**22))

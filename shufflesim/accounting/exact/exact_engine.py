@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from shufflesim.accounting import exact_rr2 as X
-from shufflesim.accounting.choice import Engine, Question, answer, register
-from shufflesim.accounting.estimates import exact_binary_rr_estimate
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.exact import exact_rr2 as X
+from shufflesim.accounting.engines.choice import Engine, Question, answer, register
+from shufflesim.accounting.engines.estimates import exact_binary_rr_estimate
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 
 
 class ExactBinaryRREngine(Engine):

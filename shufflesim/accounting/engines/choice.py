@@ -32,10 +32,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
-from shufflesim.accounting.binomial_rows import BinomialRows
-from shufflesim.accounting.estimates import (EXACT_FALLBACK_SECONDS, Estimate, estimate_accounting,
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
+from shufflesim.accounting.engines.estimates import (EXACT_FALLBACK_SECONDS, Estimate, estimate_accounting,
                                              exact_row_engine_estimate, weak_buckets_estimate)
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 
 #: relative width of a bucket-rows single-use answer above which the exact row engine's answer is taken instead,
 #: where that engine fits (both are certified; the exact one is narrower)
@@ -128,7 +128,7 @@ class BucketRowsEngine(Engine):
     name = "bucket rows"
 
     def supports(self, q):
-        from shufflesim.accounting.bucketed import BUCKET_MIN_ATOMS, BUCKET_MIN_ATOMS_COMPOSED, needs_buckets
+        from shufflesim.accounting.rows.bucketed import BUCKET_MIN_ATOMS, BUCKET_MIN_ATOMS_COMPOSED, needs_buckets
 
         if q.accountant is None:
             return "no PLD accountant given"
@@ -141,7 +141,7 @@ class BucketRowsEngine(Engine):
         return estimate_accounting(q.pairs, q.compositions, q.numerics, bucketed=True)
 
     def run(self, q):
-        from shufflesim.accounting.bucketed import bucketed_delta, bucketed_epsilon
+        from shufflesim.accounting.rows.bucketed import bucketed_delta, bucketed_epsilon
 
         fn = bucketed_delta if q.eps is not None else bucketed_epsilon
         return fn(q.pairs, q.values, accountant=q.accountant, compositions=q.compositions, **q.numerics), []
@@ -163,7 +163,7 @@ class WeakBucketsEngine(Engine):
 
     def atoms(self, q) -> tuple[float, float]:
         """(estimated atoms of the bucket rows' upper pair, of the row pair)."""
-        from shufflesim.accounting.bucketed_weak import DEFAULT_RTOL, H_PER_RTOL, estimate_atoms, exact_atoms
+        from shufflesim.accounting.engines.bucketed_weak import DEFAULT_RTOL, H_PER_RTOL, estimate_atoms, exact_atoms
 
         n, k, gamma = q.weak
         return estimate_atoms(n, k, gamma, H_PER_RTOL * DEFAULT_RTOL), exact_atoms(n, k, gamma)
@@ -179,7 +179,7 @@ class WeakBucketsEngine(Engine):
                        f"bucket rows' {buckets:.3g}: exact rows are as cheap and narrower")
 
     def run(self, q):
-        from shufflesim.accounting.bucketed_weak import weak_bucketed
+        from shufflesim.accounting.engines.bucketed_weak import weak_bucketed
 
         n, k, gamma = q.weak
         key = "eps" if q.eps is not None else "delta"
@@ -255,7 +255,7 @@ def choose(q: Question) -> Choice:
     why = BUCKET_ROWS.supports(q)
     if why is not None:
         return Choice(PLD, why)
-    from shufflesim.accounting.bucketed import two_parameter
+    from shufflesim.accounting.rows.bucketed import two_parameter
 
     exact = _exact_rows_fit(q)
     if exact is not None and two_parameter(q.pair_list[0]):

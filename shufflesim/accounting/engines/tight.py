@@ -52,20 +52,20 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
-from shufflesim.accounting.calibrate import calibrate, shortest_certified
-from shufflesim.accounting.binomial_rows import BinomialRows
-from shufflesim.accounting.discretisation import REFINE_AIM, Discretisation, discretisation_from
-from shufflesim.accounting.exact_compose import compose_two
-from shufflesim.accounting.fft import GridComposition, Window, choose_window, compose_grid
-from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, sum_up
-from shufflesim.accounting.placement import BaseSplit, base_split, discretise, discretise_base
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.queries import check_delta, check_eps
-from shufflesim.accounting.rows_pld import RowsPLD
-from shufflesim.accounting.rows_stream import RowsComponent, rows_spread
-from shufflesim.accounting.results import DeltaBound, EpsBound
-from shufflesim.accounting.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
+from shufflesim.accounting.numerics.invert import calibrate, shortest_certified
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
+from shufflesim.accounting.pld.discretisation import REFINE_AIM, Discretisation, discretisation_from
+from shufflesim.accounting.pld.exact_compose import compose_two
+from shufflesim.accounting.pld.fft import GridComposition, Window, choose_window, compose_grid
+from shufflesim.accounting.numerics.logspace import NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, sum_up
+from shufflesim.accounting.pld.placement import BaseSplit, base_split, discretise, discretise_base
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.model.queries import check_delta, check_eps
+from shufflesim.accounting.rows.rows_pld import RowsPLD
+from shufflesim.accounting.rows.rows_stream import RowsComponent, rows_spread
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
+from shufflesim.accounting.pld.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
 
 
 #: components with more atoms than this (after pruning) are split once onto a base grid of spacing
@@ -1190,7 +1190,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     (method "tight"; ``notes`` say which path certified it; ``engine``/``engine_reason`` which engine
     :mod:`.choice` chose and why: this accountant, or the bucket rows whose cost does not grow with n).
     """
-    from shufflesim.accounting.choice import Question, answer  # the engine choice (it sits below this module)
+    from shufflesim.accounting.engines.choice import Question, answer  # the engine choice (it sits below this module)
 
     return answer(Question(eps=tuple(check_eps(eps).tolist()), compositions=compositions, numerics=numerics,
                            pairs=pairs, accountant=TightAccountant))[0]
@@ -1198,7 +1198,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
 
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
-    from shufflesim.accounting.choice import Question, answer  # the engine choice (it sits below this module)
+    from shufflesim.accounting.engines.choice import Question, answer  # the engine choice (it sits below this module)
 
     return answer(Question(delta=tuple(check_delta(delta).tolist()), compositions=compositions, numerics=numerics,
                            pairs=pairs, accountant=TightAccountant))[0]
