@@ -34,7 +34,7 @@ FLOAT_RTOL = 1e-12
 #: where 2.4 / 1.17 give 11 and 98) while the certified values, compared above, stay the same.
 _ATOM_COUNT = re.compile(r"exact over \d+ atoms")
 #: keys that outputs may carry beyond the recording (new fields, not changed numbers)
-ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason", "ci_method_at_level", "tv_ci_method", "engine",
+ADDED_KEYS: set[str] = {"accuracy_met", "mode_reason", "ci_method_at_level", "tv_ci_method", "engine", "engine_reason",
                         "bound_pair", "bound_lower", "bound_upper"}
 #: (command, key path) -> why the recorded value was deliberately changed (the path is then not compared)
 DELIBERATE: dict[tuple[str, str], str] = {}

@@ -227,29 +227,28 @@ def test_krr_privacy_at_1e9_uses_the_bucketed_accountant(monkeypatch):
     # the privacy simulate prints at n = 1e9 (Protocol.privacy) comes from the bucket rows, never from the exact
     # row engine: every tight_epsilon call is answered by bucketed_epsilon and none falls back to the rows
     import shufflesim.accounting.rows.bucketed as B
-    import shufflesim.accounting.engines.tight as T
+    import shufflesim.accounting.engines.choice as C
 
-    used, fallback = [], []
-    real_b, real_x = B.bucketed_epsilon, T._exact_instead
+    used, chosen, exact = [], [], []
+    real_b, real_c, real_x = B.bucketed_epsilon, C.choose, C.PLDEngine.run
 
     def spy_b(*a, **k):
         used.append(1)
         return real_b(*a, **k)
 
-    def spy_x(*a, **k):
-        fallback.append(real_x(*a, **k))
-        return fallback[-1]
-
-    chosen, real_c = [], T._bucketed
-
-    def spy_c(*a, **k):
-        chosen.append(real_c(*a, **k))
+    def spy_c(q):
+        chosen.append(real_c(q))
         return chosen[-1]
 
+    def spy_x(self, q):
+        exact.append(1)
+        return real_x(self, q)
+
     monkeypatch.setattr(B, "bucketed_epsilon", spy_b)
-    monkeypatch.setattr(T, "_exact_instead", spy_x)
-    monkeypatch.setattr(T, "_bucketed", spy_c)
+    monkeypatch.setattr(C, "choose", spy_c)
+    monkeypatch.setattr(C.PLDEngine, "run", spy_x)
     proto = registry.create("krr", N9, k=10, eps0=1.0)
     p = proto.privacy()
-    assert used and chosen and all(chosen) and not any(fallback)
+    assert used and chosen and not exact  # the weak adversary's question takes its own bucket rows (weak buckets)
+    assert all(c.engine in (C.BUCKET_ROWS, C.WEAK_BUCKETS) for c in chosen)
     assert 0 < p.eps < 1e-3 and p.method == "tight"

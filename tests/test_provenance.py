@@ -135,7 +135,7 @@ def test_dominating_pair_records_its_lower_end_data_sets_and_truncation(monkeypa
     assert [p.name for p in prov.pairs] == ["stronger-clones"] and prov.pairs[0].reference
     assert 0.0 < prov.truncation < 1e-12 and P.truncation_note(prov.truncation) in rep.notes
     assert P.render(prov.pairs[0])[0] == rep.notes[0]
-    assert prov.engine == "exact" and prov.accuracy.met
+    assert prov.engine == "pld/exact" and prov.accuracy.met  # the engine choice records engine/sub-path
     _reword(monkeypatch, LowerEnd, "reworded")
     again = account(mech, delta=[1e-6], method="tight")
     assert _dicts(again) == _dicts(rep) and "reworded" in again.notes

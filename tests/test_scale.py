@@ -247,7 +247,8 @@ def test_wide_bucketed_single_use_falls_back_to_the_exact_engine(monkeypatch):
     # single-use answer wider than BUCKET_MAX_WIDTH is replaced by the exact engine's (both certified)
     import shufflesim.accounting.rows.bucketed as B
     from shufflesim.accounting.pairs import krr_pair
-    from shufflesim.accounting.engines.tight import BUCKET_MAX_WIDTH, TightAccountant, tight_epsilon
+    from shufflesim.accounting.engines.choice import BUCKET_MAX_WIDTH
+    from shufflesim.accounting.engines.tight import TightAccountant, tight_epsilon
 
     pair = krr_pair(300, k=4, gamma=0.5, adversary="weak", as_rows=True)
     exact = TightAccountant(pair).epsilon([1e-6])[0]

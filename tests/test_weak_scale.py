@@ -45,7 +45,7 @@ def test_contains_exact_single_use(n, k, gamma):
     rows = krr_weak_pair(n, k, gamma, as_rows=True, tail_bound=1e-17)
     exact = TightAccountant(rows).epsilon(deltas)
     for h in (0.2, 0.05, None):  # None: the default refinement from rtol
-        res, notes = W.weak_bucketed(n, k, gamma, delta=deltas, steps=None if h is None else (h,))
+        res, notes = W.weak_bucketed(n, k, gamma, accountant=TightAccountant, delta=deltas, steps=None if h is None else (h,))
         for e, b in zip(exact, res):
             if h is None:
                 assert b.eps_lower <= e.eps_upper and e.eps_lower <= b.eps_upper, (h, e, b)
@@ -63,7 +63,7 @@ def test_contains_exact_single_use_1e4(k, gamma):
     rows = krr_weak_pair(n, k, gamma, as_rows=True, tail_bound=1e-17)
     (e,) = TightAccountant(rows).epsilon([1e-9])
     for h in (0.02, 2e-3):
-        (b,), _ = W.weak_bucketed(n, k, gamma, delta=[1e-9], steps=(h,))
+        (b,), _ = W.weak_bucketed(n, k, gamma, accountant=TightAccountant, delta=[1e-9], steps=(h,))
         assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (h, e, b)
 
 
@@ -74,7 +74,7 @@ def test_contains_exact_delta(k, gamma):
     eps = [0.02, 0.05, 0.2, 0.5]
     rows = krr_weak_pair(n, k, gamma, as_rows=True, tail_bound=1e-25)
     exact = TightAccountant(rows).delta(eps)
-    res, _ = W.weak_bucketed(n, k, gamma, eps=eps, steps=(0.1,))
+    res, _ = W.weak_bucketed(n, k, gamma, accountant=TightAccountant, eps=eps, steps=(0.1,))
     for e, b in zip(exact, res):
         if e.delta_upper > 1e3 * rows.tail:
             assert _contains(b.delta_lower, b.delta_upper, e.delta_lower, e.delta_upper), (e, b)
@@ -90,9 +90,9 @@ def test_contains_exact_composed(compositions):
     n, k, gamma = 1000, 4, 0.25
     rows = krr_weak_pair(n, k, gamma, as_rows=True, tail_bound=1e-17)
     (e,) = TightAccountant(rows, compositions=compositions).epsilon([1e-6])
-    (b,), _ = W.weak_bucketed(n, k, gamma, delta=[1e-6], compositions=compositions, steps=(0.2,))
+    (b,), _ = W.weak_bucketed(n, k, gamma, accountant=TightAccountant, delta=[1e-6], compositions=compositions, steps=(0.2,))
     assert _contains(b.eps_lower, b.eps_upper, e.eps_lower, e.eps_upper), (e, b)
-    (d,), _ = W.weak_bucketed(n, k, gamma, delta=[1e-6], compositions=compositions)
+    (d,), _ = W.weak_bucketed(n, k, gamma, accountant=TightAccountant, delta=[1e-6], compositions=compositions)
     assert d.eps_lower <= e.eps_upper and e.eps_lower <= d.eps_upper, (e, d)
 
 
@@ -104,7 +104,7 @@ def test_brute_force_brackets(n, k, gamma):
     eps = [0.05, 0.3, 1.0]
     truth = [max(hockey_stick(bf.log_p, bf.log_q, e), hockey_stick(bf.log_q, bf.log_p, e)) for e in eps]
     for h in (1.0, 0.3, 1e-3):
-        res, _ = W.weak_bucketed(n, k, gamma, eps=eps, steps=(h,))
+        res, _ = W.weak_bucketed(n, k, gamma, accountant=TightAccountant, eps=eps, steps=(h,))
         for t, r in zip(truth, res):
             # the direct sum of <= 6^n terms has relative round-off below 1e-12
             assert r.delta_lower <= t * (1 + 1e-12) and t <= r.delta_upper * (1 + 1e-12), (h, t, r)
@@ -159,7 +159,7 @@ def test_account_weak_at_scale_meets_precision():
 def test_small_delta(n, delta):
     """delta = 1/n^2-like: the truncations (rows, columns) follow the delta asked, so the upper end stays finite,
     below eps0, and the width meets 1e-3."""
-    (r,), _ = W.weak_bucketed(n, 4, 0.25, delta=[delta])
+    (r,), _ = W.weak_bucketed(n, 4, 0.25, accountant=TightAccountant, delta=[delta])
     eps0 = KRR(n, 4, 0.25, "weak").eps0
     assert 0 < r.eps_lower <= r.eps_upper < eps0 / 10
     assert (r.eps_upper - r.eps_lower) <= 1e-3 * r.eps_upper
@@ -176,9 +176,14 @@ def test_account_weak_internet_scale(n, compositions):
 def test_engine_choice():
     """Small n keeps the exact rows (cheaper and narrower there); large n the bucket rows; gamma = 1 (no
     loss) the exact pair."""
-    assert not W.use_buckets(1000, 4, 0.25)
-    assert W.use_buckets(10**5, 4, 0.25) and W.use_buckets(10**9, 4, 0.25)
-    assert not W.use_buckets(10**9, 4, 1.0)
+    from shufflesim.accounting.engines.choice import WEAK_BUCKETS, Question, choose
+
+    def use_buckets(n, k, gamma):
+        return choose(Question(delta=(1e-6,), weak=(n, k, gamma), accountant=TightAccountant)).engine is WEAK_BUCKETS
+
+    assert not use_buckets(1000, 4, 0.25)
+    assert use_buckets(10**5, 4, 0.25) and use_buckets(10**9, 4, 0.25)
+    assert not use_buckets(10**9, 4, 1.0)
 
 
 def test_rows_pair_still_refused_with_the_alternative(monkeypatch):

@@ -341,15 +341,18 @@ def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions:
 
 
 def _tight(pair, eps_l, delta_l, compositions, kw):
-    from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon  # the engine, imported on first use
-    from shufflesim.accounting.engines.estimates import check_accounting
+    from shufflesim.accounting.engines.choice import Question, answer, choose  # the engines, imported on first use
+    from shufflesim.accounting.engines.estimates import check_estimate
+    from shufflesim.accounting.engines.tight import TightAccountant
     from shufflesim.core.progress import stage
 
-    est = check_accounting(pair, compositions, kw)  # issue 21: refuse before allocating, with the estimate
+    q = Question(eps=None if eps_l is None else tuple(eps_l), delta=None if delta_l is None else tuple(delta_l),
+                 compositions=compositions, numerics=kw, pairs=pair, accountant=TightAccountant)
+    choice = choose(q)
+    est = check_estimate(choice.estimate(q))  # issue 21: refuse before allocating, with the estimate
     name = getattr(pair, "name", "pairs") if not isinstance(pair, list) else "pairs"
     with stage(f"tight accounting of {name} ({est.engine}, {compositions} composition(s))", est.seconds):
-        return (tight_delta(pair, eps_l, compositions=compositions, **kw) if eps_l is not None
-                else tight_epsilon(pair, delta_l, compositions=compositions, **kw))
+        return answer(q, choice)[0]
 
 
 def _tail_dominated(results, tail: float, compositions: int) -> bool:

@@ -130,7 +130,6 @@ class KRR(Mechanism):
         return self.relation
 
     def pair(self, method: str, tail_bound: float | None = None):
-        from shufflesim.accounting.exact import bruteforce as BF
         from shufflesim.accounting.pairs import krr_pair
 
         rel = self._relation(method)
@@ -144,6 +143,8 @@ class KRR(Mechanism):
             raise NotApplicableError(
                 "exact for the shuffled reports needs k = 2 (binary RR, exact at any n) or --adversary strong or "
                 "weak: for k >= 3 the worst case over the other users' data is bracketed (tight, best)")
+        from shufflesim.accounting.exact import bruteforce as BF  # imported here: it imports scipy.special (~0.3 s)
+
         return BF.krr_bruteforce(self.n, self.k, self.gamma, rel.value)
 
     def bound(self, method: str, options: BoundOptions):
@@ -159,31 +160,25 @@ class KRR(Mechanism):
         the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
         one, so both ends stay certified)."""
         if method == "tight" and self.relation is Relation.WEAK:
-            from shufflesim.accounting.engines.bucketed_weak import use_buckets, weak_bucketed
+            from shufflesim.accounting.engines.choice import WEAK_BUCKETS, Question, answer, choose
+            from shufflesim.accounting.engines.tight import TightAccountant
 
-            if use_buckets(self.n, self.k, self.gamma, compositions):  # issue 21: the weak pair at any n
-                return weak_bucketed(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l, compositions=compositions)
+            q = Question(eps=None if eps_l is None else tuple(eps_l), delta=None if delta_l is None else tuple(delta_l),
+                         compositions=compositions, weak=(self.n, self.k, self.gamma), accountant=TightAccountant)
+            choice = choose(q)  # issue 21: the weak pair at any n, bucketed from its parameters where cheaper
+            if choice.engine is WEAK_BUCKETS:
+                return answer(q, choice)
         if method != "exact" or self.k != 2 or self.relation is not Relation.SHUFFLED:
             return None
         if eps0_upper(eps0_from_gamma(self.gamma, 2)) > LDP_ONLY_EPS0:
             raise NotApplicableError(f"exact needs eps0 <= {LDP_ONLY_EPS0:g} with its round-off margin (e^eps0 "
                                      "overflows above); the local guarantee bounds the view there")
-        from shufflesim.accounting.exact import exact_rr2 as X
-        from shufflesim.accounting.model.results import DeltaBound, EpsBound
+        from shufflesim.accounting.exact.exact_engine import exact_binary_rr
         from shufflesim.maths.rr import EPS0_MARGIN
 
         e0 = eps0_from_gamma(self.gamma, 2)
-        hi_e0, lo_e0 = eps0_upper(e0), e0 * (1.0 - EPS0_MARGIN)
-        out = []
-        for v in (eps_l if eps_l is not None else delta_l):
-            if eps_l is not None:
-                hi = X.delta_bracket(self.n, hi_e0, v, compositions=compositions)
-                lo = X.delta_bracket(self.n, lo_e0, v, compositions=compositions)
-                out.append(DeltaBound(v, hi.upper, min(lo.lower, hi.upper), "exact", hi.notes))
-            else:
-                hi = X.eps_bracket(self.n, hi_e0, v, compositions=compositions)
-                lo = X.eps_bracket(self.n, lo_e0, v, compositions=compositions)
-                out.append(EpsBound(v, hi.upper, min(lo.lower, hi.upper), "exact", hi.notes))
+        out, _ = exact_binary_rr(self.n, eps0_upper(e0), e0 * (1.0 - EPS0_MARGIN), eps_l, delta_l, compositions,
+                                 lambda: run_pair("tight"))
         return out, ["mechanism: k = 2, so the shuffled reports are binary randomised response at eps0: exact over "
                      "every neighbouring pair of data sets (docs/theory.md#exact-rr2)"]
 

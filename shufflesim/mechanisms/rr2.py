@@ -71,7 +71,6 @@ class RR2(Mechanism):
         return {"n": self.n, "eps0": self.eps0, "gamma": self.gamma}
 
     def pair(self, method: str, tail_bound: float | None = None):
-        from shufflesim.accounting.exact import bruteforce as BF
         from shufflesim.accounting.pairs import rr2_pair
 
         from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
@@ -85,24 +84,19 @@ class RR2(Mechanism):
                                      "it has no single pair to compose with other mechanisms: use tight")
         if method == "tight-koskela":  # seed 001 eq 4.1: the all-zeros data set only (FINDINGS.md item 3)
             return rr2_pair(self.n, self.eps0, **({} if tail_bound is None else {"tail_bound": tail_bound}))
+        from shufflesim.accounting.exact import bruteforce as BF  # imported here: it imports scipy.special (~0.3 s)
+
         return BF.rr2_bruteforce(self.n, self.eps0)
 
     def direct(self, method, eps_l, delta_l, compositions, run_pair):
         """``exact`` from :mod:`~shufflesim.accounting.exact.exact_rr2`; ``tight`` and the Koskela methods with their
         lower / upper ends made genuine bounds on the mechanism (module docstring)."""
-        from shufflesim.accounting.exact import exact_rr2 as X
-
         if method == "exact":
-            if eps_l is not None:
-                out = []
-                for e in eps_l:
-                    b = X.delta_bracket(self.n, self.eps0, e, compositions=compositions)
-                    out.append(DeltaBound(e, b.upper, b.lower, "exact", b.notes))
-            else:
-                out = []
-                for d in delta_l:
-                    b = X.eps_bracket(self.n, self.eps0, d, compositions=compositions)
-                    out.append(EpsBound(d, b.upper, b.lower, "exact", b.notes))
+            from shufflesim.accounting.exact.exact_engine import exact_binary_rr
+
+            # composed: the upper end is the tight method's answer on the stronger clone pair (issue 28: never looser)
+            out, _ = exact_binary_rr(self.n, self.eps0, self.eps0, eps_l, delta_l, compositions,
+                                     lambda: run_pair("tight"))
             return out, ["mechanism: shuffled binary RR, exact over every neighbouring pair of data sets "
                          "(docs/theory.md#exact-rr2)"]
         if method in ("tight-koskela", "exact-koskela"):

@@ -204,9 +204,9 @@ def _strip(b1: int, b2: int, c: np.ndarray, kappa: float, gamma: float, lw_b: np
 def weak_buckets(n, k, gamma, h: float, *, tail_bound: float = 1e-15,
                  column_tail: float = COLUMN_TAIL) -> WeakBuckets:
     """The upper and lower bucket rows of the weak adversary's pair with relative block width ``h``."""
-    from shufflesim.accounting.pairs.krr import _check
+    from shufflesim.accounting.pairs.krr import check_krr
 
-    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    n, k, gamma, tail_bound = check_krr(n, k, gamma, tail_bound)
     if not (0.0 < h <= 1.0):
         raise ParameterError(f"h must be in (0, 1]; got {h}")
     a, g, kappa = 1.0 - gamma, gamma / k, 2.0 / k
@@ -296,30 +296,21 @@ def exact_atoms(n, k, gamma) -> float:
     return estimate_atoms(n, k, gamma, 0.0)
 
 
-def use_buckets(n, k, gamma, compositions: int = 1, rtol: float = DEFAULT_RTOL) -> bool:
-    """True when the bucket rows are the cheaper engine: their estimated atoms below a quarter of the exact
-    row pair's (n >~ 3e4 at k = 4, gamma = 0.25; below, blocks hold one row each and the exact engine is as
-    cheap and narrower).  gamma = 1 (no loss) always takes the exact pair."""
-    if gamma >= 1.0:
-        return False
-    return estimate_atoms(n, k, gamma, H_PER_RTOL * rtol) < 0.25 * exact_atoms(n, k, gamma)
-
-
 def _width(up, lo) -> float:
     if lo is None or not math.isfinite(up) or up <= 0:
         return 0.0 if up == 0 else math.inf
     return (up - lo) / up
 
 
-def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, rtol: float = DEFAULT_RTOL,
+def weak_bucketed(n, k, gamma, *, accountant, eps=None, delta=None, compositions: int = 1, rtol: float = DEFAULT_RTOL,
                   tail_bound: float | None = None, steps: tuple[float, ...] | None = None, **numerics):
     """Certified eps(delta) (``delta`` given) or delta(eps) (``eps`` given) intervals of the weak adversary's
     pair through its bucket rows; h is refined until every relative width is <= ``rtol`` (eps; 10 rtol in
     delta), the engine's own interval is the wider part, or the next h would exceed :data:`MAX_ATOMS`.
-    Returns (results, notes)."""
+    ``accountant`` is :class:`~.tight.TightAccountant` (passed in, as to :mod:`.bucketed`: :mod:`.tight` sits above
+    the engine choice of :mod:`.choice`, which calls this).  Returns (results, notes)."""
     from shufflesim.accounting.model.results import DeltaBound, EpsBound
-    from shufflesim.accounting.engines.tight import TightAccountant
-    from shufflesim.accounting.engines.estimates import check_accounting
+    from shufflesim.accounting.engines.estimates import check_accounting, weak_buckets_estimate
     from shufflesim.core.progress import stage
     from shufflesim.core.resources import check_memory
 
@@ -339,16 +330,17 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         atoms = estimate_atoms(n, k, gamma, h)
         if i > 0 and atoms > MAX_ATOMS:
             break
-        check_memory(64.0 * atoms + (32 << 20), f"the weak adversary's bucket rows at n={n} (h={h:g})",
+        est = weak_buckets_estimate(atoms, compositions)
+        check_memory(est.bytes, f"the weak adversary's bucket rows at n={n} (h={h:g})",
                      "a smaller n, --adversary strong (dominates the weak adversary's view) or a published bound")
-        est_s = 1.0 + 4e-7 * atoms * (1 if compositions == 1 else 20)
+        est_s = est.seconds
         # the column truncation as far below the deltas asked as the pair's own tail (bucketed.bucketed_epsilon)
         wb = weak_buckets(n, k, gamma, h, tail_bound=tail_bound, column_tail=min(COLUMN_TAIL, tail_bound))
         # the engines' own estimate on the (small) reduced rows, before they allocate (issue 21, item 2)
         est_s = max(est_s, check_accounting(wb.upper, compositions, numerics).seconds * 2)
         with stage(f"the weak adversary's bucket rows (h={h:g}, {compositions} composition(s))", est_s):
-            up = TightAccountant(wb.upper, compositions=compositions, **numerics)
-            lo = TightAccountant(wb.lower, compositions=compositions, **numerics)
+            up = accountant(wb.upper, compositions=compositions, **numerics)
+            lo = accountant(wb.lower, compositions=compositions, **numerics)
             if delta is not None:
                 ru, rl = up.epsilon(vals), lo.epsilon(vals)
             else:
@@ -366,8 +358,8 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
                                                      for r in res):  # the truncated mass would dominate
         tb = max(1e-300, 1e-7 * min(r.delta_upper for r in res) / compositions)
         if tb < tail_bound:
-            return weak_bucketed(n, k, gamma, eps=eps, compositions=compositions, rtol=rtol, tail_bound=tb,
-                                 steps=steps, **numerics)
+            return weak_bucketed(n, k, gamma, accountant=accountant, eps=eps, compositions=compositions, rtol=rtol,
+                                 tail_bound=tb, steps=steps, **numerics)
     note = (f"weak adversary's pair bucketed from CDF differences: {used.blocks} blocks, relative width "
             f"h = {used.h:g} (docs/theory.md#bucketed-weak); certified by post-processing both ways")
     notes = [f"pair: krr-weak ({REFERENCE})", note]

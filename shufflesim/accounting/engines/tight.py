@@ -1,7 +1,8 @@
 """Tight (eps, delta) accounting of neighbouring pairs, single use and composed, as certified intervals.
 
-User-facing entry points: :func:`tight_delta`, :func:`tight_epsilon` and, to reuse the built PLDs and
-FFT results across many eps / delta values, :class:`TightAccountant`.
+User-facing entry points: :func:`tight_delta`, :func:`tight_epsilon` (which go through the one engine choice of
+:mod:`.choice`: this accountant, or the bucket rows of :mod:`.bucketed` for very large pairs in row form) and, to
+reuse the built PLDs and FFT results across many eps / delta values, :class:`TightAccountant`.
 
 How an answer is obtained (the ``notes`` of every result say which path was taken):
 
@@ -571,9 +572,12 @@ class TightAccountant:
         self.symmetric = all(p.symmetric for p, _ in self.plds)
         self._exact: PrivacyLossDistribution | RowsPLD | None = None
         self._mode = "fft"
+        self._mode_reason = (f"the composed support exceeds exact_max_atoms={self.numerics.exact_max_atoms}: certified "
+                             "FFT composition")
         if self.n_total == 1:
             self._exact = self.plds[0][0]
             self._mode = "exact"
+            self._mode_reason = "single use: exact over the atoms or rows"
         else:
             try:
                 plds = self._small_plds()
@@ -584,6 +588,8 @@ class TightAccountant:
             else:
                 self._exact = PrivacyLossDistribution(pq, qp, "composed", {}, "exact pairwise composition")
                 self._mode = "exact-composed"
+                self._mode_reason = (f"the composed support fits in exact_max_atoms={self.numerics.exact_max_atoms}: "
+                                     "exact pairwise composition")
         self._dirs: list[_DirectionFFT] = []
         if self._mode == "fft" and not self.numerics.strategy.uses_base_grid:
             # omega^R / omega^L placement rounds every atom: expand pairs in row form into atoms
@@ -622,6 +628,11 @@ class TightAccountant:
     def mode(self) -> str:
         """"exact" (single use), "exact-composed" (pairwise convolution) or "fft"."""
         return self._mode
+
+    @property
+    def mode_reason(self) -> str:
+        """Why :attr:`mode` was chosen (recorded by :mod:`.choice` as part of an answer's ``engine_reason``)."""
+        return self._mode_reason
 
     # ------------------------------------------------------------------ delta
     def delta_interval(self, eps) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]]]:
@@ -1159,70 +1170,18 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     ``pairs``: a PMFPair (homogeneous: composed ``compositions`` times) or a sequence of PMFPairs
     (heterogeneous: each composed once; ``compositions`` repeats the whole list).  ``eps``: a number
     or list of numbers >= 0.  ``numerics``: see :class:`Numerics`.  Returns one DeltaBound per eps
-    (method "tight"; ``notes`` say which path certified it).
+    (method "tight"; ``notes`` say which path certified it; ``engine``/``engine_reason`` which engine
+    :mod:`.choice` chose and why: this accountant, or the bucket rows whose cost does not grow with n).
     """
-    if _bucketed(pairs, compositions):
-        from shufflesim.accounting.rows.bucketed import bucketed_delta  # issue 21: cost independent of n
+    from shufflesim.accounting.engines.choice import Question, answer  # the engine choice (it sits below this module)
 
-        out = bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
-        if not _exact_instead(pairs, compositions, out):
-            return out
-    return TightAccountant(pairs, compositions=compositions, **numerics).delta(eps)
+    return answer(Question(eps=tuple(check_eps(eps).tolist()), compositions=compositions, numerics=numerics,
+                           pairs=pairs, accountant=TightAccountant))[0]
 
 
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
-    if _bucketed(pairs, compositions):
-        from shufflesim.accounting.rows.bucketed import bucketed_epsilon  # issue 21: cost independent of n
+    from shufflesim.accounting.engines.choice import Question, answer  # the engine choice (it sits below this module)
 
-        out = bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
-        if not _exact_instead(pairs, compositions, out):
-            return out
-    return TightAccountant(pairs, compositions=compositions, **numerics).epsilon(delta)
-
-
-#: relative width of a bucketed single-use answer above which the exact row engine is run instead, where it
-#: fits (:func:`_exact_instead`); the weak adversary's rows vary in N and λ independently, so generic buckets
-#: narrow only like blocks^-1/2 (docs/theory.md#bucketed-rows): its own reduction is accounting.bucketed_weak
-BUCKET_MAX_WIDTH = 1e-3
-#: the exact row engine is the fallback only below this estimated time (seconds)
-EXACT_FALLBACK_SECONDS = 60.0
-
-
-def _rel_width(r) -> float:
-    up, lo = (r.eps_upper, r.eps_lower) if hasattr(r, "eps_upper") else (r.delta_upper, r.delta_lower)
-    if lo is None or not math.isfinite(up):
-        return math.inf
-    return 0.0 if up <= 0 else (up - lo) / up
-
-
-def _exact_instead(pairs, compositions: int, results) -> bool:
-    """True when a bucketed single-use answer is wider than :data:`BUCKET_MAX_WIDTH` and the exact row engine
-    is estimated to fit in memory and to take at most :data:`EXACT_FALLBACK_SECONDS`: its answer is then the
-    one returned (narrower; both are certified)."""
-    from shufflesim.accounting.engines.estimates import exact_row_engine_estimate
-    from shufflesim.core.resources import ResourceError, check_memory
-
-    seq = pairs if isinstance(pairs, (list, tuple)) else [pairs]
-    if compositions * len(seq) != 1 or not isinstance(seq[0], BinomialRows):
-        return False
-    if all(_rel_width(r) <= BUCKET_MAX_WIDTH for r in results):
-        return False
-    est = exact_row_engine_estimate(seq[0])
-    if est.seconds > EXACT_FALLBACK_SECONDS:
-        return False
-    try:
-        check_memory(est.bytes, "exact row engine (fallback)", "")
-    except ResourceError:
-        return False
-    return True
-
-
-def _bucketed(pairs, compositions: int) -> bool:
-    """The engine choice by size (issue 21): pairs in row form with more atoms than
-    :data:`~.bucketed.BUCKET_MIN_ATOMS` (composed: :data:`~.bucketed.BUCKET_MIN_ATOMS_COMPOSED`) go
-    through the bucket rows of :mod:`.bucketed`, whose cost does not grow with n; smaller ones through
-    the exact row engines (cheaper and narrower there)."""
-    from shufflesim.accounting.rows.bucketed import needs_buckets
-
-    return needs_buckets(pairs, compositions=compositions)
+    return answer(Question(delta=tuple(check_delta(delta).tolist()), compositions=compositions, numerics=numerics,
+                           pairs=pairs, accountant=TightAccountant))[0]

@@ -555,7 +555,7 @@ def data_set_pair(n: int, eps0: float, ones: int):
                    tail_p=tail, tail_q=tail)
 
 
-def _candidates(n: int, eps0: float, eps: float) -> list[int]:
+def lower_candidates(n: int, eps0: float, eps: float) -> list[int]:
     """The data sets whose composed δ the lower end evaluates: m = 0, m = n − 1 and the worst single-use m
     at ``eps`` (per use)."""
     s = _search(n, eps0, min(eps, eps0 * 0.999), rtol=1e-6, max_evals=400)
@@ -628,7 +628,7 @@ def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[f
     return best, best_m
 
 
-def _composed_note(k: int, m: int, what: str) -> str:
+def composed_note(k: int, m: int, what: str) -> str:
     return (f"{k} compositions: lower end = the composed {what} of the data set with m = {m} ones among the others "
             "(the same data in every use: exact for that data set, so a genuine lower bound on the mechanism), "
             "upper end = Feldman-McMillan-Talwar's stronger clone pair composed by the PLD engine (a dominating "
@@ -640,8 +640,8 @@ def _composed_delta(n, eps0, eps, k) -> Bracket:
     from shufflesim.accounting.engines.tight import tight_delta
 
     (up,) = tight_delta(stronger_clones_pair(n, eps0), [eps], compositions=k)
-    best, best_m = composed_lower_delta(n, eps0, eps, k, _candidates(n, eps0, eps / k))
-    return Bracket(min(best, up.delta_upper), up.delta_upper, best_m, (_composed_note(k, best_m, "delta"),))
+    best, best_m = composed_lower_delta(n, eps0, eps, k, lower_candidates(n, eps0, eps / k))
+    return Bracket(min(best, up.delta_upper), up.delta_upper, best_m, (composed_note(k, best_m, "delta"),))
 
 
 def _composed_eps(n, eps0, delta, k) -> Bracket:
@@ -650,8 +650,8 @@ def _composed_eps(n, eps0, delta, k) -> Bracket:
 
     (up,) = tight_epsilon(stronger_clones_pair(n, eps0), [delta], compositions=k)
     guess = up.eps_upper / k if math.isfinite(up.eps_upper) else eps0 / 2
-    best, best_m = composed_lower_eps(n, eps0, delta, k, _candidates(n, eps0, guess))
-    return Bracket(min(best, up.eps_upper), up.eps_upper, best_m, (_composed_note(k, best_m, "eps"),))
+    best, best_m = composed_lower_eps(n, eps0, delta, k, lower_candidates(n, eps0, guess))
+    return Bracket(min(best, up.eps_upper), up.eps_upper, best_m, (composed_note(k, best_m, "eps"),))
 
 
 def data_sets_lower(n: int, eps0: float, *, eps: float | None = None, delta: float | None = None,

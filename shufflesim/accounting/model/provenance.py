@@ -114,6 +114,8 @@ class Provenance:
     items: tuple = ()
     #: the engine that computed it ("exact", "exact-composed", "fft", "local guarantee", ...; None: not recorded)
     engine: str | None = None
+    #: why that engine was chosen (recorded by the one engine choice, :mod:`shufflesim.accounting.engines.choice`)
+    engine_reason: str | None = None
     #: the pairs the accountant evaluated
     pairs: tuple[PairRef, ...] = ()
     #: the pairs' truncated (dropped) mass, added to the upper end (0: none)

@@ -67,6 +67,21 @@ class Answer:
         return getattr(self, self._ENDS[2])
 
     @property
+    def engine(self) -> str | None:
+        """The engine that computed this answer (its provenance's)."""
+        return self.provenance.engine  # type: ignore[attr-defined]
+
+    @property
+    def engine_reason(self) -> str | None:
+        """Why that engine was chosen (its provenance's)."""
+        return self.provenance.engine_reason  # type: ignore[attr-defined]
+
+    def with_engine(self, engine: str | None, reason: str | None):
+        """This answer with the engine that computed it and the reason it was chosen recorded."""
+        return replace(self, provenance=replace(self.provenance, engine=engine,  # type: ignore[attr-defined]
+                                                engine_reason=reason))
+
+    @property
     def notes(self) -> tuple[str, ...]:
         """The provenance rendered for people (:func:`~.provenance.render`)."""
         return self.provenance.notes()  # type: ignore[attr-defined]
@@ -157,6 +172,8 @@ class DeltaBound(Answer):
              "accuracy_met": self.accuracy_met}
         if self.bound_pair is not None:
             d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower, bound_upper=self.bound_upper)
+        if self.provenance.engine is not None:
+            d.update(engine=self.provenance.engine, engine_reason=self.provenance.engine_reason)
         return d
 
 
@@ -193,6 +210,8 @@ class EpsBound(Answer):
              "accuracy_met": self.accuracy_met}
         if self.bound_pair is not None:
             d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower, bound_upper=self.bound_upper)
+        if self.provenance.engine is not None:
+            d.update(engine=self.provenance.engine, engine_reason=self.provenance.engine_reason)
         return d
 
 

@@ -87,14 +87,15 @@ def krr_shuffled_pair(n, k, gamma, *, tail_bound: float = DEFAULT_TAIL_BOUND_MD,
     """
     from shufflesim.accounting.pairs.variation import stronger_clones_pair
 
-    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    n, k, gamma, tail_bound = check_krr(n, k, gamma, tail_bound)
     eps0 = eps0_upper(eps0_from_gamma(gamma, k))
     if not (eps0 > 0.0):  # gamma = 1: every report is uniform whatever the input; the smallest positive eps0
         eps0 = math.ulp(0.0)  # still gives a valid (and numerically trivial) pair
     return stronger_clones_pair(n, eps0, tail_bound=tail_bound, as_rows=as_rows)
 
 
-def _check(n, k, gamma, tail_bound):
+def check_krr(n, k, gamma, tail_bound):
+    """(n, k, gamma, tail_bound) of a k-RR pair, validated (ParameterError naming what is allowed)."""
     n = check_int("n", n, minimum=1)
     k = check_int("k", k, minimum=2)
     gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True)
@@ -120,7 +121,7 @@ def krr_strong_1d_pair(n, k, gamma, *, tail_bound: float = DEFAULT_TAIL_BOUND_1D
     and x = 0 has P = 0 (infinite-loss mass (gamma/k)^(n-1) and (1-gamma/k)^(n-1), seed 001 eq 2.3).
     Truncation: the Bin(n-1, gamma/k) variable is kept on a Chernoff window (see the package docstring).
     """
-    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    n, k, gamma, tail_bound = check_krr(n, k, gamma, tail_bound)
     g = gamma / k
     lo, hi, log_tail = chernoff_window(n - 1, g, log_budget(tail_bound))
     lo, hi = int(lo), int(hi)
@@ -179,7 +180,7 @@ def krr_strong_pair(
     (rows m, N = m + 1, alpha = 2/N, beta = 0), whose ``log_delta`` is the exact single-use delta in
     O(rows) and whose ``iter_atoms`` expands the pair block by block.
     """
-    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    n, k, gamma, tail_bound = check_krr(n, k, gamma, tail_bound)
     g2 = 2.0 * gamma / k
     lb = log_budget(tail_bound)
     m_lo, m_hi, lt_m = chernoff_window(n - 1, g2, lb - math.log(2.0))
@@ -294,7 +295,7 @@ def krr_weak_pair(
     ``as_rows=True`` returns the :class:`BinomialRows` form (rows (b, s'), N = s', alpha = 1 - gamma,
     beta = gamma (b+1)/k): exact single-use delta in O(rows), atoms block by block.
     """
-    n, k, gamma, tail_bound = _check(n, k, gamma, tail_bound)
+    n, k, gamma, tail_bound = check_krr(n, k, gamma, tail_bound)
     lb = log_budget(tail_bound) - math.log(3.0)
     kk = 2.0 / k
     # level 1: B ~ Bin(n-1, gamma)

@@ -87,8 +87,7 @@ def _blocks(M: np.ndarray, lam: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     order = np.lexsort((lam, M))
     n_blocks = max(1, min(n_blocks, order.size))
     runs = np.array_split(order, n_blocks)
-    spread = max((float(np.ptp(lam[r])) / max(float(lam[r].max()), 1e-300) for r in runs if r.size), default=0.0)
-    if spread <= 1e-2 or n_blocks < 4:
+    if _spread(lam, runs) <= LAM_SPREAD or n_blocks < 4:
         return runs
     n_m = max(1, int(round(math.sqrt(n_blocks))))
     n_l = max(1, n_blocks // n_m)
@@ -96,6 +95,28 @@ def _blocks(M: np.ndarray, lam: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     for run in np.array_split(order, n_m):
         out += [b for b in np.array_split(run[np.argsort(lam[run], kind="stable")], n_l) if b.size]
     return out
+
+
+#: rows whose lam varies by more than this (relative) within a run of equal count in M order are cut by lam as
+#: well (:func:`_blocks`): their blocks form a grid and narrow only like blocks^-1/2
+LAM_SPREAD = 1e-2
+
+
+def _spread(lam: np.ndarray, runs) -> float:
+    """The largest relative spread of lam within one run."""
+    return max((float(np.ptp(lam[r])) / max(float(lam[r].max()), 1e-300) for r in runs if r.size), default=0.0)
+
+
+def two_parameter(rows: BinomialRows, n_blocks: int = BLOCK_STEPS[0]) -> bool:
+    """True when the rows' lam varies independently of N (by more than :data:`LAM_SPREAD` within the runs of
+    ``n_blocks`` blocks in M order; the weak adversary's rows): their bucket rows are then a grid of blocks
+    and narrow only like blocks^-1/2 (docs/theory.md#bucketed-rows), so where the exact row engine fits it is
+    the engine to use single use (:mod:`.choice`)."""
+    _, M, lam, _ = _row_parameters(rows)
+    if M.size == 0:
+        return False
+    order = np.lexsort((lam, M))
+    return _spread(lam, np.array_split(order, max(1, min(n_blocks, order.size)))) > LAM_SPREAD
 
 
 def bucket_rows(rows: BinomialRows, n_blocks: int, side: str, column_tail: float = COLUMN_TAIL) -> BinomialRows:

@@ -298,7 +298,12 @@ class RowsDirection:
         return lo, up
 
     def max_finite_loss(self) -> float:
-        """An upper bound on the largest finite privacy loss among the columns evaluated."""
+        """An upper bound on the largest finite privacy loss among the columns evaluated (computed once: the rows
+        do not change, and the accountant asks at every query)."""
+        return self._max_finite_loss
+
+    @cached_property
+    def _max_finite_loss(self) -> float:
         best = NEG_INF
         keep = self._kept
         if np.any(keep):
