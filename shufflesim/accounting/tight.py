@@ -60,7 +60,7 @@ from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_clamped, e
 from shufflesim.accounting.placement import BaseSplit, base_split, discretise, discretise_base
 from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.queries import check_delta, check_eps
+from shufflesim.accounting.queries import check_compositions, check_delta, check_eps
 from shufflesim.accounting.rows_pld import RowsPLD
 from shufflesim.accounting.rows_stream import RowsComponent, rows_spread
 from shufflesim.accounting.results import DeltaBound, EpsBound
@@ -547,7 +547,7 @@ class TightAccountant:
 
     def __init__(self, pairs, *, compositions: int = 1, **numerics):
         self.numerics = Numerics(**numerics)
-        self.compositions = check_int("compositions", compositions, minimum=1)
+        self.compositions = check_compositions(compositions, pair_based=True)
         self._args = (pairs, self.compositions, dict(numerics))  # a fresh accountant's (_shortest_upper)
         self._stop = None  # the eps_rtol search's early stop while it runs (_epsilon_rtol)
         if isinstance(pairs, PAIR_TYPES):
@@ -1178,6 +1178,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     or list of numbers >= 0.  ``numerics``: see :class:`Numerics`.  Returns one DeltaBound per eps
     (method "tight"; ``notes`` say which path certified it).
     """
+    check_eps(eps), check_compositions(compositions, pair_based=True)  # the one question validator (.queries)
     if _bucketed(pairs, compositions):
         from shufflesim.accounting.bucketed import bucketed_delta  # issue 21: cost independent of n
 
@@ -1189,6 +1190,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
 
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
+    check_delta(delta), check_compositions(compositions, pair_based=True)  # the one question validator (.queries)
     if _bucketed(pairs, compositions):
         from shufflesim.accounting.bucketed import bucketed_epsilon  # issue 21: cost independent of n
 
