@@ -1,6 +1,6 @@
 """Issue 21 (item 1, composed): the fast composed paths against the exact engines.
 
-* the vectorised certified eps search (:func:`~shufflesim.accounting.tight._eps_interval_vec`) against a
+* the vectorised certified eps search (:func:`~shufflesim.accounting.calibrate.eps_interval_grid`) against a
   closed-form delta(eps) (the root is known);
 * the FFT accountant refined only as far as ``eps_rtol`` asks, and the bucketed engine composed, against
   exact pairwise composition (an interval ~1e-9 wide) wherever that runs: their intervals contain it and
@@ -20,7 +20,8 @@ from shufflesim.accounting import exact_rr2 as X
 from shufflesim.accounting.bucketed import bucketed_epsilon
 from shufflesim.accounting.pairs.krr import krr_pair
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.tight import TightAccountant, _eps_interval_vec
+from shufflesim.accounting.calibrate import eps_interval_grid as _eps_interval_vec
+from shufflesim.accounting.tight import TightAccountant
 
 
 def _contains(outer_lo, outer_up, inner_lo, inner_up):
