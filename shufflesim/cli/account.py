@@ -144,7 +144,6 @@ def _mechanism(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.accounting.account import account
-
     from shufflesim.accounting.queries import check_question
 
     mech = _mechanism(args)

@@ -82,11 +82,11 @@ class CentralLaplace(Mechanism):
         a = self.eps0 - eps
         if self.bins == 1:
             return widened(eps, -math.expm1(-a / 2.0), "closed-form",
-                             "Laplace mechanism: delta(eps) = 1 - exp((eps - eps0)/2)")
+                           "Laplace mechanism: delta(eps) = 1 - exp((eps - eps0)/2)")
         # 1 - (1 + a/4) e^{-a/2} = (1 - e^{-a/2}) - (a/4) e^{-a/2}: both terms ~ a/2, a/4 as a -> 0, no cancellation
         d = -math.expm1(-a / 2.0) - 0.25 * a * math.exp(-a / 2.0)
         return widened(eps, max(d, 0.0), "closed-form",
-                         "Laplace mechanism on two bins: delta(eps) = 1 - (1 + a/4) exp(-a/2), a = eps0 - eps")
+                       "Laplace mechanism on two bins: delta(eps) = 1 - (1 + a/4) exp(-a/2), a = eps0 - eps")
 
     def bound(self, method: str, options: BoundOptions):
         note = "Laplace mechanism: closed-form privacy profile inverted by bisection"
@@ -119,7 +119,7 @@ class CentralGaussian(Mechanism):
 
         eps = check_real("eps", eps, low=0.0)
         return widened(eps, gaussian_delta(self.sigma, eps, self.sensitivity), "closed-form",
-                         "Gaussian mechanism: exact privacy profile (Balle & Wang 2018, Thm 8)")
+                       "Gaussian mechanism: exact privacy profile (Balle & Wang 2018, Thm 8)")
 
     def bound(self, method: str, options: BoundOptions):
         note = "Gaussian mechanism: exact privacy profile inverted by bisection"

@@ -94,7 +94,7 @@ class CentralDLap(Mechanism):
     def delta(self, eps: float) -> DeltaBound:
         eps = check_real("eps", eps, low=0.0)
         return widened(eps, dlap_delta(eps, self.eps0, self.sensitivity), "closed-form",
-                         "discrete Laplace mechanism: exact privacy profile of the shift by the sensitivity")
+                       "discrete Laplace mechanism: exact privacy profile of the shift by the sensitivity")
 
     def bound(self, method: str, options: BoundOptions):
         note = "discrete Laplace mechanism: exact privacy profile inverted by bisection"
