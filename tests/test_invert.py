@@ -1,4 +1,4 @@
-"""The one safe-side inverter (issue 28 item 1, shufflesim.accounting.calibrate): every search turns a monotone
+"""The one safe-side inverter (issue 28 item 1, shufflesim.accounting.numerics.invert): every search turns a monotone
 certified curve into its inverse with the same contract and the same edge handling (NaN, targets no point meets,
 curves that are 0 / 1 / inf, a target of 0)."""
 
@@ -13,7 +13,7 @@ import pytest
 from shufflesim.errors import InfeasibleError, ParameterError
 
 #: the inverter's module (the package's attribute ``calibrate`` is the function of that name)
-inv = importlib.import_module("shufflesim.accounting.calibrate")
+inv = importlib.import_module("shufflesim.accounting.numerics.invert")
 
 #: a certified pair of curves around delta(eps) = exp(-3 eps) (lower 1e-9 relative below it)
 UP = lambda e: math.exp(-3.0 * e)  # noqa: E731

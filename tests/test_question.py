@@ -11,8 +11,8 @@ import pytest
 from shufflesim import ParameterError
 from shufflesim.accounting.account import account, calibrate_mechanism
 from shufflesim.accounting.pairs import rr2_pair
-from shufflesim.accounting.pld import PrivacyLossDistribution
-from shufflesim.accounting.tight import tight_delta, tight_epsilon
+from shufflesim.accounting.pld.distribution import PrivacyLossDistribution
+from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 from shufflesim.cli.main import main
 from shufflesim.mechanisms import RR2
 from shufflesim.scenarios.schema import ScenarioError, validate

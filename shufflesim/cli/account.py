@@ -144,7 +144,7 @@ def _mechanism(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.accounting.account import account
-    from shufflesim.accounting.queries import check_question
+    from shufflesim.accounting.model.queries import check_question
 
     mech = _mechanism(args)
     # the one question validator (issue 28): every path below (account, --compare, --honest, --tolerate) refuses
@@ -335,8 +335,8 @@ def _warn_slow(args: argparse.Namespace, mech) -> None:
     """One ``warning:`` line before a pair-based composition that is known to take long (issue 8)."""
     import sys
 
-    from shufflesim.accounting import queries
-    from shufflesim.accounting.mechanism import PAIR_METHODS
+    from shufflesim.accounting.model import queries
+    from shufflesim.accounting.model.mechanism import PAIR_METHODS
 
     method = args.method or mech.default_method
     # no warning before an error: a request the accountant refuses is refused first (issue 18)

@@ -24,8 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
 #: relative widening of a closed form evaluated in double precision
@@ -41,9 +41,9 @@ def widened(eps: float, delta: float, method: str, note: str) -> DeltaBound:
 
 def closed_form_epsilon(delta_fn, delta: float, hi: float, method: str, note: str) -> EpsBound:
     """eps(delta) of a closed-form profile ``delta_fn(eps) -> DeltaBound`` by the one inverter's bisection
-    (:func:`shufflesim.accounting.calibrate.eps_bracket`): the upper end certified by the upper curve, the lower
+    (:func:`shufflesim.accounting.numerics.invert.eps_bracket`): the upper end certified by the upper curve, the lower
     end an eps at which even the lower curve exceeds delta (the true eps(delta) is above it)."""
-    from shufflesim.accounting.calibrate import eps_bracket
+    from shufflesim.accounting.numerics.invert import eps_bracket
 
     low, up = eps_bracket(lambda e: delta_fn(e).delta_upper, lambda e: delta_fn(e).delta_lower, delta, hi=hi)
     return EpsBound(delta=delta, eps_upper=up, eps_lower=low, method=method, notes=(note,))

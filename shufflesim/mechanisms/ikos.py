@@ -40,8 +40,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
 from .dlap import MAX_SENSITIVITY, dlap_delta
@@ -152,8 +152,8 @@ class IKOSSum(Mechanism):
                               "minimised over eps' <= eps; sigma from the reconstructed Theorem 6.1 / eq. (4)",))
 
     def epsilon(self, delta: float) -> EpsBound:
-        from shufflesim.accounting.calibrate import eps_bracket
-        from shufflesim.accounting.queries import delta_values
+        from shufflesim.accounting.numerics.invert import eps_bracket
+        from shufflesim.accounting.model.queries import delta_values
 
         (delta,) = delta_values([delta])  # the one question validator
         note = ("seed 004 Lemma 5.2 + Lemma F.2 bound inverted by bisection; it is >= (1+e^eps0)*2^-sigma for "

@@ -340,7 +340,7 @@ def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
             if s["x"] in s["args"]:
                 raise ScenarioError(f"{where}.args.{s['x']}: x = {s['x']!r} is the varied flag; do not give it in args")
     if section == "curve":
-        from shufflesim.accounting.mechanism import PAIR_METHODS
+        from shufflesim.accounting.model.mechanism import PAIR_METHODS
 
         many = isinstance(s["compositions"], list)
         counts = [_check_question(f"{where}.compositions" + (f"[{j}]" if many else ""), compositions=c,
@@ -360,9 +360,9 @@ def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
 
 def _check_question(where: str, *, eps=None, delta=None, compositions=None, pair_based: bool = False) -> int | None:
     """A curve's eps / delta / compositions by the one question validator of the accountant
-    (:mod:`shufflesim.accounting.queries`): the same answer as ``account`` and the CLI, with the key path; the
+    (:mod:`shufflesim.accounting.model.queries`): the same answer as ``account`` and the CLI, with the key path; the
     number of compositions as an integer (None when not given)."""
-    from shufflesim.accounting import queries
+    from shufflesim.accounting.model import queries
     from shufflesim.errors import ParameterError
 
     try:

@@ -8,13 +8,13 @@ safe-side inversion of a delta(eps) bound into an eps(delta) bound.
   and M2 is (eps, delta)-DP, then M1 is (eps, delta + (1 + e^eps) eta)-DP.
 * :func:`invert_delta_curve`: the eps(delta) of a bound known only as delta(eps), by bisection that only
   ever reports an eps at which the bound itself certifies delta(eps) <= target ("safe side"); it is the one
-  inverter's bisection (:func:`shufflesim.accounting.calibrate.bisect_decreasing`), re-exported here for the bounds.
+  inverter's bisection (:func:`shufflesim.accounting.numerics.invert.bisect_decreasing`), re-exported here for the bounds.
 """
 
 from __future__ import annotations
 
 import math
-from shufflesim.accounting.calibrate import invert_delta_curve
+from shufflesim.accounting.numerics.invert import invert_delta_curve
 from shufflesim.core.checks import check_probability, check_real
 
 __all__ = [

@@ -12,7 +12,7 @@ command line (``shufflesim account``) and the scenario files (``[[curve]]`` step
   no answer to it would mean the same on every path; delta = 1 is vacuous (every mechanism meets it);
 * compositions: an integer >= 1; at most :data:`MAX_COMPOSITIONS` for the pair-based engines (beyond: hours of
   FFT grids, and integer overflow in the grid sizes), unbounded for the published bounds' composition theorems;
-* relation: one of :class:`~shufflesim.accounting.mechanism.Relation` (its own ``parse``).
+* relation: one of :class:`~shufflesim.accounting.model.mechanism.Relation` (its own ``parse``).
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ def check_compositions(compositions, *, pair_based: bool = False) -> int:
 
 
 def check_relation(relation):
-    """The neighbouring relation / adversary model (:meth:`~shufflesim.accounting.mechanism.Relation.parse`)."""
-    from shufflesim.accounting.mechanism import Relation  # the same layer; imported on use (mechanism is larger)
+    """The neighbouring relation / adversary model (:meth:`~shufflesim.accounting.model.mechanism.Relation.parse`)."""
+    from shufflesim.accounting.model.mechanism import Relation  # the same layer; imported on use (mechanism is larger)
 
     return Relation.parse(relation)
 
