@@ -1,6 +1,6 @@
 """Issue 21 (item 1, composed): the fast composed paths against the exact engines.
 
-* the vectorised certified eps search (:func:`~shufflesim.accounting.engines.tight._eps_interval_vec`) against a
+* the vectorised certified eps search (:func:`~shufflesim.accounting.numerics.invert.eps_interval_grid`) against a
   closed-form delta(eps) (the root is known);
 * the FFT accountant refined only as far as ``eps_rtol`` asks, and the bucketed engine composed, against
   exact pairwise composition (an interval ~1e-9 wide) wherever that runs: their intervals contain it and
@@ -20,12 +20,13 @@ from shufflesim.accounting.exact import exact_rr2 as X
 from shufflesim.accounting.rows.bucketed import bucketed_epsilon
 from shufflesim.accounting.pairs.krr import krr_pair
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.engines.tight import TightAccountant, _eps_interval_vec
+from shufflesim.accounting.numerics.invert import eps_interval_grid
+from shufflesim.accounting.engines.tight import TightAccountant
 
 
 def _contains(outer_lo, outer_up, inner_lo, inner_up):
     """Containment up to the root finders' tolerance: every end is an evaluated eps within
-    xtol + rtol eps = 1e-9 + 1e-9 eps of its bracket's other end (Numerics.eps_tol; _eps_interval_vec), so
+    xtol + rtol eps = 1e-9 + 1e-9 eps of its bracket's other end (Numerics.eps_tol; eps_interval_grid), so
     two certified intervals only that narrow may cross by that much without either being wrong."""
     tol = 1e-9 + 1e-9 * max(abs(inner_lo), abs(inner_up))
     return outer_lo <= inner_lo + tol and inner_up <= outer_up + tol and outer_lo <= inner_up and inner_lo <= outer_up
@@ -48,7 +49,7 @@ def test_vectorised_eps_search_brackets_a_known_root(rate, gap, delta):
 
     root = math.log(0.5 / delta) / rate
     eps_max = 50 * root
-    lo, up = _eps_interval_vec(both, delta, eps_max, 1e-9)
+    lo, up = eps_interval_grid(both, delta, eps_max, 1e-9)
     assert both([up])[1][0] <= delta and both([lo])[0][0] > delta
     assert lo < root < up
     # the bounds' own gap moves the ends by log(1 + gap)/rate and -log(1 - gap)/rate; the search adds at
@@ -63,8 +64,8 @@ def test_vectorised_eps_search_edge_cases():
     def const(v):
         return lambda e: (np.full(np.shape(e), v), np.full(np.shape(e), v))
 
-    assert _eps_interval_vec(const(1e-3), 1e-2, 1.0, 1e-9) == (0.0, 0.0)  # met at eps = 0
-    lo, up = _eps_interval_vec(const(1e-3), 1e-6, 1.0, 1e-9)  # never met below eps_max
+    assert eps_interval_grid(const(1e-3), 1e-2, 1.0, 1e-9) == (0.0, 0.0)  # met at eps = 0
+    lo, up = eps_interval_grid(const(1e-3), 1e-6, 1.0, 1e-9)  # never met below eps_max
     assert math.isinf(up) and math.isinf(lo)
 
 

@@ -306,8 +306,8 @@ def test_long_composition_warns_before_running(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 0 and err.startswith("warning: 3 compositions")
     # a request that is refused gets its error alone, never a warning that contradicts it (issue 18)
-    acc = importlib.import_module("shufflesim.accounting.account")
-    monkeypatch.setattr(acc, "MAX_COMPOSITIONS", 2)
+    queries = importlib.import_module("shufflesim.accounting.model.queries")  # the one question validator (issue 28)
+    monkeypatch.setattr(queries, "MAX_COMPOSITIONS", 2)
     code = main(["account", "rr2", "--n", "100", "--eps0", "1", "--delta", "1e-6", "--compositions", "3"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1

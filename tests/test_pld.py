@@ -195,9 +195,12 @@ def test_epsilon_edge_cases():
     pld = PrivacyLossDistribution.from_pair(rr2_pair(20, 1.0))
     big = pld.epsilon(0.99)[0]
     assert big.eps_upper == 0.0 and big.eps_lower == 0.0
-    # pure DP: delta = 0 needs eps = the largest loss (= eps0 for rr2)
-    zero = pld.epsilon(0.0)[0]
-    assert zero.eps_upper == pytest.approx(1.0, abs=1e-8)
+    # pure DP: delta = 0 is refused on every path (issue 28, accounting.queries: the FFT and published bounds cannot
+    # certify it); the largest loss (= eps0 for rr2) is still what a tiny delta inverts to
+    with pytest.raises(ParameterError, match=r"delta must be in \(0, 1\); got 0.0 \(pure DP"):
+        pld.epsilon(0.0)
+    tiny = pld.epsilon(1e-300)[0]
+    assert tiny.eps_upper == pytest.approx(1.0, abs=1e-8)
     # infinite-loss mass above the target: no finite eps
     lp = np.log([0.5, 0.5])
     lq = np.array([0.0, -np.inf])

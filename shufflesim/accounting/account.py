@@ -21,14 +21,13 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from shufflesim.accounting.model.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
+from shufflesim.accounting.model.mechanism import PAIR_METHODS, BoundOptions, Mechanism
 from shufflesim.accounting.model.provenance import LocalGuarantee, LowerEnd, PairRef, Provenance, render, truncation_note
-from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound, question_values as _values
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.accounting.model.queries import check_compositions, check_question, delta_values, eps_values
+from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound
 from shufflesim.errors import AccuracyError, ParameterError
 
 #: above this eps0 (any part) e^eps0 overflows double precision and shuffling amplifies by a relative factor
@@ -36,8 +35,6 @@ from shufflesim.errors import AccuracyError, ParameterError
 LDP_ONLY_EPS0 = 700.0
 #: below this eps0 the pairs' and bounds' terms underflow: every method answers from the local guarantee
 TINY_EPS0 = 1e-100
-#: largest number of compositions the pair-based methods accept (beyond: hours)
-MAX_COMPOSITIONS = 10**6
 
 
 def account(
@@ -66,8 +63,9 @@ def account(
     if unknown:
         raise ParameterError(f"account has no parameter {next(iter(unknown))!r}; it takes: eps, delta, method, "
                              "compositions, composition, bennett_variant, numerics")
-    # checked before method 'best' dispatches, so 'best' refuses what every single method refuses (issue 18)
-    compositions = check_int("compositions", compositions, minimum=1)
+    # checked before method 'best' dispatches, so 'best' refuses what every single method refuses (issue 18); the
+    # one question validator (.queries) that every path uses (issue 28)
+    eps_l, delta_l, compositions = check_question(eps=eps, delta=delta, compositions=compositions)
     if numerics is not None:
         _check_numerics(numerics)
     if not isinstance(mechanism, Mechanism):
@@ -79,21 +77,15 @@ def account(
         return best(mechanism, run=account, eps=eps, delta=delta, compositions=compositions,
                     composition=composition, numerics=numerics)
     mechanism.check_method(method)
-    compositions = check_int("compositions", compositions, minimum=1)
     pair_based = method in PAIR_METHODS
     if pair_based:
         if mechanism.n > mechanism.max_n_pairs:
             raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
                                  f"got n={mechanism.n}")
-        if compositions > MAX_COMPOSITIONS:
-            raise ParameterError(f"compositions must be <= {MAX_COMPOSITIONS:.0e} for method {method!r}; got {compositions}")
-    if (eps is None) == (delta is None):
-        raise ParameterError("give either eps values (to get delta) or delta values (to get eps), not both")
+        check_compositions(compositions, pair_based=True)
     if composition not in ("basic", "advanced", "best"):
         raise ParameterError(f"composition must be basic, advanced or best; got {composition!r}")
     options = BoundOptions(bennett_variant)
-    eps_l = _values("eps", eps) if eps is not None else None
-    delta_l = _values("delta", delta) if delta is not None else None
     prm = mechanism.params()
     notes: list[str] = []
     comp_used = None
@@ -417,8 +409,11 @@ def calibrate_mechanism(make, name: str, eps: float, delta: float, lo: float, hi
     """
     from shufflesim.accounting.numerics.invert import calibrate
 
-    check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_real("eps", eps, low=0.0)
+    eps_l, delta_l = eps_values(eps), delta_values(delta)  # the one question validator (.queries)
+    if len(eps_l) != 1 or len(delta_l) != 1:
+        raise ParameterError(f"calibrate_mechanism takes one eps and one delta; got eps={eps!r}, delta={delta!r}")
+    (eps,), (delta,) = eps_l, delta_l
+    compositions = check_compositions(compositions)
     used = {"method": None}
 
     def fn(x: float) -> float:

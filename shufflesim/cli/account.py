@@ -144,8 +144,12 @@ def _mechanism(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.accounting.account import account
+    from shufflesim.accounting.model.queries import check_question
 
     mech = _mechanism(args)
+    # the one question validator (issue 28): every path below (account, --compare, --honest, --tolerate) refuses
+    # an edge question with the same line as the library
+    check_question(eps=args.eps, delta=args.delta, compositions=args.compositions)
     honest_line = None
     if getattr(args, "tolerate", None) is not None:
         return _run_tolerate(args, mech)
@@ -331,14 +335,13 @@ def _warn_slow(args: argparse.Namespace, mech) -> None:
     """One ``warning:`` line before a pair-based composition that is known to take long (issue 8)."""
     import sys
 
-    from shufflesim.accounting.account import MAX_COMPOSITIONS
+    from shufflesim.accounting.model import queries
     from shufflesim.accounting.model.mechanism import PAIR_METHODS
-    from shufflesim.core.checks import check_int
 
     method = args.method or mech.default_method
     # no warning before an error: a request the accountant refuses is refused first (issue 18)
-    check_int("compositions", args.compositions, minimum=1)
-    if method in PAIR_METHODS and MAX_COMPOSITIONS >= args.compositions >= SLOW_COMPOSITIONS \
+    queries.check_compositions(args.compositions)
+    if method in PAIR_METHODS and queries.MAX_COMPOSITIONS >= args.compositions >= SLOW_COMPOSITIONS \
             and mech.n <= mech.max_n_pairs:
         print(f"warning: {args.compositions} compositions with the pair-based method {method!r} may take a minute "
               "or more (each FFT composition step works on a grid that grows with the composed range); fewer "

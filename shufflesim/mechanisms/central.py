@@ -29,21 +29,23 @@ from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
 #: relative widening of a closed form evaluated in double precision
-_WIDEN = 1e-12
+WIDEN = 1e-12
 
 
-def _interval(eps: float, delta: float, method: str, note: str) -> DeltaBound:
-    return DeltaBound(eps=eps, delta_upper=min(1.0, delta * (1 + _WIDEN)), delta_lower=delta * (1 - _WIDEN),
+def widened(eps: float, delta: float, method: str, note: str) -> DeltaBound:
+    """The certified interval of a closed-form delta evaluated in double precision: delta widened by :data:`WIDEN`
+    relative on both sides (the upper end capped at 1)."""
+    return DeltaBound(eps=eps, delta_upper=min(1.0, delta * (1 + WIDEN)), delta_lower=delta * (1 - WIDEN),
                       method=method, notes=(note,))
 
 
-def _inverse(delta_fn, delta: float, hi: float, method: str, note: str) -> EpsBound:
-    from shufflesim.accounting.bounds.transforms import invert_delta_curve
+def closed_form_epsilon(delta_fn, delta: float, hi: float, method: str, note: str) -> EpsBound:
+    """eps(delta) of a closed-form profile ``delta_fn(eps) -> DeltaBound`` by the one inverter's bisection
+    (:func:`shufflesim.accounting.numerics.invert.eps_bracket`): the upper end certified by the upper curve, the lower
+    end an eps at which even the lower curve exceeds delta (the true eps(delta) is above it)."""
+    from shufflesim.accounting.numerics.invert import eps_bracket
 
-    up, _, _ = invert_delta_curve(lambda e: delta_fn(e).delta_upper, delta, lo=0.0, hi=hi)
-    # the lower end: an eps at which even the lower curve exceeds delta (the true eps(delta) is above it)
-    _, below, _ = invert_delta_curve(lambda e: delta_fn(e).delta_lower, delta, lo=0.0, hi=hi)
-    low = 0.0 if below is None else min(below, up)
+    low, up = eps_bracket(lambda e: delta_fn(e).delta_upper, lambda e: delta_fn(e).delta_lower, delta, hi=hi)
     return EpsBound(delta=delta, eps_upper=up, eps_lower=low, method=method, notes=(note,))
 
 
@@ -76,19 +78,19 @@ class CentralLaplace(Mechanism):
 
     def delta(self, eps: float) -> DeltaBound:
         if eps >= self.eps0:
-            return _interval(eps, 0.0, "closed-form", "Laplace mechanism: delta(eps) = 0 for eps >= eps0")
+            return widened(eps, 0.0, "closed-form", "Laplace mechanism: delta(eps) = 0 for eps >= eps0")
         a = self.eps0 - eps
         if self.bins == 1:
-            return _interval(eps, -math.expm1(-a / 2.0), "closed-form",
-                             "Laplace mechanism: delta(eps) = 1 - exp((eps - eps0)/2)")
+            return widened(eps, -math.expm1(-a / 2.0), "closed-form",
+                           "Laplace mechanism: delta(eps) = 1 - exp((eps - eps0)/2)")
         # 1 - (1 + a/4) e^{-a/2} = (1 - e^{-a/2}) - (a/4) e^{-a/2}: both terms ~ a/2, a/4 as a -> 0, no cancellation
         d = -math.expm1(-a / 2.0) - 0.25 * a * math.exp(-a / 2.0)
-        return _interval(eps, max(d, 0.0), "closed-form",
-                         "Laplace mechanism on two bins: delta(eps) = 1 - (1 + a/4) exp(-a/2), a = eps0 - eps")
+        return widened(eps, max(d, 0.0), "closed-form",
+                       "Laplace mechanism on two bins: delta(eps) = 1 - (1 + a/4) exp(-a/2), a = eps0 - eps")
 
     def bound(self, method: str, options: BoundOptions):
         note = "Laplace mechanism: closed-form privacy profile inverted by bisection"
-        return self.delta, lambda d: _inverse(self.delta, d, self.eps0, "closed-form", note)
+        return self.delta, lambda d: closed_form_epsilon(self.delta, d, self.eps0, "closed-form", note)
 
 
 
@@ -116,13 +118,13 @@ class CentralGaussian(Mechanism):
         from shufflesim.maths.central import gaussian_delta
 
         eps = check_real("eps", eps, low=0.0)
-        return _interval(eps, gaussian_delta(self.sigma, eps, self.sensitivity), "closed-form",
-                         "Gaussian mechanism: exact privacy profile (Balle & Wang 2018, Thm 8)")
+        return widened(eps, gaussian_delta(self.sigma, eps, self.sensitivity), "closed-form",
+                       "Gaussian mechanism: exact privacy profile (Balle & Wang 2018, Thm 8)")
 
     def bound(self, method: str, options: BoundOptions):
         note = "Gaussian mechanism: exact privacy profile inverted by bisection"
         hi = 1.0
         while self.delta(hi).delta_upper > 1e-300 and hi < 1e6:
             hi *= 2.0
-        return self.delta, lambda d: _inverse(self.delta, d, hi, "closed-form", note)
+        return self.delta, lambda d: closed_form_epsilon(self.delta, d, hi, "closed-form", note)
 

@@ -40,7 +40,7 @@ from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.model.results import DeltaBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
-from .central import _interval, _inverse
+from .central import closed_form_epsilon, widened
 
 #: largest sensitivity accepted (the closed form is O(1) in Δ; this only keeps Δ an ordinary integer)
 MAX_SENSITIVITY = 2**62
@@ -93,9 +93,9 @@ class CentralDLap(Mechanism):
 
     def delta(self, eps: float) -> DeltaBound:
         eps = check_real("eps", eps, low=0.0)
-        return _interval(eps, dlap_delta(eps, self.eps0, self.sensitivity), "closed-form",
-                         "discrete Laplace mechanism: exact privacy profile of the shift by the sensitivity")
+        return widened(eps, dlap_delta(eps, self.eps0, self.sensitivity), "closed-form",
+                       "discrete Laplace mechanism: exact privacy profile of the shift by the sensitivity")
 
     def bound(self, method: str, options: BoundOptions):
         note = "discrete Laplace mechanism: exact privacy profile inverted by bisection"
-        return self.delta, lambda d: _inverse(self.delta, d, self.eps0, "closed-form", note)
+        return self.delta, lambda d: closed_form_epsilon(self.delta, d, self.eps0, "closed-form", note)

@@ -152,22 +152,18 @@ class IKOSSum(Mechanism):
                               "minimised over eps' <= eps; sigma from the reconstructed Theorem 6.1 / eq. (4)",))
 
     def epsilon(self, delta: float) -> EpsBound:
-        from shufflesim.accounting.bounds.transforms import invert_delta_curve
+        from shufflesim.accounting.numerics.invert import eps_bracket
+        from shufflesim.accounting.model.queries import delta_values
 
-        delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        (delta,) = delta_values([delta])  # the one question validator
         note = ("seed 004 Lemma 5.2 + Lemma F.2 bound inverted by bisection; it is >= (1+e^eps0)*2^-sigma for "
                 "every eps, so smaller deltas have no finite eps")
-        star = self.argmin_eps()
-        up = math.inf
-        if self.delta(star).delta_upper <= delta:
-            up, _, _ = invert_delta_curve(lambda e: self.delta(e).delta_upper, delta, lo=0.0, hi=star)
-        low = None
-        if self.q is not None and self._lower(0.0) is not None:
-            low_fn = lambda e: self.delta(e).delta_lower  # noqa: E731 - non-increasing, 0 from eps0 on
-            _, below, _ = invert_delta_curve(low_fn, delta, lo=0.0, hi=self.eps0)
-            low = 0.0 if below is None else below
-        return EpsBound(delta=delta, eps_upper=up, eps_lower=low if low is None else min(low, up),
-                        method="closed-form", notes=(note,))
+        # the upper curve is constant from argmin_eps on: bisected on [0, eps*], inf where even u(eps*) > delta; the
+        # lower curve (non-increasing, 0 from eps0 on) on [0, eps0]
+        lower = (lambda e: self.delta(e).delta_lower) if self.q is not None and self._lower(0.0) is not None else None
+        low, up = eps_bracket(lambda e: self.delta(e).delta_upper, lower, delta, hi=self.argmin_eps(),
+                              hi_lower=self.eps0)
+        return EpsBound(delta=delta, eps_upper=up, eps_lower=low, method="closed-form", notes=(note,))
 
     def bound(self, method: str, options: BoundOptions):
         return self.delta, self.epsilon

@@ -123,13 +123,15 @@ CURVE: dict[str, Key] = {
     "label": Key((str,), False, None, doc="legend label; {field} placeholders are filled in"),
     "figure": Key((str,), False, None),
     "method": Key((str,), False, "tight"),
-    "compositions": Key((int,), False, 1, listable=True, minimum=1),
+    "compositions": Key((int, float), False, 1, listable=True,
+                        doc="checked by the question validator (accounting.queries)"),
     "composition": Key((str,), False, "basic", choices=("basic", "advanced")),
-    "eps": Key((int, float), False, None, listable=True, minimum=0),
+    "eps": Key((int, float), False, None, listable=True, doc="checked by the question validator (accounting.queries)"),
     "eps_range": Key((list,), False, None, items=(int, float), doc="[start, stop, num] (linear grid of eps)"),
     "x": Key((str,), False, "eps", doc="'eps' (δ(ε) curves) or a mechanism flag such as 'eps0': ε(δ) against it"),
     "x_range": Key((list,), False, None, items=(int, float), doc="[start, stop, num]: the values of x (x != 'eps')"),
-    "delta": Key((int, float), False, None, minimum=0, doc="x != 'eps': the δ at which ε is reported"),
+    "delta": Key((int, float), False, None, doc="x != 'eps': the δ at which ε is reported (checked by the question "
+                 "validator, accounting.queries)"),
     "quick_num": Key((int,), False, 5, minimum=2),
     "logy": Key((bool,), False, True),
     "ymin": Key((int, float), False, None, minimum=0, doc="lower end of the δ axis (values below are cut)"),
@@ -324,6 +326,9 @@ def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
                 raise ScenarioError(f"{where}: give exactly one of eps and eps_range")
             if s["eps_range"] is not None:
                 _check_range(f"{where}.eps_range", s["eps_range"])
+                _check_question(f"{where}.eps_range", eps=s["eps_range"][:2])
+            else:
+                _check_question(f"{where}.eps", eps=s["eps"])
         else:
             if s["eps"] is not None or s["eps_range"] is not None:
                 raise ScenarioError(f"{where}: eps and eps_range go with x = 'eps'; x = {s['x']!r} takes x_range "
@@ -331,10 +336,17 @@ def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
             if s["x_range"] is None or s["delta"] is None:
                 raise ScenarioError(f"{where}: x = {s['x']!r} needs x_range = [start, stop, num] and delta")
             _check_range(f"{where}.x_range", s["x_range"])
-            if not 0 < s["delta"] < 1:
-                raise ScenarioError(f"{where}.delta: {s['delta']!r} is out of range (allowed: 0 < delta < 1)")
+            _check_question(f"{where}.delta", delta=s["delta"])
             if s["x"] in s["args"]:
                 raise ScenarioError(f"{where}.args.{s['x']}: x = {s['x']!r} is the varied flag; do not give it in args")
+    if section == "curve":
+        from shufflesim.accounting.model.mechanism import PAIR_METHODS
+
+        many = isinstance(s["compositions"], list)
+        counts = [_check_question(f"{where}.compositions" + (f"[{j}]" if many else ""), compositions=c,
+                                  pair_based=s["method"] in PAIR_METHODS)
+                  for j, c in enumerate(s["compositions"] if many else [s["compositions"]])]
+        s["compositions"] = counts if many else counts[0]
     if section == "cells":
         if any(isinstance(v, list) for v in s["params"].values()):
             raise ScenarioError(f"{where}.params: a [[cells]] step takes scalar params (one point per n)")
@@ -344,6 +356,25 @@ def _check_step(section: str, i: int, s: dict, earlier: list[dict]) -> None:
             raise ScenarioError(f"{where}.cell_labels: give one label per cell ({len(s['cells'])})")
         if s["grid"] is not None and (len(s["grid"]) != 2 or min(s["grid"]) < 1):
             raise ScenarioError(f"{where}.grid: {s['grid']!r} is not allowed (allowed: [columns, rows], both >= 1)")
+
+
+def _check_question(where: str, *, eps=None, delta=None, compositions=None, pair_based: bool = False) -> int | None:
+    """A curve's eps / delta / compositions by the one question validator of the accountant
+    (:mod:`shufflesim.accounting.model.queries`): the same answer as ``account`` and the CLI, with the key path; the
+    number of compositions as an integer (None when not given)."""
+    from shufflesim.accounting.model import queries
+    from shufflesim.errors import ParameterError
+
+    try:
+        if eps is not None:
+            queries.eps_values(eps)
+        if delta is not None:
+            queries.delta_values(delta)
+        if compositions is not None:
+            return queries.check_compositions(compositions, pair_based=pair_based)
+    except ParameterError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+    return None
 
 
 #: a step's name and a figure name become file names inside the output directory (results/NAME.*,

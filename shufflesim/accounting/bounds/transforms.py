@@ -7,16 +7,15 @@ safe-side inversion of a delta(eps) bound into an eps(delta) bound.
 * DP from total variation (seed 004 Lemma F.2; docs/theory.md#dp-from-tv): if TV(M1(X), M2(X)) <= eta for every X
   and M2 is (eps, delta)-DP, then M1 is (eps, delta + (1 + e^eps) eta)-DP.
 * :func:`invert_delta_curve`: the eps(delta) of a bound known only as delta(eps), by bisection that only
-  ever reports an eps at which the bound itself certifies delta(eps) <= target ("safe side").
+  ever reports an eps at which the bound itself certifies delta(eps) <= target ("safe side"); it is the one
+  inverter's bisection (:func:`shufflesim.accounting.numerics.invert.bisect_decreasing`), re-exported here for the bounds.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
-
+from shufflesim.accounting.numerics.invert import invert_delta_curve
 from shufflesim.core.checks import check_probability, check_real
-from shufflesim.errors import ParameterError
 
 __all__ = [
     "subsample",
@@ -66,66 +65,3 @@ def dp_from_tv(eps: float, delta: float, *, eta: float) -> tuple[float, float]:
     delta = check_probability("delta", delta)
     eta = check_probability("eta", eta)
     return eps, delta + (1.0 + math.exp(eps)) * eta
-
-
-def invert_delta_curve(
-    delta_at: Callable[[float], float],
-    target: float,
-    *,
-    lo: float,
-    hi: float,
-    rtol: float = 1e-10,
-    atol: float = 1e-14,
-    max_iter: int = 200,
-) -> tuple[float, float | None, int]:
-    """Bracket the smallest eps in [lo, hi] with ``delta_at(eps) <= target``, never undershooting.
-
-    ``delta_at`` is a bound on delta as a function of eps, expected non-increasing; ``hi`` must satisfy
-    ``delta_at(hi) <= target`` (checked).  Bisection keeps the invariants ``delta_at(b) <= target`` and
-    ``delta_at(a) > target``, and returns ``(b, a, evaluations)``:
-
-    * if ``delta_at`` is an upper bound on the true delta, the mechanism is (b, target)-DP: ``b`` is the
-      safe-side eps (certified by the bound itself even if the curve is not monotone);
-    * if ``delta_at`` is a lower bound on the true delta, the true eps(target) is > ``a`` (the true delta is
-      non-increasing in eps), so ``a`` is a safe lower bound on eps.
-
-    ``a`` is ``None`` when ``delta_at(lo) <= target`` already (then ``b == lo``).  The loop stops when
-    ``b - a <= max(atol, rtol * b)`` or after ``max_iter`` halvings; ``b`` is then moved to the shortest
-    decimal of (a, b] evaluated to meet the target (:func:`~shufflesim.accounting.numerics.invert.shortest_certified`).
-    """
-    if not (hi >= lo):
-        raise ParameterError(f"invert_delta_curve needs lo <= hi; got lo={lo!r}, hi={hi!r}")
-    evaluations = 0
-    d_hi = delta_at(hi)
-    evaluations += 1
-    if not d_hi <= target:
-        raise ParameterError(
-            f"invert_delta_curve: the bound gives delta={d_hi!r} > target={target!r} at the upper end eps={hi!r}"
-        )
-    d_lo = delta_at(lo)
-    evaluations += 1
-    if d_lo <= target:
-        return lo, None, evaluations
-    a, b = lo, hi
-    for _ in range(max_iter):
-        if b - a <= max(atol, rtol * b):
-            break
-        mid = 0.5 * (a + b)
-        d = delta_at(mid)
-        evaluations += 1
-        if d <= target:
-            b = mid
-        else:
-            a = mid
-    # the upper end without search-resolution digits: the shortest decimal of (a, b] evaluated to meet the
-    # target (calibrate.shortest_certified; a protocol's own (eps, delta_upper(eps)) then inverts to eps exactly)
-    from shufflesim.accounting.numerics.invert import shortest_certified
-
-    probes = [0]
-
-    def counted(x: float) -> float:
-        probes[0] += 1
-        return delta_at(x)
-
-    b = shortest_certified(counted, target, a, b)
-    return b, a, evaluations + probes[0]

@@ -52,7 +52,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
-from shufflesim.accounting.numerics.invert import calibrate, shortest_certified
+from shufflesim.accounting.numerics.invert import calibrate, eps_interval, eps_interval_grid, shortest_certified
 from shufflesim.accounting.rows.binomial_rows import BinomialRows
 from shufflesim.accounting.pld.discretisation import REFINE_AIM, Discretisation, discretisation_from
 from shufflesim.accounting.pld.exact_compose import compose_two
@@ -61,7 +61,7 @@ from shufflesim.accounting.numerics.logspace import NEG_INF, REL_SLACK, U, exp_c
 from shufflesim.accounting.pld.placement import BaseSplit, base_split, discretise, discretise_base
 from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
 from shufflesim.accounting.pld.pmf_pair import PMFPair
-from shufflesim.accounting.model.queries import check_delta, check_eps
+from shufflesim.accounting.model.queries import check_compositions, check_delta, check_eps
 from shufflesim.accounting.rows.rows_pld import RowsPLD
 from shufflesim.accounting.rows.rows_stream import RowsComponent, rows_spread
 from shufflesim.accounting.model.provenance import Accuracy, Fallback, Provenance
@@ -549,7 +549,7 @@ class TightAccountant:
 
     def __init__(self, pairs, *, compositions: int = 1, **numerics):
         self.numerics = Numerics(**numerics)
-        self.compositions = check_int("compositions", compositions, minimum=1)
+        self.compositions = check_compositions(compositions, pair_based=True)
         self._args = (pairs, self.compositions, dict(numerics))  # a fresh accountant's (_shortest_upper)
         self._stop = None  # the eps_rtol search's early stop while it runs (_epsilon_rtol)
         if isinstance(pairs, PAIR_TYPES):
@@ -838,7 +838,7 @@ class TightAccountant:
             up_e, lo_e = e_guess, 0.0
             for _ in range(num.max_refinements + 2):
                 self.answers([e_guess])
-                lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+                lo_e, up_e = eps_interval_grid(self._combined_vec, d, eps_max, num.eps_tol)
                 if not math.isfinite(up_e) or abs(up_e - e_guess) <= 1e-12 + 1e-9 * up_e:
                     break
                 e_guess = up_e
@@ -846,7 +846,7 @@ class TightAccountant:
             ans = self.answers([at])[0]
             if not ans.accuracy_met:
                 # the fallback may have narrowed delta at the estimate: solve again on the best bounds
-                lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+                lo_e, up_e = eps_interval_grid(self._combined_vec, d, eps_max, num.eps_tol)
             short = self._shortest_upper(d, lo_e, up_e, num.eps_tol)
             prov = ans.provenance.add(SHORT_NOTE.format(short)) if short != up_e else ans.provenance
             out.append(EpsBound(d, float(short), float(lo_e), "tight", accuracy_met=ans.accuracy_met, provenance=prov))
@@ -884,7 +884,7 @@ class TightAccountant:
         the delta accuracy asked is therefore 0.5 eps_rtol s eps, starting coarse (0.1) and tightened
         until the eps interval meets eps_rtol (or the refinements run out).  Only *where* and *how
         finely* the grid is refined changes: every end is an evaluated, certified point
-        (:func:`_eps_interval_vec`)."""
+        (:func:`.calibrate.eps_interval_grid`)."""
         num = self.numerics
         rt = float(num.eps_rtol)
         # first delta accuracy from the Chernoff tilt at the guess (lam* = the log-slope of the Chernoff bound)
@@ -901,7 +901,7 @@ class TightAccountant:
             refinement narrowed that interval by less than STALL (the interval is held by the other direction or
             by eps itself: refining this one further cannot help; the search goes on with the other direction
             and the next e).  Only which grids are built changes."""
-            lo, up = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+            lo, up = eps_interval_grid(self._combined_vec, d, eps_max, num.eps_tol)
             width = (up - lo) / up if math.isfinite(up) and up > 0 else math.inf
             stalled = step > 0 and math.isfinite(width) and width > STALL * last[0]
             last[0] = width
@@ -919,7 +919,7 @@ class TightAccountant:
         lo_e, up_e, width, state = 0.0, e, math.inf, None
         for _ in range(num.max_refinements + 6):
             self.answers([e], tau_d)
-            lo_e, up_e = _eps_interval_vec(self._combined_vec, d, eps_max, num.eps_tol)
+            lo_e, up_e = eps_interval_grid(self._combined_vec, d, eps_max, num.eps_tol)
             if not math.isfinite(up_e):
                 break
             now = (sum(len(sol.results) for sol in self._dirs), lo_e, up_e)
@@ -965,182 +965,22 @@ class TightAccountant:
             return eps_max
 
 
-def _illinois_log(ev, target: float, bad: float, v_bad: float, good: float, v_good: float,
-                  xtol: float, rtol: float, max_evals: int = 200) -> tuple[float, float]:
-    """Safe-side root of a non-increasing ``ev`` (``ev(bad) > target >= ev(good)``, both evaluated):
-    returns the final bracket (bad, good), both ends evaluated, with |good - bad| <= xtol + rtol max|.|.
-
-    Regula falsi on log ev (delta(eps) is close to log-linear in eps, so the secant on log delta converges
-    in a few steps where the secant on delta does not); when the same end has moved twice the step goes
-    past the secant estimate (by twice its last move) so the bracket closes from both sides; every step
-    is kept a quarter tolerance inside the bracket, and a bisection is taken whenever four steps have
-    not halved it (issue 9).
-    Only *which* points are evaluated changes against :func:`~.calibrate.calibrate`: the returned ends
-    are evaluated points on the two sides of the target, so the result is certified the same way."""
-    lt = math.log(target)
-
-    def g(v: float) -> float:
-        return max(math.log(v), -800.0) - lt if v > 0 else -800.0 - lt
-
-    g_bad, g_good = g(v_bad), g(v_good)
-    side = 0  # +k: the bad end kept k times in a row, -k: the good end
-    widths = [abs(good - bad)]
-    evals = 0
-    last = None
-    while evals < max_evals:
-        w = abs(good - bad)
-        tol = xtol + rtol * max(abs(good), abs(bad))
-        if w <= tol:
-            break
-        x = None
-        if len(widths) < 5 or w <= 0.5 * widths[-5]:
-            if g_bad != g_good:
-                t = g_bad / (g_bad - g_good)
-                if 0.0 < t < 1.0:
-                    x = bad + t * (good - bad)
-            if x is not None and abs(side) >= 2 and last is not None:
-                # the same end moved twice: the secant creeps up on the root from that side; step past
-                # the estimate by twice its last move (and half a tolerance) to land on the other side
-                toward = (1.0 if good > bad else -1.0) * (1.0 if side > 0 else -1.0)
-                x = x + toward * (2.0 * abs(x - last) + 0.5 * tol)
-        if x is None:
-            x = 0.5 * (bad + good)
-        a, b = min(bad, good), max(bad, good)
-        q = min(0.25 * tol, 0.25 * w)
-        x = min(max(x, a + q), b - q)
-        if x <= a or x >= b:
-            break
-        v = ev(x)
-        evals += 1
-        last = x
-        if v <= target:
-            good, g_good = x, g(v)
-            side = side - 1 if side < 0 else -1
-        else:
-            bad, g_bad = x, g(v)
-            side = side + 1 if side > 0 else 1
-        widths.append(abs(good - bad))
-    return bad, good
-
-
 #: the most significant digits of an eps the FFT path's upper end is moved to (TightAccountant._shortest_upper):
 #: its window is 1e-6 relative wide (the grid dependence), which holds a 4-digit decimal for ~1% of answers
 FFT_SHORT_DIGITS = 4
 #: the note of an FFT-path eps upper end moved to a shorter certified decimal (TightAccountant._shortest_upper)
 SHORT_NOTE = "eps upper end {:.10g}: the shortest decimal near the search's end at which the delta query certifies delta"
-#: points evaluated per bracket and pass of :func:`_eps_interval_vec`
-VEC_POINTS = 48
-
-
-def _eps_interval_vec(both, delta: float, eps_max: float, xtol: float, rtol: float = 1e-9,
-                      points: int = VEC_POINTS, max_passes: int = 60) -> tuple[float, float]:
-    """Certified (eps_lower, eps_upper) for eps(delta) from ``both(eps_array) -> (delta_lower, delta_upper)``
-    (certified bounds on the non-increasing delta(eps) at every eps of the array; beyond ``eps_max`` delta no
-    longer changes), with one vectorised evaluation per pass instead of one call per eps (issue 21).
-
-    The contract of :func:`~.calibrate.eps_interval_for_delta`: eps_upper is an *evaluated* eps with
-    delta_upper(eps_upper) <= delta (so eps(delta) <= eps_upper), eps_lower an *evaluated* eps with
-    delta_lower(eps_lower) > delta (so eps(delta) > eps_lower; 0 when no evaluated point has one), each
-    within ``xtol + rtol |eps|`` of an evaluated point on the other side (or no point fits between).
-    Certification rests on these per-point facts only, not on the monotonicity of the computed bounds: the
-    upper end is the smallest evaluated eps whose upper bound meets delta, the lower end the largest whose
-    lower bound exceeds it; each pass puts ``points`` points into each end's open bracket (geometrically
-    spaced while it starts at 0, where eps(delta) may be many orders below eps_max)."""
-    hi = max(float(eps_max), 0.0) or 1e-300
-    xs = np.concatenate(([0.0], hi * np.geomspace(1e-12, 1.0, points)))
-    lo_v, up_v = both(xs)
-    if np.any(np.isnan(lo_v)) or np.any(np.isnan(up_v)):
-        raise ParameterError("delta bounds are nan in the eps search")
-
-    def brackets():
-        """((bad, good) or None, value) per end, from every point evaluated so far."""
-        out = []
-        ok = up_v <= delta  # upper end: the smallest evaluated eps with delta_upper <= delta
-        if not np.any(ok):
-            out.append((None, math.inf))
-        else:
-            good = float(xs[ok].min())
-            bad_set = xs[(~ok) & (xs < good)]
-            out.append(((float(bad_set.max()), good), good) if bad_set.size else (None, good))
-        big = lo_v > delta  # lower end: the largest evaluated eps with delta_lower > delta
-        if not np.any(big):
-            out.append((None, 0.0))
-        else:
-            bad = float(xs[big].max())
-            good_set = xs[(~big) & (xs > bad)]
-            out.append(((bad, float(good_set.min())), bad) if good_set.size else (None, math.inf))
-        return out
-
-    for _ in range(max_passes):
-        grids = []
-        for br, _v in brackets():
-            if br is None:
-                continue
-            bad, good = br
-            a, b = min(bad, good), max(bad, good)
-            if b - a <= xtol + rtol * b:
-                continue
-            g = (b * np.geomspace(1e-12, 1.0, points + 1)[:-1] if a == 0.0
-                 else np.linspace(a, b, points + 2)[1:-1])
-            g = g[(g > a) & (g < b)]
-            if g.size:
-                grids.append(g)
-        if not grids:
-            break
-        new = np.unique(np.concatenate(grids))
-        lv, uv = both(new)
-        if np.any(np.isnan(lv)) or np.any(np.isnan(uv)):
-            raise ParameterError("delta bounds are nan in the eps search")
-        xs, lo_v, up_v = np.concatenate((xs, new)), np.concatenate((lo_v, lv)), np.concatenate((up_v, uv))
-    (br_up, eps_up), (_, eps_lo) = brackets()
-    if br_up is not None:  # no search-resolution digits on the upper end (calibrate.shortest_certified)
-        eps_up = shortest_certified(lambda e: float(both(np.array([e]))[1][0]), delta, br_up[0], eps_up)
-    return min(eps_lo, eps_up), eps_up
-
-
-def _eps_interval_exact(combined, delta: float, eps_max: float, xtol: float,
-                        rtol: float = 1e-9) -> tuple[float, float]:
-    """Certified (eps_lower, eps_upper) for eps(delta) from ``combined(eps) -> (delta_lower, delta_upper)``
-    (certified bounds on the non-increasing delta(eps); beyond ``eps_max`` delta no longer changes).
-
-    The contract of :func:`~.calibrate.eps_interval_for_delta` (eps_upper an evaluated eps with
-    delta_upper <= delta, eps_lower an evaluated eps with delta_lower > delta, each within
-    ``xtol + rtol |eps|`` of the other end of its final bracket), with fewer evaluations (issue 9): both
-    bounds are read at every evaluated eps, the secant runs on log delta, and the lower end's search
-    starts from the bracket the upper end's search left (delta_lower <= delta_upper)."""
+def _eps_interval_exact(combined, delta: float, eps_max: float, xtol: float) -> tuple[float, float]:
+    """Certified (eps_lower, eps_upper) for eps(delta) from ``combined(eps) -> (delta_lower, delta_upper)``: the one
+    inverter's log-space search (:func:`.calibrate.eps_interval`, issue 9) on one memoised evaluation of both."""
     memo: dict[float, tuple[float, float]] = {}
 
     def both(x: float) -> tuple[float, float]:
         if x not in memo:
-            lo, up = combined(x)
-            if math.isnan(lo) or math.isnan(up):
-                raise ParameterError(f"delta bounds are nan at eps={x!r}")
-            memo[x] = (lo, up)
+            memo[x] = combined(x)
         return memo[x]
 
-    hi = max(float(eps_max), 0.0) or 1e-300
-    up = lambda x: both(x)[1]  # noqa: E731
-    lo = lambda x: both(x)[0]  # noqa: E731
-    # upper end: the smallest evaluated eps with delta_upper <= delta
-    if up(0.0) <= delta:
-        eps_up = 0.0
-    elif up(hi) > delta:
-        eps_up = math.inf
-    else:
-        bad_up, eps_up = _illinois_log(up, delta, 0.0, up(0.0), hi, up(hi), xtol, rtol)
-        eps_up = shortest_certified(up, delta, bad_up, eps_up)  # no search-resolution digits
-    # lower end: the largest evaluated eps with delta_lower > delta
-    if lo(0.0) <= delta:
-        eps_lo = 0.0
-    elif lo(hi) > delta:
-        eps_lo = math.inf
-    else:
-        # delta_lower <= delta_upper: every point feasible for the upper end is feasible here; start
-        # from the tightest evaluated bracket
-        good = min([x for x, (l, _) in memo.items() if l <= delta])
-        bad = max([x for x, (l, _) in memo.items() if l > delta and x < good])
-        eps_lo, _ = _illinois_log(lo, delta, bad, lo(bad), good, lo(good), xtol, rtol)
-    return min(eps_lo, eps_up), eps_up
+    return eps_interval(lambda x: both(x)[1], lambda x: both(x)[0], delta, eps_max, search="log", xtol=xtol)
 
 
 class _TooBig(Exception):
@@ -1174,6 +1014,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     :mod:`.choice` chose and why: this accountant, or the bucket rows whose cost does not grow with n).
     """
     from shufflesim.accounting.engines.choice import Question, answer  # the engine choice (it sits below this module)
+    check_compositions(compositions, pair_based=True)  # the one question validator (.queries)
 
     return answer(Question(eps=tuple(check_eps(eps).tolist()), compositions=compositions, numerics=numerics,
                            pairs=pairs, accountant=TightAccountant))[0]
@@ -1183,5 +1024,6 @@ def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[Ep
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
     from shufflesim.accounting.engines.choice import Question, answer  # the engine choice (it sits below this module)
 
+    check_compositions(compositions, pair_based=True)  # the one question validator (.queries)
     return answer(Question(delta=tuple(check_delta(delta).tolist()), compositions=compositions, numerics=numerics,
                            pairs=pairs, accountant=TightAccountant))[0]

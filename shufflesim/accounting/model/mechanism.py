@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import math
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass, fields
 from typing import Any, Callable, ClassVar, Iterator
 

@@ -1,27 +1,106 @@
-"""Validation of the questions put to an accountant: eps values for delta(eps), delta values for eps(delta)."""
+"""The one validator of a question put to an accountant (issue 28 item 4): the eps values of delta(eps), the delta
+values of eps(delta), the number of compositions and the neighbouring relation.
+
+Every path checks a question here, so that an edge question gets the same one-line answer everywhere: the
+front end (:func:`~shufflesim.accounting.account.account`, ``calibrate_mechanism``, ``compare``), the engines
+(``tight_delta`` / ``tight_epsilon`` / ``TightAccountant``, ``PrivacyLossDistribution.delta/epsilon``), the
+command line (``shufflesim account``) and the scenario files (``[[curve]]`` steps).
+
+* eps: finite, >= 0 (a list: every value);
+* delta: finite, 0 < delta < 1.  delta = 0 (pure DP) is refused on every path: only some engines could
+  certify a zero delta (exact atoms without an infinite loss), none of the FFT, tail or published bounds can, so
+  no answer to it would mean the same on every path; delta = 1 is vacuous (every mechanism meets it);
+* compositions: an integer >= 1; at most :data:`MAX_COMPOSITIONS` for the pair-based engines (beyond: hours of
+  FFT grids, and integer overflow in the grid sizes), unbounded for the published bounds' composition theorems;
+* relation: one of :class:`~shufflesim.accounting.model.mechanism.Relation` (its own ``parse``).
+"""
 
 from __future__ import annotations
 
+import math
+from numbers import Real
+
 import numpy as np
 
+from shufflesim.core.checks import check_int
 from shufflesim.errors import ParameterError
+
+#: largest number of compositions the pair-based engines accept (beyond: hours; 10**300 overflows the grid sizes)
+MAX_COMPOSITIONS = 10**6
+#: the pair-based engines, as named in the refusal of too many compositions
+PAIR_BASED = "the pair-based methods (tight, exact, ...)"
+
+
+def _values(name: str, values) -> list[float]:
+    """``values`` (a number, a sequence or an array of numbers) as a non-empty list of floats."""
+    if isinstance(values, (str, bytes, dict)) or values is None:
+        raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got {values!r}")
+    if isinstance(values, np.ndarray):
+        values = values.ravel().tolist()
+    elif not hasattr(values, "__iter__"):
+        values = [values]
+    out = []
+    for v in values:
+        v = v.item() if isinstance(v, np.generic) else v
+        if isinstance(v, bool) or not isinstance(v, Real):
+            raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got {v!r}")
+        out.append(float(v))
+    if not out:
+        raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got an empty list")
+    return out
+
+
+def eps_values(eps) -> list[float]:
+    """The eps values of a delta(eps) question as floats: finite and >= 0; ParameterError otherwise."""
+    out = _values("eps", eps)
+    for v in out:
+        if not (math.isfinite(v) and v >= 0.0):
+            raise ParameterError(f"eps must be in [0, inf); got {v!r}")
+    return out
+
+
+def delta_values(delta) -> list[float]:
+    """The delta values of an eps(delta) question as floats: finite, 0 < delta < 1; ParameterError otherwise."""
+    out = _values("delta", delta)
+    for v in out:
+        if v == 0.0:
+            raise ParameterError("delta must be in (0, 1); got 0.0 (pure DP: no engine certifies delta = 0 on every "
+                                 "path; ask for a small delta such as 1e-300)")
+        if not (0.0 < v < 1.0):
+            raise ParameterError(f"delta must be in (0, 1); got {v!r}")
+    return out
 
 
 def check_eps(eps) -> np.ndarray:
-    """``eps`` (a number or a non-empty list of finite numbers >= 0) as a 1-D float array."""
-    arr = np.atleast_1d(np.asarray(eps, dtype=float))
-    if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError("eps must be a number or a non-empty list of numbers")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ParameterError(f"eps must be finite and >= 0; got {arr.tolist()!r}")
-    return arr
+    """:func:`eps_values` as a 1-D float array (the engines' form)."""
+    return np.asarray(eps_values(eps), dtype=float)
 
 
 def check_delta(delta) -> np.ndarray:
-    """``delta`` (a number or a non-empty list of numbers in [0, 1)) as a 1-D float array."""
-    arr = np.atleast_1d(np.asarray(delta, dtype=float))
-    if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError("delta must be a number or a non-empty list of numbers")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr >= 1):
-        raise ParameterError(f"delta must be in [0, 1); got {arr.tolist()!r}")
-    return arr
+    """:func:`delta_values` as a 1-D float array (the engines' form)."""
+    return np.asarray(delta_values(delta), dtype=float)
+
+
+def check_compositions(compositions, *, pair_based: bool = False) -> int:
+    """The number of compositions: an integer >= 1, and at most :data:`MAX_COMPOSITIONS` for a pair-based engine."""
+    c = check_int("compositions", compositions, minimum=1)
+    if pair_based and c > MAX_COMPOSITIONS:
+        shown = c if c < 10**15 else f"{float(c):.6g}"
+        raise ParameterError(f"compositions must be <= {MAX_COMPOSITIONS:.0e} for {PAIR_BASED}; got {shown}")
+    return c
+
+
+def check_relation(relation):
+    """The neighbouring relation / adversary model (:meth:`~shufflesim.accounting.model.mechanism.Relation.parse`)."""
+    from shufflesim.accounting.model.mechanism import Relation  # the same layer; imported on use (mechanism is larger)
+
+    return Relation.parse(relation)
+
+
+def check_question(*, eps=None, delta=None, compositions=1, pair_based: bool = False):
+    """One question checked whole: exactly one of ``eps`` / ``delta`` (returned as lists, the other None) and the
+    number of compositions; ``(eps_list, delta_list, compositions)``."""
+    if (eps is None) == (delta is None):
+        raise ParameterError("give either eps values (to get delta) or delta values (to get eps), not both")
+    c = check_compositions(compositions, pair_based=pair_based)
+    return (eps_values(eps) if eps is not None else None, delta_values(delta) if delta is not None else None, c)

@@ -27,11 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-import numpy as np
 
 from shufflesim.accounting.model.provenance import LowerEnd, Provenance, render
-from shufflesim.core.checks import check_real
-from shufflesim.errors import ParameterError
 
 
 class Answer:
@@ -318,16 +315,8 @@ class AccountReport:
 
 
 def question_values(name: str, values) -> list[float]:
-    """The eps (or delta) values of a question as floats; ParameterError for anything else."""
-    if isinstance(values, (str, bytes, dict)) or values is None:
-        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got {values!r}")
-    if isinstance(values, np.ndarray):
-        values = values.ravel().tolist()
-    elif not hasattr(values, "__iter__"):
-        values = [values]
-    values = [v.item() if isinstance(v, np.generic) else v for v in values]
-    if not values:
-        raise ParameterError(f"{name} must be a number or a non-empty sequence of numbers; got an empty sequence")
-    if name == "delta":
-        return [check_real("delta", v, low=0.0, high=1.0, low_open=True, high_open=True) for v in values]
-    return [check_real("eps", v, low=0.0) for v in values]
+    """The eps (or delta) values of a question as floats; ParameterError for anything else (the one validator,
+    :mod:`.queries`)."""
+    from shufflesim.accounting.model.queries import delta_values, eps_values
+
+    return delta_values(values) if name == "delta" else eps_values(values)

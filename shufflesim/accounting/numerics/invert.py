@@ -1,8 +1,29 @@
-"""Generic inverse problems: the safe-side solution of fn(x) <= target for a monotone fn.
+"""The one safe-side inverter (issue 28 item 1): every monotone certified curve is turned into its inverse here --
+eps(delta) of a delta(eps) bound (the tight accountant, the PLD, the closed forms of :mod:`shufflesim.mechanisms`,
+the published bounds), and every calibration of a parameter to a target.
 
 Examples: the smallest blanket probability gamma with certified delta_upper(gamma) <= delta (fn
 decreasing in gamma); the largest eps0 with delta_upper(eps0) <= delta (fn increasing in eps0); the
 smallest eps with delta_upper(eps) <= delta (eps(delta), fn decreasing in eps).
+
+The parts, each with its knobs explicit at the call site (bracket, tolerances, which side is safe):
+
+* :func:`calibrate` -- a bracket [feasible, infeasible] closed by safeguarded regula falsi (below);
+* :func:`calibrate_near` -- the same guarantee for privacy-loss tails, with secant steps on log(-log delta);
+* :func:`bisect_decreasing` (:func:`invert_delta_curve`) -- plain bisection of a non-increasing curve;
+* :func:`illinois_log` -- regula falsi on log delta (delta(eps) is close to log-linear);
+* :func:`eps_interval` / :func:`eps_interval_for_delta` -- the certified (eps_lower, eps_upper) of eps(delta) from
+  certified bounds on delta(eps) (regula falsi on delta, or on log delta), :func:`eps_interval_grid` the same with
+  one vectorised evaluation per pass (the FFT accountant), :func:`eps_bracket` the same by bisection (closed forms);
+* :func:`shortest_certified` -- the upper end without search-resolution digits.
+
+One edge handling for all of them: a NaN target or a NaN value of the curve is refused in one line
+(:func:`check_target`, :func:`value_at`); a target no evaluated point meets gives eps = inf (an eps(delta)) or
+InfeasibleError (a calibration); a target met at the favourable end gives that end; a target of 0 is an ordinary
+target (a curve exactly 0 meets it; the log-space search bisects, log 0 being undefined); curves equal to 0, 1 or
+inf are ordinary values.  Questions are validated before they reach an inverter (:mod:`.queries`).  Every search
+returns *evaluated* points on the two sides of the target (docs/theory.md, section 5.10 for the short-decimal upper
+end), so its answer is certified whatever the shape of the curve; monotonicity only decides how close it is.
 
 :func:`calibrate` keeps a bracket [feasible, infeasible] whose ends have both been *evaluated*, shrinks
 it with a safeguarded regula falsi (Illinois variant; every other step is a bisection, so the bracket
@@ -20,8 +41,27 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Callable
 
+import numpy as np
+
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import InfeasibleError, ParameterError
+
+
+def check_target(target) -> float:
+    """The target of an inverse problem as a float; NaN is refused in one line (0 and +-inf are targets that every /
+    no point meets, handled by the searches as such)."""
+    t = float(target)
+    if math.isnan(t):
+        raise ParameterError("target must be a number; got nan")
+    return t
+
+
+def value_at(fn: Callable[[float], float], x: float) -> float:
+    """``fn(x)`` as a float; a NaN (no certified value) is refused in one line."""
+    v = float(fn(x))
+    if math.isnan(v):
+        raise ParameterError(f"the certified curve is nan at x={x!r}: no safe-side inverse")
+    return v
 
 
 @dataclass(frozen=True)
@@ -62,9 +102,7 @@ def calibrate(
     """
     lo = check_real("lo", lo)
     hi = check_real("hi", hi)
-    target = float(target)
-    if math.isnan(target):
-        raise ParameterError("target must be a number; got nan")
+    target = check_target(target)
     if not lo < hi:
         raise ParameterError(f"calibrate needs lo < hi; got lo={lo!r}, hi={hi!r}")
     xtol = check_real("xtol", xtol, low=0.0)
@@ -80,10 +118,7 @@ def calibrate(
     def ev(x: float) -> float:
         nonlocal evals
         evals += 1
-        v = float(fn(x))
-        if math.isnan(v):
-            raise ParameterError(f"calibrate: fn returned nan at x={x!r}")
-        return v
+        return value_at(fn, x)
 
     good, bad = (lo, hi) if increasing else (hi, lo)
     v_good = ev(good)
@@ -158,11 +193,11 @@ def calibrate_near(fn: Callable[[float], float], target: float, guesses, lo: flo
     nothing in [lo, hi] meets the target.
     """
     cache = {} if known is None else known
-    target = float(target)
+    target = check_target(target)
 
     def F(x: float) -> float:
         if x not in cache:
-            cache[x] = float(fn(x))
+            cache[x] = value_at(fn, x)
         return cache[x]
 
     def model(v: float) -> float | None:
@@ -273,12 +308,81 @@ def shortest_certified(fn: Callable[[float], float], target: float, bad: float |
     return good
 
 
-def eps_interval_for_delta(
+def illinois_log(ev: Callable[[float], float], target: float, bad: float, v_bad: float, good: float, v_good: float,
+                 xtol: float, rtol: float, max_evals: int = 200) -> tuple[float, float]:
+    """Safe-side root of a non-increasing ``ev`` (``ev(bad) > target >= ev(good)``, both evaluated):
+    returns the final bracket (bad, good), both ends evaluated, with |good - bad| <= xtol + rtol max|.|.
+
+    Regula falsi on log ev (delta(eps) is close to log-linear in eps, so the secant on log delta converges
+    in a few steps where the secant on delta does not); when the same end has moved twice the step goes
+    past the secant estimate (by twice its last move) so the bracket closes from both sides; every step
+    is kept a quarter tolerance inside the bracket, and a bisection is taken whenever four steps have
+    not halved it (issue 9).  A target <= 0 has no logarithm: the search bisects.
+    Only *which* points are evaluated changes against :func:`calibrate`: the returned ends
+    are evaluated points on the two sides of the target, so the result is certified the same way."""
+    target = check_target(target)
+    lt = math.log(target) if target > 0.0 else None
+
+    def g(v: float) -> float:
+        return max(math.log(v), -800.0) - lt if v > 0 else -800.0 - lt
+
+    g_bad = g_good = 0.0
+    if lt is not None:
+        g_bad, g_good = g(v_bad), g(v_good)
+    side = 0  # +k: the bad end kept k times in a row, -k: the good end
+    widths = [abs(good - bad)]
+    evals = 0
+    last = None
+    while evals < max_evals:
+        w = abs(good - bad)
+        tol = xtol + rtol * max(abs(good), abs(bad))
+        if w <= tol:
+            break
+        x = None
+        if lt is not None and (len(widths) < 5 or w <= 0.5 * widths[-5]):
+            if g_bad != g_good:
+                t = g_bad / (g_bad - g_good)
+                if 0.0 < t < 1.0:
+                    x = bad + t * (good - bad)
+            if x is not None and abs(side) >= 2 and last is not None:
+                # the same end moved twice: the secant creeps up on the root from that side; step past
+                # the estimate by twice its last move (and half a tolerance) to land on the other side
+                toward = (1.0 if good > bad else -1.0) * (1.0 if side > 0 else -1.0)
+                x = x + toward * (2.0 * abs(x - last) + 0.5 * tol)
+        if x is None:
+            x = 0.5 * (bad + good)
+        a, b = min(bad, good), max(bad, good)
+        q = min(0.25 * tol, 0.25 * w)
+        x = min(max(x, a + q), b - q)
+        if x <= a or x >= b:
+            break
+        v = value_at(ev, x)
+        evals += 1
+        last = x
+        if v <= target:
+            good = x
+            g_good = g(v) if lt is not None else 0.0
+            side = side - 1 if side < 0 else -1
+        else:
+            bad = x
+            g_bad = g(v) if lt is not None else 0.0
+            side = side + 1 if side > 0 else 1
+        widths.append(abs(good - bad))
+    return bad, good
+
+
+#: the searches of :func:`eps_interval`: regula falsi on delta (:func:`calibrate`, each end searched on [0, eps_max])
+#: or on log delta (:func:`illinois_log`, the lower end's search starting from the bracket the upper end's left)
+EPS_SEARCHES = ("secant", "log")
+
+
+def eps_interval(
     delta_upper: Callable[[float], float],
     delta_lower: Callable[[float], float],
     delta: float,
     eps_max: float,
     *,
+    search: str = "secant",
     xtol: float = 1e-9,
     rtol: float = 1e-9,
 ) -> tuple[float, float]:
@@ -290,23 +394,227 @@ def eps_interval_for_delta(
     delta_lower(eps_lower) > delta, so eps(delta) > eps_lower (or 0 when nothing better is certified).
     Either end is +inf when no finite eps reaches the target.  The upper end is moved to a short decimal of
     its final bracket that certifies, if there is one (:func:`shortest_certified`: a typed eps round-trips).
+    ``search``: one of :data:`EPS_SEARCHES`; "log" reads ``delta_lower`` at the points the upper end's search
+    evaluated (cheap where both come from one memoised evaluation, as in the tight accountant's exact path).
     """
-    eps_max = max(float(eps_max), 0.0)
-    hi = eps_max if eps_max > 0 else 1e-300
-    # upper end
-    if delta_upper(0.0) <= delta:
+    if search not in EPS_SEARCHES:
+        raise ParameterError(f"search must be one of {', '.join(EPS_SEARCHES)}; got {search!r}")
+    delta = check_target(delta)
+    hi = max(float(eps_max), 0.0) or 1e-300
+    seen: list[float] = []  # the points the upper end's search evaluated (search "log")
+
+    def up(x: float) -> float:
+        seen.append(x)
+        return value_at(delta_upper, x)
+
+    def lo(x: float) -> float:
+        return value_at(delta_lower, x)
+
+    # upper end: the smallest evaluated eps with delta_upper <= delta
+    if up(0.0) <= delta:
         eps_up = 0.0
-    elif delta_upper(hi) > delta:
+    elif up(hi) > delta:
         eps_up = math.inf
     else:
-        cal = calibrate(delta_upper, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
-        eps_up = shortest_certified(delta_upper, delta, cal.x_unsafe, cal.x)
-    # lower end
-    if delta_lower(0.0) <= delta:
+        if search == "log":
+            bad_up, eps_up = illinois_log(up, delta, 0.0, up(0.0), hi, up(hi), xtol, rtol)
+        else:
+            cal = calibrate(up, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
+            bad_up, eps_up = cal.x_unsafe, cal.x
+        eps_up = shortest_certified(up, delta, bad_up, eps_up)  # no search-resolution digits
+    # lower end: the largest evaluated eps with delta_lower > delta
+    if lo(0.0) <= delta:
         eps_lo = 0.0
-    elif delta_lower(hi) > delta:
+    elif lo(hi) > delta:
         eps_lo = math.inf
+    elif search == "log":
+        # delta_lower <= delta_upper: every point feasible for the upper end is feasible here; start
+        # from the tightest evaluated bracket
+        good = min([x for x in seen if lo(x) <= delta])
+        bad = max([x for x in seen if lo(x) > delta and x < good])
+        eps_lo, _ = illinois_log(lo, delta, bad, lo(bad), good, lo(good), xtol, rtol)
     else:
-        cal = calibrate(delta_lower, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
+        cal = calibrate(lo, delta, 0.0, hi, increasing=False, xtol=xtol, rtol=rtol)
         eps_lo = float(cal.x_unsafe) if cal.x_unsafe is not None else 0.0
     return min(eps_lo, eps_up), eps_up
+
+
+def eps_interval_for_delta(
+    delta_upper: Callable[[float], float],
+    delta_lower: Callable[[float], float],
+    delta: float,
+    eps_max: float,
+    *,
+    xtol: float = 1e-9,
+    rtol: float = 1e-9,
+) -> tuple[float, float]:
+    """Certified (eps_lower, eps_upper) for eps(delta): :func:`eps_interval` with regula falsi on delta."""
+    return eps_interval(delta_upper, delta_lower, delta, eps_max, search="secant", xtol=xtol, rtol=rtol)
+
+
+#: points evaluated per bracket and pass of :func:`eps_interval_grid`
+GRID_POINTS = 48
+
+
+def eps_interval_grid(both: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], delta: float, eps_max: float,
+                      xtol: float, rtol: float = 1e-9, points: int = GRID_POINTS,
+                      max_passes: int = 60) -> tuple[float, float]:
+    """Certified (eps_lower, eps_upper) for eps(delta) from ``both(eps_array) -> (delta_lower, delta_upper)``
+    (certified bounds on the non-increasing delta(eps) at every eps of the array; beyond ``eps_max`` delta no
+    longer changes), with one vectorised evaluation per pass instead of one call per eps (issue 21).
+
+    The contract of :func:`eps_interval`: eps_upper is an *evaluated* eps with
+    delta_upper(eps_upper) <= delta (so eps(delta) <= eps_upper), eps_lower an *evaluated* eps with
+    delta_lower(eps_lower) > delta (so eps(delta) > eps_lower; 0 when no evaluated point has one), each
+    within ``xtol + rtol |eps|`` of an evaluated point on the other side (or no point fits between).
+    Certification rests on these per-point facts only, not on the monotonicity of the computed bounds: the
+    upper end is the smallest evaluated eps whose upper bound meets delta, the lower end the largest whose
+    lower bound exceeds it; each pass puts ``points`` points into each end's open bracket (geometrically
+    spaced while it starts at 0, where eps(delta) may be many orders below eps_max)."""
+    delta = check_target(delta)
+    hi = max(float(eps_max), 0.0) or 1e-300
+
+    def values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lv, uv = both(x)
+        if np.any(np.isnan(lv)) or np.any(np.isnan(uv)):
+            raise ParameterError("the certified curve is nan in the eps search: no safe-side inverse")
+        return lv, uv
+
+    xs = np.concatenate(([0.0], hi * np.geomspace(1e-12, 1.0, points)))
+    lo_v, up_v = values(xs)
+
+    def brackets():
+        """((bad, good) or None, value) per end, from every point evaluated so far."""
+        out = []
+        ok = up_v <= delta  # upper end: the smallest evaluated eps with delta_upper <= delta
+        if not np.any(ok):
+            out.append((None, math.inf))
+        else:
+            good = float(xs[ok].min())
+            bad_set = xs[(~ok) & (xs < good)]
+            out.append(((float(bad_set.max()), good), good) if bad_set.size else (None, good))
+        big = lo_v > delta  # lower end: the largest evaluated eps with delta_lower > delta
+        if not np.any(big):
+            out.append((None, 0.0))
+        else:
+            bad = float(xs[big].max())
+            good_set = xs[(~big) & (xs > bad)]
+            out.append(((bad, float(good_set.min())), bad) if good_set.size else (None, math.inf))
+        return out
+
+    for _ in range(max_passes):
+        grids = []
+        for br, _v in brackets():
+            if br is None:
+                continue
+            bad, good = br
+            a, b = min(bad, good), max(bad, good)
+            if b - a <= xtol + rtol * b:
+                continue
+            g = (b * np.geomspace(1e-12, 1.0, points + 1)[:-1] if a == 0.0
+                 else np.linspace(a, b, points + 2)[1:-1])
+            g = g[(g > a) & (g < b)]
+            if g.size:
+                grids.append(g)
+        if not grids:
+            break
+        new = np.unique(np.concatenate(grids))
+        lv, uv = values(new)
+        xs, lo_v, up_v = np.concatenate((xs, new)), np.concatenate((lo_v, lv)), np.concatenate((up_v, uv))
+    (br_up, eps_up), (_, eps_lo) = brackets()
+    if br_up is not None:  # no search-resolution digits on the upper end (shortest_certified)
+        eps_up = shortest_certified(lambda e: float(values(np.array([e]))[1][0]), delta, br_up[0], eps_up)
+    return min(eps_lo, eps_up), eps_up
+
+
+def bisect_decreasing(
+    delta_at: Callable[[float], float],
+    target: float,
+    *,
+    lo: float,
+    hi: float,
+    rtol: float = 1e-10,
+    atol: float = 1e-14,
+    max_iter: int = 200,
+) -> tuple[float, float | None, int]:
+    """Bracket the smallest eps in [lo, hi] with ``delta_at(eps) <= target``, never undershooting.
+
+    ``delta_at`` is a bound on delta as a function of eps, expected non-increasing; ``hi`` must satisfy
+    ``delta_at(hi) <= target`` (checked: ParameterError otherwise).  Bisection keeps the invariants
+    ``delta_at(b) <= target`` and ``delta_at(a) > target``, and returns ``(b, a, evaluations)``:
+
+    * if ``delta_at`` is an upper bound on the true delta, the mechanism is (b, target)-DP: ``b`` is the
+      safe-side eps (certified by the bound itself even if the curve is not monotone);
+    * if ``delta_at`` is a lower bound on the true delta, the true eps(target) is > ``a`` (the true delta is
+      non-increasing in eps), so ``a`` is a safe lower bound on eps.
+
+    ``a`` is ``None`` when ``delta_at(lo) <= target`` already (then ``b == lo``).  The loop stops when
+    ``b - a <= max(atol, rtol * b)`` or after ``max_iter`` halvings; ``b`` is then moved to the shortest
+    decimal of (a, b] evaluated to meet the target (:func:`shortest_certified`).
+    """
+    if not (hi >= lo):
+        raise ParameterError(f"invert_delta_curve needs lo <= hi; got lo={lo!r}, hi={hi!r}")
+    target = check_target(target)
+    evaluations = 0
+
+    def ev(x: float) -> float:
+        nonlocal evaluations
+        evaluations += 1
+        return value_at(delta_at, x)
+
+    d_hi = ev(hi)
+    if not d_hi <= target:
+        raise ParameterError(
+            f"invert_delta_curve: the bound gives delta={d_hi!r} > target={target!r} at the upper end eps={hi!r}"
+        )
+    if ev(lo) <= target:
+        return lo, None, evaluations
+    a, b = lo, hi
+    for _ in range(max_iter):
+        if b - a <= max(atol, rtol * b):
+            break
+        mid = 0.5 * (a + b)
+        if ev(mid) <= target:
+            b = mid
+        else:
+            a = mid
+    # the upper end without search-resolution digits: the shortest decimal of (a, b] evaluated to meet the
+    # target (a protocol's own (eps, delta_upper(eps)) then inverts to eps exactly)
+    b = shortest_certified(ev, target, a, b)
+    return b, a, evaluations
+
+
+#: the public name the bounds use (:mod:`shufflesim.accounting.bounds.transforms` re-exports it)
+invert_delta_curve = bisect_decreasing
+
+
+def eps_bracket(
+    delta_upper: Callable[[float], float],
+    delta_lower: Callable[[float], float] | None,
+    delta: float,
+    *,
+    hi: float,
+    hi_lower: float | None = None,
+) -> tuple[float | None, float]:
+    """Certified (eps_lower, eps_upper) for eps(delta) of a closed-form profile, by :func:`bisect_decreasing`.
+
+    eps_upper: the bisection of ``delta_upper`` on [0, ``hi``], +inf when even ``delta_upper(hi)`` exceeds
+    ``delta`` (no finite eps is certified: e.g. a profile with a floor, :mod:`shufflesim.mechanisms.ikos`);
+    eps_lower: the bisection's evaluated infeasible end for ``delta_lower`` on [0, ``hi_lower``] (default ``hi``),
+    0 when ``delta_lower(0)`` already meets ``delta``, ``hi_lower`` itself when even ``delta_lower(hi_lower)`` exceeds
+    it, None when there is no lower curve; never above eps_upper.  Unlike :func:`eps_interval`'s ``eps_max``, ``hi``
+    is only where the search ends (a closed form may still fall beyond it, e.g. the Gaussian profile), so a target
+    not met there leaves eps_upper = inf (always certified) and eps_lower = ``hi_lower`` (certified: even the lower
+    curve exceeds delta there), not inf.
+    """
+    delta = check_target(delta)
+    up = math.inf
+    if value_at(delta_upper, hi) <= delta:
+        up, _, _ = bisect_decreasing(delta_upper, delta, lo=0.0, hi=hi)
+    if delta_lower is None:
+        return None, up
+    hi_lower = hi if hi_lower is None else hi_lower
+    if not value_at(delta_lower, hi_lower) <= delta:
+        return min(hi_lower, up), up  # even the lower curve exceeds delta at the end: eps(delta) > hi_lower
+    _, below, _ = bisect_decreasing(delta_lower, delta, lo=0.0, hi=hi_lower)
+    return (0.0 if below is None else min(below, up)), up
