@@ -125,3 +125,25 @@ def test_eps_interval_for_delta_is_the_secant_search():
         assert inv.eps_interval_for_delta(UP, LO, d, 50.0) == inv.eps_interval(UP, LO, d, 50.0, search="secant")
     with pytest.raises(ParameterError, match="search must be one of"):
         inv.eps_interval(UP, LO, 1e-3, 1.0, search="brent")
+
+
+def test_bisect_vectorised_brackets_every_curve_like_a_scalar_bisection():
+    # curves delta_i(eps) = exp(-a_i eps), target 1e-3: root log(1e3) / a_i; each returned (lo, hi) brackets it,
+    # hi evaluated at or below the target, lo above it, within 60 halvings of [0, 50] (or the ulp of the root)
+    from shufflesim.accounting.numerics.invert import bisect_vectorised
+
+    a = np.array([0.5, 1.0, 3.0, 10.0])
+    lo, hi = bisect_vectorised(lambda x: np.exp(-a * x), 1e-3, np.zeros(4), np.full(4, 50.0), halvings=60)
+    root = np.log(1e3) / a
+    assert np.all(np.exp(-a * hi) <= 1e-3) and np.all(np.exp(-a * lo) > 1e-3)
+    assert np.all(lo <= root) and np.all(root <= hi) and np.all(hi - lo <= np.maximum(50.0 * 2.0 ** -59, 2 * np.spacing(root)))  # halvings or ulp
+    with pytest.raises(ParameterError, match="nan"):
+        bisect_vectorised(lambda x: np.full(x.shape, np.nan), 1e-3, np.zeros(2), np.ones(2), halvings=3)
+
+
+def test_largest_feasible_never_exceeds_the_target_and_is_within_rtol():
+    from shufflesim.accounting.numerics.invert import largest_feasible
+
+    x = largest_feasible(lambda v: v * v, 2.0, 0.1)  # doubling from 0.1 passes the root sqrt(2)
+    assert x * x <= 2.0 and (math.sqrt(2.0) - x) <= 4e-15 * math.sqrt(2.0)
+    assert largest_feasible(lambda v: 0.0 if v < 3.0 else 1.0, 0.5, 1.0) < 3.0

@@ -282,16 +282,16 @@ class NeighbouringTable:
 
     def epsilons(self, delta: float, eps_max: float) -> np.ndarray:
         """ε(δ) of every pair by bisection (60 halvings of [0, eps_max], vectorised over pairs)."""
-        lo = np.zeros(self.pairs.shape[0])
-        hi = np.full(self.pairs.shape[0], eps_max)
+        from shufflesim.accounting.numerics.invert import bisect_vectorised
+
         P, Q = self.law[self.pairs[:, 0]], self.law[self.pairs[:, 1]]
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            e = np.exp(mid)[:, None]
-            d = np.maximum(np.maximum(P - e * Q, 0.0).sum(axis=1), np.maximum(Q - e * P, 0.0).sum(axis=1))
-            above = d > delta
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return hi
+
+        def deltas(x: np.ndarray) -> np.ndarray:
+            e = np.exp(x)[:, None]
+            return np.maximum(np.maximum(P - e * Q, 0.0).sum(axis=1), np.maximum(Q - e * P, 0.0).sum(axis=1))
+
+        n_pairs = self.pairs.shape[0]
+        return bisect_vectorised(deltas, delta, np.zeros(n_pairs), np.full(n_pairs, eps_max), halvings=60)[1]
 
     def pair(self, i: int):
         from shufflesim.accounting.pld.pmf_pair import PMFPair

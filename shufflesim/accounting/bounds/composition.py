@@ -22,6 +22,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from shufflesim.accounting.numerics.invert import largest_feasible
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
@@ -98,18 +99,7 @@ def advanced_eps_per_round(eps_total: float, n_c: int, delta_prime: float) -> fl
 
     if eps_total == 0.0:
         return 0.0
-    lo, hi = 0.0, eps_total  # f is increasing from f(0) = 0; double hi until f(hi) > eps_total
-    while f(hi) <= eps_total:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        if hi - lo <= 1e-15 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if f(mid) <= eps_total:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return largest_feasible(f, eps_total, eps_total)  # f is increasing from f(0) = 0 (the one inverter)
 
 
 def _propagate(b: NotApplicable, *, eps=None, delta=None, what: str) -> NotApplicable:

@@ -618,3 +618,43 @@ def eps_bracket(
         return min(hi_lower, up), up  # even the lower curve exceeds delta at the end: eps(delta) > hi_lower
     _, below, _ = bisect_decreasing(delta_lower, delta, lo=0.0, hi=hi_lower)
     return (0.0 if below is None else min(below, up)), up
+
+
+def bisect_vectorised(fn: Callable[[np.ndarray], np.ndarray], target: float, lo: np.ndarray, hi: np.ndarray, *,
+                      halvings: int) -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise bisection of many non-increasing curves at once (one vectorised evaluation per halving):
+    ``fn(x)[i]`` is curve i at x[i].  After ``halvings`` halvings returns (lo, hi) with every evaluated lo above
+    ``target`` and every evaluated hi at or below it (an end never evaluated keeps its start value).  Used where
+    a search runs over thousands of curves (the exact δ(ε) of every neighbouring pair of a matrix randomiser,
+    :mod:`shufflesim.mechanisms.matrix`)."""
+    target = check_target(target)
+    lo, hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
+    for _ in range(check_int("halvings", halvings, minimum=0)):
+        mid = 0.5 * (lo + hi)
+        values = np.asarray(fn(mid), dtype=float)
+        if np.isnan(values).any():
+            raise ParameterError("the curve has no certified value (nan) in a vectorised bisection")
+        above = values > target
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return lo, hi
+
+
+def largest_feasible(fn: Callable[[float], float], target: float, start: float, *, rtol: float = 1e-15,
+                     max_iter: int = 200) -> float:
+    """The largest x >= 0 with ``fn(x) <= target`` for a non-decreasing ``fn`` with fn(0) <= target: ``start`` is
+    doubled until it is infeasible, then the bracket is bisected to ``rtol`` relative.  Returns the feasible end
+    (evaluated, or 0), so ``fn`` at the answer never exceeds the target (e.g. the per-round ε of the advanced
+    composition theorem, :func:`shufflesim.accounting.bounds.composition.advanced_eps_per_round`)."""
+    target = check_target(target)
+    lo, hi = 0.0, check_real("start", start, low=0.0, low_open=True)
+    while value_at(fn, hi) <= target:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(max_iter):
+        if hi - lo <= rtol * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        if value_at(fn, mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
