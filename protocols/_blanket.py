@@ -21,7 +21,7 @@ import numpy as np
 
 from shufflesim.accounting.account import account
 from shufflesim.accounting.bounds.balle import MIN_EPS as BOUNDS_MIN_EPS
-from shufflesim.accounting.bounds.balle import bennett_gamma_near  # noqa: F401 - the blanket level's Bennett gamma
+from shufflesim.accounting.bounds.balle import bennett_gamma_near
 from shufflesim.accounting.calibrate import calibrate_near
 from shufflesim.accounting.mechanism import Composition, Relation
 from shufflesim.core.checks import check_int, check_real

@@ -24,9 +24,10 @@
 The expectation of the fixed form has the closed form (1 - gamma + gamma e^{-k})^n - (1 - gamma)^n with
 k = alpha phi(beta); the original form is summed over all m = 1..n in log space (vectorised).
 
-Calibration helpers for protocols: :func:`balle_gamma` (closed-form gamma of Theorem C.1 with its validity
-check) and :func:`bennett_gamma` (smallest gamma for which the Bennett bound certifies the target delta, by
-bisection that never overshoots).
+Calibration helpers for protocols: :func:`c1_gamma_terms` (the one evaluation of Theorem C.1's gamma, safe for
+every eps > 0), :func:`balle_gamma` (that gamma with its validity check) and :func:`bennett_gamma` /
+:func:`bennett_gamma_near` (smallest gamma for which the Bennett bound certifies the target delta, by the
+safe-side calibrator, which never overshoots; the second places its evaluations from Theorem C.1's scale).
 """
 
 from __future__ import annotations
