@@ -243,8 +243,8 @@ from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimErro
 from shufflesim.mechanisms import kinds  # noqa: E402
 
 NO_UPPER = {("rr2", "tight-koskela"), ("rr2", "exact-koskela"), ("biswas", "biswas")}
-#: examples drawn by default (~0.3 s each) and behind ``slow``
-FAST_EXAMPLES, SLOW_EXAMPLES = 25, 300
+#: examples drawn by default (~0.1 s each: 60 in ~6 s) and behind ``slow``
+FAST_EXAMPLES, SLOW_EXAMPLES = 60, 600
 SETTINGS = settings(max_examples=FAST_EXAMPLES, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
