@@ -216,7 +216,7 @@ def test_modes_certify_and_improve():
     assert composed_delta(n, tig.precisions, tig.gammas, eps, "shuffled") <= delta
     # the same certificate through the clones descriptions at the levels' eps0 (stronger clone pairs)
     from shufflesim.accounting.account import account
-    from shufflesim.accounting.mechanism import Composition
+    from shufflesim.accounting.model.mechanism import Composition
     from shufflesim.maths.rr import eps0_from_gamma
     from shufflesim.mechanisms.clones import Clones
 
@@ -279,7 +279,7 @@ def test_weak_adversary_calibrated_on_weak_pairs_after_strong_search():
     # calibration's (another discretisation, no shared cache) are certified at the target, and the calibration's
     # certified upper end is not below the fresh lower end
     from shufflesim.accounting.account import account
-    from shufflesim.accounting.mechanism import Composition, Relation
+    from shufflesim.accounting.model.mechanism import Composition, Relation
     from shufflesim.mechanisms.krr import KRR
 
     comp = Composition(tuple((KRR(n, len(lv.report_probabilities(0)), lv.gamma, Relation.WEAK), 1)

@@ -38,9 +38,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shufflesim.accounting.logspace import U  # unit round-off of float64
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.numerics.logspace import U  # unit round-off of float64
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import eps0_upper
@@ -79,12 +79,12 @@ _LOG_TAIL_REL = math.log(1e-18)
 
 
 def _log_err(logv, k=None, m: int = 0, p: float = 0.5, pc: float = 0.5) -> float:
-    """Absolute error bound of log-PMF values of :func:`~shufflesim.accounting.binomial.log_binom_pmf` with
+    """Absolute error bound of log-PMF values of :func:`~shufflesim.accounting.numerics.binomial.log_binom_pmf` with
     magnitudes up to max |logv|: :data:`BINOM_LOG_ERR`·max(1, |log|/100) (its accuracy model, checked against
     mpmath in tests/test_pairs.py and at cheu-sum's population scale in tests/test_cheu_scale.py), doubled; plus,
     for Bin(m, p) with p ≠ ½ at the counts ``k``, 2u·|k − mp|: the complement 1 − p is a rounded double, and its
     rounding moves the deviance term by |k − mp|·u (1.6e-11 at m = 2e12, 12 standard deviations out)."""
-    from shufflesim.accounting.binomial import BINOM_LOG_ERR
+    from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR
 
     top = float(np.max(np.abs(np.where(np.isfinite(logv), logv, 0.0)), initial=0.0))
     err = 2.0 * BINOM_LOG_ERR * max(1.0, top / 100.0)
@@ -96,7 +96,7 @@ def _log_err(logv, k=None, m: int = 0, p: float = 0.5, pc: float = 0.5) -> float
 def _d_window(r: int, q: float, log_budget: float):
     """(dl, log D(dl..dh), certified mass outside) for D = Bin(r, q): the target's flipped bits.  The window
     keeps dl + dh <= r so that r − D (x̄ = r) and D (x̄ = 0) stay ordered intervals (monotone ratio)."""
-    from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window, log_binom_pmf
 
     lo, hi, lt = chernoff_window(r, q, log_budget)
     dl, dh = int(lo), int(hi)
@@ -122,7 +122,7 @@ def _lse(x: np.ndarray) -> np.ndarray:
 
 def _log_pq(y, m, p, pc, r, dl, logd):
     """(log P(y), log Q(y), error bound) for P = (r − D) + N, Q = D + N, N = Bin(m, p), D on its window."""
-    from shufflesim.accounting.binomial import log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
 
     d = np.arange(dl, dl + logd.size)
     y = np.asarray(y, dtype=np.int64)[:, None]
@@ -206,7 +206,7 @@ def _full_size(m: int, p: float, pc: float) -> float:
 def _full_tail(m: int, p: float, pc: float):
     """(k0, log scale s, S(k0..K)·e^{-s}, R, η, ea) over the Chernoff window [k0, K] of Bin(m, p) outside which
     at most R <= 1e-300 lies (both sides)."""
-    from shufflesim.accounting.binomial import certified_tail, chernoff_window
+    from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window
 
     lo, hi, lt = chernoff_window(m, p, math.log(1e-300), q=pc)
     k0, K = int(lo), int(hi)
@@ -217,7 +217,7 @@ def _full_tail(m: int, p: float, pc: float):
 def _window_sums(m: int, p: float, pc: float, k0: int, K: int, keep_logs: bool = False):
     """(log scale s, S'(k0..K)·e^{-s}, η, ea): S'(k) = Σ_{j=k}^{K} P(Bin(m, p) = j) by the ratio recurrence from
     log_binom_pmf at k0; η bounds the relative error apart from the anchor's error ea (common to all)."""
-    from shufflesim.accounting.binomial import log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
 
     anchor = float(log_binom_pmf(np.array([k0]), m, p, pc)[0])
     lpq = math.log(p) - math.log(pc) if p <= 0.5 else math.log1p(-pc) - math.log(pc)
@@ -246,7 +246,7 @@ def _tail_sums(m: int, p: float, pc: float, ks: np.ndarray, cache: dict | None =
     """(log scale s, S(ks)·e^{-s}, R, η): S(k) = P(Bin(m, p) >= k) summed exactly over a window [min ks, K] by
     the ratio recurrence anchored at log_binom_pmf, R a Chernoff bound on P(N > K) (the remainder the sums
     miss), η the sums' relative error bound apart from the anchor's (common to every sum of the bin)."""
-    from shufflesim.accounting.binomial import binom_log_kl, log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import binom_log_kl, log_binom_pmf
 
     # a small bin always reads its full window (the result does not depend on ε's path or on ``cache``, which only
     # keeps the windows between evaluations); a large one sums the window this ε needs
@@ -338,7 +338,7 @@ def cheu_components(n: int, r: int, gamma: float, *, bins: int | None = None, ta
     its window (``dl``, ``logd``) with the certified mass outside it, ``tau_d``."""
     from scipy import stats
 
-    from shufflesim.accounting.binomial import certified_tail, chernoff_window
+    from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window
 
     tail = default_tail(n) if tail is None else float(tail)
     q = gamma / 2.0

@@ -43,7 +43,7 @@ from scipy.special import gammaln, logsumexp
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [
@@ -481,12 +481,12 @@ def bennett_gamma(
 ) -> float:
     """Smallest blanket probability gamma of k-RR for which the Bennett bound gives delta(eps) <= ``delta``.
 
-    The one safe-side calibrator (:func:`shufflesim.accounting.calibrate.calibrate`) on gamma in (0, 1]:
+    The one safe-side calibrator (:func:`shufflesim.accounting.numerics.invert.calibrate`) on gamma in (0, 1]:
     the returned gamma was evaluated to satisfy the target (gamma = 1 always does: the output is then
     independent of the inputs), so it never overshoots the privacy target.  Stops when the bracket is
     below ``rtol`` relative.
     """
-    from shufflesim.accounting.calibrate import calibrate
+    from shufflesim.accounting.numerics.invert import calibrate
 
     n = _n(n)
     k = check_int("k", k, minimum=2)
@@ -505,12 +505,12 @@ def bennett_gamma_near(n: int, k: int, eps: float, delta: float, *, variant: Ben
                        rtol: float = 1e-9) -> float:
     """:func:`bennett_gamma` (the smallest blanket gamma of k-RR whose Bennett delta(eps) is <= ``delta``, to
     ``rtol``, evaluated: never past the target) with its evaluations placed by
-    :func:`~shufflesim.accounting.calibrate.calibrate_near` from the closed form's scale (the first term of
+    :func:`~shufflesim.accounting.numerics.invert.calibrate_near` from the closed form's scale (the first term of
     :func:`c1_gamma_terms`, seed 001 Thm C.1; the Bennett gamma is ~0.1-0.5 of it): ~5-8 evaluations of the bound
     instead of ~45 from [1e-300, 1] (the blanket protocols' ``optimised`` search tabulates ~2000).  Same function,
     same bracket and tolerance; the answer may differ from ``bennett_gamma``'s within rtol.  Where the scale
     leaves the double range (eps tiny: Thm C.1 needs gamma > 1) the search starts from gamma ~ 1."""
-    from shufflesim.accounting.calibrate import calibrate_near
+    from shufflesim.accounting.numerics.invert import calibrate_near
 
     n = _n(n)
     k = check_int("k", k, minimum=2)
