@@ -20,6 +20,8 @@ from typing import Callable
 import numpy as np
 
 from shufflesim.accounting.account import account
+from shufflesim.accounting.bounds.balle import MIN_EPS as BOUNDS_MIN_EPS
+from shufflesim.accounting.bounds.balle import bennett_gamma_near
 from shufflesim.accounting.numerics.invert import calibrate_near
 from shufflesim.accounting.model.mechanism import Composition, Relation
 from shufflesim.core.checks import check_int, check_real
@@ -186,23 +188,6 @@ def levels_eps(n: int, values, gammas, delta: float, adversary: str) -> float:
     return _answer(r, "tight")
 
 
-def bennett_gamma_near(n: int, values: int, eps: float, delta: float, *, variant: str = "fixed",
-                       rtol: float = 1e-9) -> float:
-    """:func:`~shufflesim.accounting.bounds.balle.bennett_gamma` (the smallest blanket γ of ``values``-ary RR
-    whose Bennett δ(ε) is ≤ ``delta``, to ``rtol``, evaluated: never past the target) with its evaluations placed
-    by :func:`calibrate_near` from the closed form's scale (seed 001 Thm C.1; the Bennett γ is ~0.1-0.5 of it):
-    ~5-8 evaluations of the bound instead of ~45 from [1e-300, 1] (the ``optimised`` search tabulates ~2000).
-    Same function, same bracket and tolerance; the answer may differ from ``bennett_gamma``'s within rtol."""
-    from shufflesim.accounting.bounds.balle import KRRBlanket, bennett_delta
-
-    check_int("k", values, minimum=2)
-    fn = lambda g: bennett_delta(eps, n=n, randomiser=KRRBlanket(k=values, gamma=g), variant=variant).delta_upper  # noqa: E731
-    log_2_over = math.log(2.0) - math.log(delta) if delta > 0.0 else math.inf
-    scale = 14.0 * values * log_2_over / ((n - 1) * eps * eps) if eps > 0.0 else math.inf
-    scale = min(scale, 1.0) if math.isfinite(scale) and scale > 0.0 else 1.0
-    return calibrate_near(fn, delta, (0.3 * scale, 0.15 * scale), 1e-300, 1.0, rtol=rtol, max_evals=200).x
-
-
 @lru_cache(maxsize=65536)
 def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, variant: str = "fixed",
                 adversary: str = "shuffled") -> float:
@@ -278,7 +263,8 @@ def integer_argmin(f: Callable[[int], float], lo: int, hi: int) -> tuple[int, fl
     return best, F(best)
 
 
-def _check_common(n, eps, delta, mode, adversary, variant):
+def check_common(n, eps, delta, mode, adversary, variant):
+    """Validate the options the blanket protocols share; returns (n, eps, delta), delta defaulting to 1/n²."""
     n = check_int("n", n, minimum=2)
     if mode not in MODES:
         raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -288,6 +274,9 @@ def _check_common(n, eps, delta, mode, adversary, variant):
         raise ParameterError(f"bennett_variant must be one of {', '.join(BENNETT_VARIANTS)}; got {variant!r}")
     if eps is not None:
         eps = check_real("eps", eps, low=0.0, low_open=True)
+        if eps < BOUNDS_MIN_EPS:
+            raise ParameterError(f"eps must be >= {BOUNDS_MIN_EPS:g}: below it eps^2 and the blanket bounds' terms "
+                                 f"underflow double precision; got {eps!r}")
     delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
                                                                  high_open=True)
     return n, eps, delta

@@ -61,7 +61,7 @@ from shufflesim.protocols._blanket import (
     VARIANT_OPTION,
     run_mode,
     BlanketLevel,
-    _check_common,
+    check_common,
     default_delta,
     integer_argmin,
     level_delta,
@@ -262,7 +262,7 @@ class BlanketSumProtocol(Protocol):
 
     @classmethod
     def _create(cls, n, eps, delta, k, gamma, mode, adversary, bennett_variant) -> "BlanketSumProtocol":
-        n, eps, delta = _check_common(n, eps, delta, mode, adversary, bennett_variant)
+        n, eps, delta = check_common(n, eps, delta, mode, adversary, bennett_variant)
         if k is not None:
             k = check_int("k", k, minimum=1)
         if gamma is not None:

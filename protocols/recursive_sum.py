@@ -86,6 +86,7 @@ from shufflesim.pipeline.shuffler import ParallelShufflers, View
 from shufflesim.pipeline.spaces import IntegerRange
 
 from shufflesim.accounting.model.mechanism import Composition
+from shufflesim.accounting.bounds.balle import c1_gamma_terms
 from shufflesim.accounting.numerics.invert import calibrate_near
 from shufflesim.protocols._blanket import (
     ADVERSARY_OPTION,
@@ -95,7 +96,7 @@ from shufflesim.protocols._blanket import (
     VARIANT_OPTION,
     SEARCH_PROXY,
     BlanketLevel,
-    _check_common,
+    check_common,
     integer_argmin,
     level_delta,
     level_eps,
@@ -238,9 +239,7 @@ def closed_form_pmax(n: int, eps_j: float, delta_j: float) -> float:
     if delta_j <= 0.0:
         raise InfeasibleError(f"delta per level underflows to 0 (delta_j = {delta_j!r}): the closed-form rule needs "
                               "log(2/delta_j); use a delta above 1e-300")
-    r = 2.0 / delta_j
-    log_term = math.log(r) if math.isfinite(r) else math.log(2.0) - math.log(delta_j)  # δ_j subnormal
-    return (n - 1) * eps_j / max(14.0 * log_term / eps_j, 27.0)
+    return 1.0 / max(c1_gamma_terms(n, 1, eps_j, delta_j))  # γ is linear in k (0 where the γ of k = 1 overflows)
 
 
 def generic_precisions(n: int, eps: float, delta: float, r: int) -> tuple[int, ...]:
@@ -262,7 +261,9 @@ def _level_values(precisions: Sequence[int]) -> list[int]:
     return [int(p) if j < r - 1 else int(p) + 1 for j, p in enumerate(precisions)]
 
 
-def _basic_gammas(method: str, n: int, precisions, eps_split, delta_j: float, variant: str) -> tuple[float, ...]:
+def level_gammas(method: str, n: int, precisions, eps_split, delta_j: float, variant: str) -> tuple[float, ...]:
+    """The blanket γ of each level (:func:`~shufflesim.protocols._blanket.level_gamma` by ``method``) for the
+    given precisions and per-level ε split, each level at δ_j."""
     return tuple(level_gamma(method, n, v, float(e), delta_j, variant=variant)
                  for v, e in zip(_level_values(precisions), eps_split))
 
@@ -275,7 +276,7 @@ def _split_objective(n, precisions, eps_split, delta_j, variant, objective: str 
     if min(eps_split) <= 0:
         return math.inf
     try:
-        gs = _basic_gammas("bennett", n, precisions, eps_split, delta_j, variant)
+        gs = level_gammas("bennett", n, precisions, eps_split, delta_j, variant)
     except InfeasibleError:
         return math.inf
     return OBJECTIVES[objective](n, precisions, gs)
@@ -627,7 +628,7 @@ def _search_tight(n: int, eps: float, delta: float, r: int, variant: str, advers
                   precisions: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[float, ...], float, float]:
     """The search of :func:`optimise_tight` on ``adversary``'s pairs; also returns the calibrated ν."""
     ps, split, _ = optimise_basic(n, eps, delta, r, variant, precisions)
-    base = _basic_gammas("bennett", n, ps, split, delta / r, variant)
+    base = level_gammas("bennett", n, ps, split, delta / r, variant)
     nu, gs = _calibrate_nu(n, ps, eps, delta, adversary, _nu_scale(n, ps, base))
     best, best_nu = (recursive_worst_mse(n, ps, gs), tuple(ps), gs), nu
     if precisions is None:
@@ -719,7 +720,7 @@ def resolve_recursive(n: int, eps: float | None, delta: float, r: int, precision
         split = eps_split if eps_split is not None else (eps / r,) * r
         if precisions is None:
             notes.append("precisions from the generic rule of Theorem 4.2")
-    gs = _basic_gammas(method, n, ps, split, delta_j, variant)
+    gs = level_gammas(method, n, ps, split, delta_j, variant)
     ds = [level_delta(method, n, v, g, e, variant=variant) for v, g, e in zip(_level_values(ps), gs, split)]
     return RecursiveParams(tuple(ps), gs, tuple(float(s) for s in split), float(sum(split)), float(sum(ds)), method,
                            tuple(notes))
@@ -762,7 +763,7 @@ class RecursiveSumProtocol(Protocol):
     @classmethod
     def _create(cls, n, eps, delta, messages, precisions, gammas, eps_split, mode, adversary,
                 bennett_variant) -> "RecursiveSumProtocol":
-        n, eps, delta = _check_common(n, eps, delta, "paper", adversary, bennett_variant)
+        n, eps, delta = check_common(n, eps, delta, "paper", adversary, bennett_variant)
         lists = {"precisions": precisions, "gammas": gammas, "eps_split": eps_split}
         lengths = {len(v) for v in lists.values() if v is not None}
         if messages is not None:

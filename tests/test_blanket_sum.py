@@ -164,15 +164,35 @@ def test_unbiased_and_mse_interval_covers_exact_value():
         assert lo <= exp <= hi, (spec, s)
 
 
+def _user_variance_enumerated(x: np.ndarray, k: int, g: float) -> np.ndarray:
+    """Var of one user's debiased contribution (y − γk/2)/(k(1 − γ)) for input x, by enumeration, independently of
+    the protocol's formulas: s = xk is rounded to ⌊s⌋ or ⌊s⌋ + 1 (probabilities 1 − f, f with f = s − ⌊s⌋), then
+    reported as j ∈ {0..k} with P(j | d) = γ/(k+1) + (1 − γ)[j = d] (seed 004 Alg. 2)."""
+    j = np.arange(k + 1, dtype=float)
+    P = np.full((k + 1, k + 1), g / (k + 1)) + (1.0 - g) * np.eye(k + 1)  # row d: the report's law
+    m1, m2 = P @ j, P @ (j * j)  # E[y | d], E[y^2 | d]
+    s = np.asarray(x, dtype=float) * k
+    d = np.minimum(np.floor(s), k).astype(int)
+    f = s - d
+    up = np.minimum(d + 1, k)
+    e1 = (1 - f) * m1[d] + f * m1[up]
+    e2 = (1 - f) * m2[d] + f * m2[up]
+    return (e2 - e1 * e1) / (k * (1.0 - g)) ** 2
+
+
 def test_mse_expected_below_worst_and_worst_is_attained():
     n, k, g = 500, 13, 0.07
     proto = registry.create("blanket-sum", n, k=k, gamma=g, eps=1.0, mode="bennett")
     rng = np.random.default_rng(3)
     for x in (rng.random(n), np.zeros(n), np.ones(n), np.full(n, 0.5), rng.beta(0.3, 0.3, n)):
         assert proto.mse_expected(x) <= proto.mse_worst() * (1 + 1e-12)
-    # brute force: the worst data set repeats the worst single input; scan a dense grid of inputs
+        # the expected MSE against the enumeration (independent of user_variances), data set by data set
+        assert proto.mse_expected(x) == pytest.approx(_user_variance_enumerated(x, k, g).sum(), rel=1e-12)
+    # brute force: the worst data set repeats the worst single input; scan a dense grid of inputs, each user's
+    # variance enumerated (the grid's maximum is attained, so it is at most the worst case, and the grid is fine
+    # enough, spacing k·1e-5 in s, to come within 1e-6 of it on the concave pieces)
     grid = np.linspace(0, 1, 100_001)
-    per_user = proto.user_variances(grid)
+    per_user = _user_variance_enumerated(grid, k, g)
     assert n * per_user.max() == pytest.approx(proto.mse_worst(), rel=1e-6)
     assert n * per_user.max() <= proto.mse_worst() * (1 + 1e-12)
     assert blanket_worst_mse(n, k, g) == proto.mse_worst()

@@ -93,8 +93,8 @@ def test_recursive_sum_given_gammas_round_trips_on_the_fft_path():
     _check_reported(proto, 1.0, 1.0)
 
 
-@pytest.mark.slow
 def test_recursive_sum_reports_what_its_accountant_certifies():
+    """Default-on (~1.5 s): the soundness of recursive-sum's tight calibration."""
     from shufflesim.protocols.recursive_sum import _search_tight, _surrogate_gammas, composed_delta
 
     n, eps, ps = 100, 1.0, (2, 2)
@@ -158,8 +158,8 @@ def test_calibrate_mechanism_returns_the_safe_end():
 
 
 # --- krr --tolerate (validation.dishonest.tolerant_protocol: calibrate on gamma, rtol 1e-5) ------------------
-@pytest.mark.slow
 def test_krr_tolerate_is_certified_by_the_protocols_own_accountant():
+    """Default-on (~1.5 s): the soundness of krr's --tolerate calibration."""
     from shufflesim.validation.dishonest import tolerant_protocol
 
     proto = registry.create("krr", 500, k=3, eps0=2.0)

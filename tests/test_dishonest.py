@@ -152,7 +152,7 @@ def _enumerated_expectation(proto, data, c, strategy, direction):
     xd, xh = data[:c], data[c:]
     laws = [_message_laws(proto, x) for x in xh]
     if strategy == "push":
-        rows = D._dishonest_messages(proto, xd, "push", direction, 0, 0.0, None, np.random.default_rng(0))
+        rows = D.dishonest_messages(proto, xd, "push", direction, 0, 0.0, None, np.random.default_rng(0))
         laws += [{tuple(int(v) for v in r): 1.0} for r in rows]
     elif strategy == "extreme-input":
         ext = (0 if direction > 0 else 1) if proto.name == "krr" else (1.0 if direction > 0 else 0.0)
@@ -180,7 +180,7 @@ def _enumerated_expectation(proto, data, c, strategy, direction):
         if msgs.size == 0:
             msgs = np.zeros((0, proto.messages_per_user), dtype=np.int64)
         raw = proto.analyser.analyse(proto.shuffler.shuffle(msgs, seed), np.random.default_rng(0))
-        total += p * D._scalar(proto, raw, 0)
+        total += p * D.target_estimate(proto, raw, 0)
     return total
 
 

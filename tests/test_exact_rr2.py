@@ -14,6 +14,7 @@ truth; the enumeration sums a few float terms (relative 1e-9 allowed, far above 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -227,11 +228,66 @@ def test_compositions_bracket(n, eps0, eps, k):
         assert r.delta_lower <= truth * (1 + TOL) and truth <= r.delta_upper * (1 + TOL)
 
 
+def _stronger_clones_composed_truth(n, eps0, eps, k):
+    """The k-fold δ(ε) of Feldman, McMillan, Talwar's stronger clone pair, enumerated independently of the
+    library: C ~ Bin(n-1, 2/(e^eps0+1)), A | C ~ Bin(C, 1/2), D ~ Bern(e^eps0/(e^eps0+1)); P puts the mass at
+    (A + D, C - A + 1 - D), Q at (A + 1 - D, C - A + D) (docs/theory.md#pairs-stronger-clones), composed as
+    products of outcome probabilities."""
+    pk, qk = _stronger_clones_composed(n, eps0, k)
+    e = math.exp(eps)
+    return max(np.maximum(pk - e * qk, 0).sum(), np.maximum(qk - e * pk, 0).sum())
+
+
+@functools.lru_cache(maxsize=4)
+def _stronger_clones_composed(n, eps0, k):
+    lo, hi = 1.0 / (math.exp(eps0) + 1.0), math.exp(eps0) / (math.exp(eps0) + 1.0)
+    P, Q = np.zeros((n + 1, n + 1)), np.zeros((n + 1, n + 1))
+    for c in range(n):
+        wc = binom.pmf(c, n - 1, 2.0 * lo)
+        for a in range(c + 1):
+            w = wc * binom.pmf(a, c, 0.5)
+            P[a + 1, c - a] += w * hi
+            P[a, c - a + 1] += w * lo
+            Q[a, c - a + 1] += w * hi
+            Q[a + 1, c - a] += w * lo
+    p, q = P.ravel(), Q.ravel()
+    keep = (p > 0) | (q > 0)
+    p, q = p[keep], q[keep]
+    pk, qk = p, q
+    for _ in range(k - 1):
+        pk, qk = np.multiply.outer(pk, p).ravel(), np.multiply.outer(qk, q).ravel()
+    return pk, qk
+
+
+def _eps_of(delta_of, delta, hi):
+    """The smallest ε with delta_of(ε) <= delta (delta_of non-increasing), by bisection to 1e-12 relative."""
+    lo = 0.0
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if delta_of(mid) > delta else (lo, mid)
+    return hi
+
+
 def test_compositions_eps_bracket():
+    """Both ends against brute force, and each end within its stated accuracy of what it computes: the lower end
+    is the composed ε of the worst data set to relative precision LOWER_EPS_RTOL (minus the 2kη correction of
+    the log-probabilities' error), the upper end the stronger clone pair's composed ε, certified by the PLD
+    engine to its default accuracy (target_accuracy, relative in δ, at the answer)."""
+    from shufflesim.accounting.engines.tight import Numerics
+
     n, eps0, k, delta = 40, 1.0, 2, 1e-3
     b = X.eps_bracket(n, eps0, delta, compositions=k)
     assert _composed_truth(n, eps0, b.lower, k) >= delta * (1 - TOL)
     assert _composed_truth(n, eps0, b.upper, k) <= delta * (1 + TOL)
+    # lower end: the worst data set's exact composed eps (every data set is enumerated by _composed_truth)
+    truth = _eps_of(lambda e: _composed_truth(n, eps0, e, k), delta, eps0 * k)
+    eta = X.data_set_pair(n, eps0, b.m).params["log_err"] * k
+    assert b.lower >= truth * (1 - X.LOWER_EPS_RTOL) - 2 * eta - 1e-12 * truth, (b.lower, truth)
+    # upper end: the pair's certified eps, whose delta is within target_accuracy of the target
+    pair_truth = _eps_of(lambda e: _stronger_clones_composed_truth(n, eps0, e, k), delta, eps0 * k)
+    assert pair_truth <= b.upper * (1 + TOL)
+    assert _stronger_clones_composed_truth(n, eps0, b.upper, k) >= delta * (1 - Numerics.target_accuracy), \
+        (b.upper, pair_truth)
 
 
 # ---- the API --------------------------------------------------------------------------------------------

@@ -204,12 +204,16 @@ def test_one_trial_ci_not_computable(capsys):
 
 
 def test_tv_clipped_to_one():
+    """Disjoint supports, each law's decimals summing to 1 (0.33 + 0.56 + 0.11) but to 1 + 2^-52 in double
+    precision: the raw ½ Σ |p − q| exceeds 1 (asserted, so the clipping is exercised) and TV is clipped to 1.
+    (The old input, a point mass against a uniform law, has TV 1 − 1/N below 1: it never reached the clipping.)"""
     from shufflesim.maths.simplex import total_variation
 
-    p = np.full(2_147_483, 1.0 / 2_147_483)
-    q = np.zeros_like(p)
-    q[0] = 1.0
-    assert total_variation(p, q) <= 1.0
+    law = [0.33, 0.56, 0.11]
+    p, q = np.array(law + [0.0] * 3), np.array([0.0] * 3 + law)
+    assert 0.5 * np.abs(p - q).sum() > 1.0  # the round-off the clipping is for
+    assert total_variation(p, q) == 1.0
+    assert total_variation(q, p) == 1.0
 
 
 def test_support_ci_keeps_student_t_inside_support():

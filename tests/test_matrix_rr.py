@@ -239,12 +239,48 @@ def test_lower_end_is_none_beyond_projection_and_for_samplers(monkeypatch):
     assert s.results[0].delta_upper == account(ShuffledMatrix(50, krr_matrix(2, 1.0).tolist()), eps=[0.2]).results[0].delta_upper
 
 
-def test_compositions_lower_end_below_composed_brute_force():
-    """Two compositions: the lower end is the explicit worst pair composed (a lower bound on the composition);
-    it exists and lies below the certified upper end."""
-    R = krr_matrix(2, 1.0)
-    r = account(ShuffledMatrix(4, R.tolist()), eps=[0.5], compositions=2).results[0]
-    assert r.delta_lower is not None and 0 < r.delta_lower <= r.delta_upper
+def _composed_deltas_brute_force(R: np.ndarray, n: int, eps: float, k: int) -> list[float]:
+    """The k-fold δ(ε) (same data in every use) of every neighbouring pair of data sets of n users, by enumeration
+    of every report vector: the histogram's law of each data set is summed over all R.shape[1]^n report tuples,
+    the k-fold law is the outer product of k copies, and δ is the larger of the two directions."""
+    import itertools
+
+    m = R.shape[1]
+    tuples = list(itertools.product(range(m), repeat=n))
+    hist_index = {h: i for i, h in enumerate(sorted({tuple(np.bincount(t, minlength=m)) for t in tuples}))}
+
+    def law(data) -> np.ndarray:
+        out = np.zeros(len(hist_index))
+        for t in tuples:
+            out[hist_index[tuple(np.bincount(t, minlength=m))]] += math.prod(R[x, y] for x, y in zip(data, t))
+        return out
+
+    e = math.exp(eps)
+    deltas = []
+    for others in itertools.combinations_with_replacement(range(R.shape[0]), n - 1):
+        for x0, x1 in itertools.combinations(range(R.shape[0]), 2):
+            p, q = law((x0, *others)), law((x1, *others))
+            pk, qk = p, q
+            for _ in range(k - 1):
+                pk, qk = np.multiply.outer(pk, p).ravel(), np.multiply.outer(qk, q).ravel()
+            deltas.append(max(np.maximum(pk - e * qk, 0).sum(), np.maximum(qk - e * pk, 0).sum()))
+    return deltas
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_compositions_lower_end_below_composed_brute_force(k):
+    """Two compositions: the lower end is the explicit worst pair composed, a lower bound on the composition.
+    Brute force over every neighbouring pair of data sets (every report vector enumerated): the mechanism's
+    composed δ lies between the ends, and the lower end is one data set's composed δ (exact composition here:
+    to the engine's round-off), not merely some number below the upper end."""
+    R = krr_matrix(k, 1.0)
+    n, eps, comps = 4, 0.5, 2
+    r = account(ShuffledMatrix(n, R.tolist()), eps=[eps], compositions=comps).results[0]
+    deltas = _composed_deltas_brute_force(R, n, eps, comps)
+    truth = max(deltas)
+    assert r.delta_lower is not None and 0 < r.delta_lower <= truth * (1 + 1e-12)
+    assert truth <= r.delta_upper * (1 + 1e-12)
+    assert min(abs(d - r.delta_lower) for d in deltas) <= 1e-9 * r.delta_lower, (r.delta_lower, sorted(deltas))
 
 
 # --- the sampler-only path ----------------------------------------------------------------------------------

@@ -79,6 +79,34 @@ def test_rng_normalisation():
         as_seed_sequence("seed")
 
 
+#: significance level of the coverage tests' binomial test
+COVERAGE_ALPHA = 1e-3
+
+
+def _coverage(n: int, studies: int, seed0: int) -> int:
+    """How many of ``studies`` independent studies of T = 300 trials (k-RR, k = 4, eps0 = 1.5, uniform data of n
+    users) have a 95% Student-t interval covering the exact MSE."""
+    x = load_data("uniform", data_kind="categorical", n=n, k=4, rng=3)
+    p = registry.create("krr", n, k=4, eps0=1.5)
+    cov = 0
+    for s in range(studies):
+        sm = summarise(run_trials(p, x, trials=300, rng=seed0 + s).records, p, x)
+        cov += sm["mse_ci"][0] <= sm["mse_expected"] <= sm["mse_ci"][1]
+    return cov
+
+
+def test_ci_coverage_rate_fast():
+    """The fast, default-on version of :func:`test_ci_coverage_rate`: R = 60 studies at n = 500 (~2 s).  If the
+    interval is calibrated the count of covering studies is Binomial(60, 0.95); the two-sided binomial test at
+    significance COVERAGE_ALPHA = 1e-3 rejects a coverage of 80 % or less with probability > 0.5 (e.g. an interval
+    half as wide, ~68 % coverage, is rejected with probability ~1)."""
+    from scipy import stats
+
+    R = 60
+    cov = _coverage(500, R, 20_000)
+    assert stats.binomtest(cov, R, 0.95).pvalue > COVERAGE_ALPHA, cov
+
+
 @pytest.mark.slow
 def test_ci_coverage_rate():
     """The 95% Student-t interval covers the exact MSE in 95% of independent studies.
@@ -89,13 +117,8 @@ def test_ci_coverage_rate():
     from scipy import stats
 
     R = 300
-    x = load_data("uniform", data_kind="categorical", n=5000, k=4, rng=3)
-    p = registry.create("krr", 5000, k=4, eps0=1.5)
-    cov = 0
-    for s in range(R):
-        sm = summarise(run_trials(p, x, trials=300, rng=10_000 + s).records, p, x)
-        cov += sm["mse_ci"][0] <= sm["mse_expected"] <= sm["mse_ci"][1]
-    assert stats.binomtest(cov, R, 0.95).pvalue > 1e-3, cov
+    cov = _coverage(5000, R, 10_000)
+    assert stats.binomtest(cov, R, 0.95).pvalue > COVERAGE_ALPHA, cov
 
 
 def test_interrupt_keeps_finished_trials_and_flags_incomplete():

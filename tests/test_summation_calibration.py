@@ -121,7 +121,7 @@ def test_level_gamma_tight_matches_the_plain_calibration(n, values):
 def test_recursive_nu_calibration_matches_the_plain_calibration():
     n, eps, ps = 2000, 1.0, (3, 6)
     delta = 1.0 / n**2
-    base = R._basic_gammas("bennett", n, ps, (0.5, 0.5), delta / 2, "fixed")
+    base = R.level_gammas("bennett", n, ps, (0.5, 0.5), delta / 2, "fixed")
     nu_good = R._nu_scale(n, ps, base)
     nu, gs = R._calibrate_nu(n, ps, eps, delta, "shuffled", nu_good)
     f = lambda x: R.composed_delta(n, ps, R._surrogate_gammas(n, ps, x), eps, "shuffled")  # noqa: E731

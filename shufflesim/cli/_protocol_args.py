@@ -9,7 +9,8 @@ from typing import Any, Callable
 from shufflesim.cli._common import float_arg, int_arg
 from shufflesim.pipeline import registry
 
-_CONVERT = {int: int_arg, float: float_arg}
+#: an option's Python type -> the argparse converter that refuses bad values in one line
+CONVERT = {int: int_arg, float: float_arg}
 
 
 def add_protocol_parsers(p: argparse.ArgumentParser, add_common: Callable[[argparse.ArgumentParser], None],
@@ -25,7 +26,7 @@ def add_protocol_parsers(p: argparse.ArgumentParser, add_common: Callable[[argpa
             if opt.name in shared:
                 continue
             kw: dict[str, Any] = {"dest": opt.name, "help": opt.help, "default": None}
-            kw["type"] = _CONVERT.get(opt.type, opt.type)
+            kw["type"] = CONVERT.get(opt.type, opt.type)
             if opt.choices:
                 kw["choices"] = opt.choices
             if opt.metavar:

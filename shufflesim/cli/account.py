@@ -18,7 +18,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "name a protocol built on a matrix randomiser (matrix-rr, plug-ins; docs/plugins.md): "
                        "shufflesim account PROTOCOL --n N <its options> --eps ...")
     ms = p.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True, parser_class=type(p))
-    ms._name_parser_map = ms.choices = _MechanismsOrProtocols(ms)
     for name, cls in kinds().items():
         q = ms.add_parser(name, help=cls.summary, description=cls.summary)
         groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
@@ -52,7 +51,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--json", action="store_true", help="print one JSON object")
         _add_dishonest_options(q, name)
         q.set_defaults(func=run, mechanism_class=cls)
-    ms.choices.building = False  # from now on an unknown name may be a protocol's
+    # from now on an unknown name may be a protocol's: argparse checks a sub-command's name against the action's
+    # public ``choices`` container before it selects the sub-parser, so a container that adds the protocol's
+    # sub-parser (with the public ``add_parser``) on its first miss builds it only when it is named
+    ms.choices = _MechanismsOrProtocols(ms)
 
 
 class _MechanismsOrProtocols(dict):
@@ -62,34 +64,31 @@ class _MechanismsOrProtocols(dict):
     protocol's ``mechanism()``."""
 
     def __init__(self, action):
-        super().__init__()
+        super().__init__(action.choices)
         self.action = action
 
-    building = True  # while the kinds are added (argparse's own duplicate check asks for each)
-
     def __contains__(self, name) -> bool:
-        if not (self.building or dict.__contains__(self, name)) and isinstance(name, str) and not name.startswith("-"):
-            self.building = True
-            try:
-                _add_protocol_parser(self.action, name)
-            finally:
-                self.building = False
+        if not dict.__contains__(self, name) and isinstance(name, str) and not name.startswith("-"):
+            q = _add_protocol_parser(self.action, name)
+            if q is not None:
+                self[name] = q
         return dict.__contains__(self, name)
 
 
-def _add_protocol_parser(ms, name: str) -> None:
-    from shufflesim.cli._protocol_args import _CONVERT
+def _add_protocol_parser(ms, name: str) -> argparse.ArgumentParser | None:
+    """The sub-parser of protocol ``name`` (None unless it is registered with ``account_by_name``)."""
+    from shufflesim.cli._protocol_args import CONVERT
     from shufflesim.pipeline import registry
 
     if name not in registry.names():
-        return  # argparse names the unknown choice
+        return None  # argparse names the unknown choice
     cls = registry.get(name)
     if getattr(cls, "account_by_name", False):
         q = ms.add_parser(name, help=f"the shuffled mechanism of protocol {name}: {cls.summary}", description=cls.summary)
         q.add_argument("--n", type=int_arg, required=True, help="number of users")
         for opt in cls.options:
             if opt.name != "delta":
-                q.add_argument(opt.flag, dest=opt.name, type=_CONVERT.get(opt.type, opt.type), default=None,
+                q.add_argument(opt.flag, dest=opt.name, type=CONVERT.get(opt.type, opt.type), default=None,
                                help=opt.help, choices=opt.choices, metavar=opt.metavar)
         t = q.add_mutually_exclusive_group(required=True)
         t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
@@ -105,6 +104,8 @@ def _add_protocol_parser(ms, name: str) -> None:
         q.add_argument("--json", action="store_true", help="print one JSON object")
         _add_dishonest_options(q, None)
         q.set_defaults(func=run, mechanism_class=None, protocol_class=cls)
+        return q
+    return None
 
 
 def _add_dishonest_options(q: argparse.ArgumentParser, kind: str | None) -> None:

@@ -86,7 +86,8 @@ class Influence:
         return max(self.hi - 1.0, -self.lo)
 
 
-def _check(proto, strategy: str | None = None) -> None:
+def check_supported(proto, strategy: str | None = None) -> None:
+    """Refuse a protocol the dishonest-user analysis does not cover (NotApplicableError) or an unknown strategy."""
     if proto.name not in PROTOCOLS:
         raise NotApplicableError(f"dishonest-user analysis is implemented for {', '.join(PROTOCOLS)}; "
                                  f"got {proto.name}")
@@ -102,7 +103,7 @@ def _recursive_terms(proto):
 
 def influence(proto) -> Influence:
     """Derived [lo, hi] of one user's contribution to E[estimate] (docs/theory.md#dishonest, per protocol)."""
-    _check(proto)
+    check_supported(proto)
     name = proto.name
     if name in ("blanket-sum", "cheu-sum"):
         g = proto.params["gamma"]
@@ -154,7 +155,8 @@ def ikos_push_shift(proto, direction: int = -1) -> int:
 
 
 # --- the attacked population -------------------------------------------------------------------------------
-def _split(proto, data, c: int):
+def split_coalition(proto, data, c: int):
+    """(coalition inputs, honest inputs, c): the first ``c`` users of the checked ``data`` form the coalition."""
     data = proto.check_data(data)
     c = int(c)
     if not 0 <= c <= proto.n:
@@ -162,7 +164,7 @@ def _split(proto, data, c: int):
     return data[:c], data[c:], c
 
 
-def _dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift, rng) -> np.ndarray | None:
+def dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift, rng) -> np.ndarray | None:
     """The coalition's (c, m) messages (None for a dropout), vectorised over its members."""
     c = xd.shape[0]
     name, rnd = proto.name, proto.randomiser
@@ -216,7 +218,8 @@ def _dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift
     return np.asarray(additive_shares(vals, prm.m, prm.q, rng))
 
 
-def _scalar(proto, raw, target: int) -> float:
+def target_estimate(proto, raw, target: int) -> float:
+    """The scalar estimate the attack moves: the analyser's point estimate (krr: its count of ``target``)."""
     est = proto.point_estimate(raw)
     return float(est[target]) if proto.name == "krr" else float(est)
 
@@ -231,19 +234,19 @@ def attacked_estimate(proto, data, c: int, strategy: str, seed: RngLike = None, 
                       target: int = 0, magnitude: float = LAPLACE_PUSH, shift: int | None = None) -> float:
     """One run with the first ``c`` users deviating: the protocol's randomiser on the honest users (stream 0
     of ``seed``, as :meth:`Protocol.run`), the coalition's messages (stream 3), shuffler (1), analyser (2)."""
-    _check(proto, strategy)
-    xd, xh, c = _split(proto, data, c)
+    check_supported(proto, strategy)
+    xd, xh, c = split_coalition(proto, data, c)
     s = as_seed_sequence(seed)
     gen_honest = np.random.Generator(np.random.PCG64(child(s, RANDOMISER_STREAM)))
     honest = np.asarray(proto.randomiser.randomise(xh, gen_honest))
     if honest.ndim == 1:
         honest = honest[:, None]
-    bad = _dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift,
-                              np.random.Generator(np.random.PCG64(child(s, DISHONEST_STREAM))))
+    bad = dishonest_messages(proto, xd, strategy, direction, target, magnitude, shift,
+                             np.random.Generator(np.random.PCG64(child(s, DISHONEST_STREAM))))
     messages = honest if bad is None or c == 0 else np.concatenate([np.asarray(bad, dtype=honest.dtype), honest])
     view = proto.shuffler.shuffle(messages, child(s, SHUFFLER_STREAM))
     raw = proto.analyser.analyse(view, np.random.Generator(np.random.PCG64(child(s, ANALYSER_STREAM))))
-    return _scalar(proto, raw, target)
+    return target_estimate(proto, raw, target)
 
 
 def simulate_attack(proto, data, c: int, strategy: str, trials: int, seed: RngLike = None, **kw) -> np.ndarray:
@@ -337,8 +340,8 @@ def expected_estimate(proto, data, c: int, strategy: str, *, direction: int = 1,
     IKOS needs honest inputs with p·x integer (a deterministic rounded sum); its wrap-around is computed from
     the exact law of the honest users' noise (:func:`remaining_noise_pmf`), truncated below 1e-300.
     """
-    _check(proto, strategy)
-    xd, xh, c = _split(proto, data, c)
+    check_supported(proto, strategy)
+    xd, xh, c = split_coalition(proto, data, c)
     if proto.name != "ikos-sum":
         honest = float(np.sum(xh == target)) if proto.name == "krr" else math.fsum(xh.tolist())
         return honest + _per_user_expected(proto, xd, strategy, direction, target, magnitude)
@@ -470,7 +473,7 @@ def _coalition_term(proto, messages, c: int, target: int) -> float:
         messages = messages[:, None]
     # the protocol's own shuffler (its channels); the order is irrelevant to these analysers' sums and counts
     view = proto.shuffler.shuffle(messages, np.random.SeedSequence(0))
-    return _scalar(sub, sub.analyser.analyse(view, np.random.Generator(np.random.PCG64(0))), target)
+    return target_estimate(sub, sub.analyser.analyse(view, np.random.Generator(np.random.PCG64(0))), target)
 
 
 def attack_fast_block(proto, data, coalition: Coalition, rng: np.random.Generator, size: int) -> np.ndarray:
@@ -531,11 +534,11 @@ def attack_fast_block(proto, data, coalition: Coalition, rng: np.random.Generato
     if c == 0:
         return honest
     if strategy == "withhold-noise" and proto.name in ("blanket-sum", "cheu-sum", "local-rr-sum", "recursive-sum"):
-        terms = np.array([_coalition_term(proto, _dishonest_messages(proto, xd, strategy, co.direction, co.target,
-                                                                     co.magnitude, co.shift, rng), c, co.target)
+        terms = np.array([_coalition_term(proto, dishonest_messages(proto, xd, strategy, co.direction, co.target,
+                                                                    co.magnitude, co.shift, rng), c, co.target)
                           for _ in range(size)])
         return honest + terms
-    msgs = _dishonest_messages(proto, xd, strategy, co.direction, co.target, co.magnitude, co.shift, rng)
+    msgs = dishonest_messages(proto, xd, strategy, co.direction, co.target, co.magnitude, co.shift, rng)
     return honest + _coalition_term(proto, msgs, c, co.target)
 
 

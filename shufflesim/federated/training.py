@@ -83,7 +83,7 @@ def _eps_total_gaussian(sigma: float, sens: float, delta: float) -> float:
     return hi
 
 
-def _validate(s: FLSettings) -> None:
+def validate_settings(s: FLSettings) -> None:
     """Every setting checked before any work (bad input fails fast with a ParameterError)."""
     from shufflesim.core.checks import check_int, check_positive, check_real
 
@@ -130,7 +130,7 @@ def train(s: FLSettings, progress=None) -> dict:
     first, then one value per round)."""
     if s.protocol not in ALL_PROTOCOLS:
         raise ParameterError(f"unknown protocol {s.protocol!r}; choose from {', '.join(ALL_PROTOCOLS)}")
-    _validate(s)
+    validate_settings(s)
     t0 = time.perf_counter()
     data = load(s.dataset, per_user=s.per_user, seed=s.seed)
     if not 1 <= s.n <= data.users:

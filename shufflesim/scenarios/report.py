@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from shufflesim.scenarios.steps import _as_list, active_sweeps, cells_trials, curve_eps, curve_x, defence_fractions, \
+from shufflesim.scenarios.steps import as_list, active_sweeps, cells_trials, curve_eps, curve_x, defence_fractions, \
     sweep_points, sweep_trials
 
 
@@ -38,7 +38,7 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
                     f"engine `{s['engine']}`")
         pts = sweep_points(s, quick)
         return (f"- sweep `{s['name']}`: protocol `{s['protocol']}`, n ∈ {sorted({p.n for p in pts})}, data "
-                f"{_as_list(s['data'])}, params {s['params']}, {sweep_trials(s, quick)} trials a point, engine "
+                f"{as_list(s['data'])}, params {s['params']}, {sweep_trials(s, quick)} trials a point, engine "
                 f"`{s['engine']}` ({len(pts)} points)")
     if kind == "curve":
         if s["x"] != "eps":
@@ -48,17 +48,17 @@ def _describe_step(kind: str, s: dict, quick: bool) -> str:
         return (f"- accountant `{s['name']}`: `{s['mechanism']}` {s['args']}, method `{s['method']}`, "
                 f"compositions {s['compositions']} ({s['composition']}), {len(curve_eps(s, quick))} values of ε")
     if kind == "cells":
-        ns = _as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"])
+        ns = as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"])
         at = (f"at the certified central (ε, δ) of every point of `{s['matched_to']}`" if s["matched_to"]
               else f"n ∈ {ns}, data {s['data']!r}")
         return (f"- cells `{s['name']}`: protocol `{s['protocol']}` {at}, params {s['params']}, "
                 f"|π̂_x − π_x| at cells {s['cell_labels'] or s['cells']}, {cells_trials(s, quick)} trials a point"
                 + (f", heatmaps on a {s['grid'][0]} × {s['grid'][1]} grid" if s["grid"] else ""))
     if kind == "training":
-        return (f"- training `{s['name']}`: protocols {_as_list(s['protocol'])} on `{s['dataset']}`, "
+        return (f"- training `{s['name']}`: protocols {as_list(s['protocol'])} on `{s['dataset']}`, "
                 f"{(s['quick_rounds'] or min(s['rounds'], 2)) if quick else s['rounds']} rounds, settings {s['settings']}")
     if kind == "defence":
-        return (f"- defence `{s['name']}`: protocols {_as_list(s['protocol'])} at n = {s['n']}, params {s['params']}, "
+        return (f"- defence `{s['name']}`: protocols {as_list(s['protocol'])} at n = {s['n']}, params {s['params']}, "
                 f"calibrated to tolerate F ∈ {defence_fractions(s, quick)} dishonest users")
     return f"- table `{s['name']}`: study `{s['study']}`, rows {s['quick_rows'] if quick else s['rows'] or 'all'}"
 

@@ -33,7 +33,7 @@ from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agre
                                         plot_heatmaps, plot_sweeps, plot_training)
 from shufflesim.scenarios.report import write_report
 from shufflesim.scenarios.schema import ScenarioError
-from shufflesim.scenarios.steps import (_as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
+from shufflesim.scenarios.steps import (as_list, active_sweeps, cells_trials, check_runnable, curve_combos,
                                         defence_fractions,
                                         curve_eps, curve_x, estimate_seconds, reference_step, shown_data,
                                         sweep_points, sweep_trials, training_axes, training_points)
@@ -167,7 +167,7 @@ def run_table_step(step: dict, quick: bool) -> pd.DataFrame:
     from shufflesim.studies.balle2020 import table3
 
     rows = step["quick_rows"] if quick and step["quick_rows"] is not None else step["rows"]
-    cells = table3(rows=None if rows is None else _as_list(rows), tight=step["tight"] and not quick)
+    cells = table3(rows=None if rows is None else as_list(rows), tight=step["tight"] and not quick)
     out = []
     for c in cells:
         d = c.to_dict()
@@ -187,7 +187,7 @@ def run_defence_step(step: dict, quick: bool) -> pd.DataFrame:
     from shufflesim.validation.dishonest import tolerant_protocol
 
     rows = []
-    for name in _as_list(step["protocol"]):
+    for name in as_list(step["protocol"]):
         base = registry.create(name, step["n"], **step["params"])
         label = _label("defence", step, step["label"] or "{protocol}", protocol=name)
         for f in defence_fractions(step, quick):
@@ -211,7 +211,7 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
     rows = []
     axes = training_axes(step)
     seeds = (step.get("quick_seeds") or 1) if quick else (step.get("seeds") or 1)
-    for proto, point, k in [(p, pt, k) for p in _as_list(step["protocol"]) for pt in training_points(axes)
+    for proto, point, k in [(p, pt, k) for p in as_list(step["protocol"]) for pt in training_points(axes)
                             for k in range(seeds)]:
         try:
             settings = FLSettings(protocol=proto, dataset=step["dataset"], rounds=rounds, seed=sc["seed"] + k,

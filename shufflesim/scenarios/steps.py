@@ -11,7 +11,8 @@ import numpy as np
 from shufflesim.scenarios.schema import ScenarioError
 
 
-def _as_list(v) -> list:
+def as_list(v) -> list:
+    """A scenario value that may be one item or a list, as a list."""
     return list(v) if isinstance(v, list) else [v]
 
 
@@ -60,11 +61,11 @@ def sweep_points(step: dict, quick: bool, sc: dict | None = None, section: str =
 
     from shufflesim.experiments.population import split_attack
 
-    ns = _as_list(step["quick_n"] if quick and step["quick_n"] is not None else step["n"])
+    ns = as_list(step["quick_n"] if quick and step["quick_n"] is not None else step["n"])
     names = sorted(step["params"])
-    axes = [_as_list(step["params"][k]) for k in names]
+    axes = [as_list(step["params"][k]) for k in names]
     pts = []
-    for data in _as_list(step["data"]):
+    for data in as_list(step["data"]):
         data = resolve_data(data)
         for n in ns:
             for combo in itertools.product(*axes):
@@ -88,7 +89,7 @@ def sweep_trials(step: dict, quick: bool) -> int:
 
 def curve_eps(step: dict, quick: bool) -> list[float]:
     if step["eps"] is not None:
-        eps = [float(e) for e in _as_list(step["eps"])]
+        eps = [float(e) for e in as_list(step["eps"])]
         if quick and len(eps) > step["quick_num"]:
             idx = np.unique(np.linspace(0, len(eps) - 1, step["quick_num"]).round().astype(int))
             eps = [eps[i] for i in idx]
@@ -107,9 +108,9 @@ def curve_x(step: dict, quick: bool) -> list[float]:
 
 def curve_combos(step: dict) -> list[tuple[dict, int]]:
     names = sorted(step["args"])
-    axes = [_as_list(step["args"][k]) for k in names]
+    axes = [as_list(step["args"][k]) for k in names]
     return [(dict(zip(names, combo)), int(c)) for combo in itertools.product(*axes)
-            for c in _as_list(step["compositions"])]
+            for c in as_list(step["compositions"])]
 
 
 def active_sweeps(sc: dict, quick: bool) -> list[dict]:
@@ -132,19 +133,19 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
     total += 60.0 * len(sc["table"]) + 5.0 * len(sc["claims"])
     for s in sc["training"]:
         per_round = 1.0 if s["dataset"] == "mnist" else 2.0  # MNIST, n = 1000: about 1 s a round a protocol
-        total += per_round * len(_as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"]) \
+        total += per_round * len(as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"]) \
             * len(training_points(training_axes(s))) * ((s["quick_seeds"] or 1) if quick else (s["seeds"] or 1))
     for s in sc["cells"]:
-        for _ in _as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
+        for _ in as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
             total += 1.0 + 2e-4 * cells_trials(s, quick)
     for s in sc["defence"]:  # a calibration and two certificates: about two seconds a point at n = 1000
-        total += 2.0 * len(_as_list(s["protocol"])) * len(defence_fractions(s, quick))
+        total += 2.0 * len(as_list(s["protocol"])) * len(defence_fractions(s, quick))
     return total
 
 
 def defence_fractions(step: dict, quick: bool) -> list[float]:
     """The fractions F a [[defence]] step tolerates in this mode (``quick_tolerate`` in quick mode if given)."""
-    return [float(f) for f in _as_list(step["quick_tolerate"] if quick and step["quick_tolerate"] is not None
+    return [float(f) for f in as_list(step["quick_tolerate"] if quick and step["quick_tolerate"] is not None
                                        else step["tolerate"])]
 
 
@@ -207,7 +208,7 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
                                 f"(allowed: {', '.join(allowed)})")
         if isinstance(value, list) and not value:
             raise ScenarioError(f"{where}.params.{key}: an empty axis (give at least one value)")
-    for i, d in enumerate(_as_list(step["data"])):
+    for i, d in enumerate(as_list(step["data"])):
         _check_data(f"{where}.data" + (f"[{i}]" if isinstance(step["data"], list) else ""), d)
     # the fields the runner fills in: a sweep's parameters, data and protocol; a [[cells]] step's parameters, n
     # and protocol (scenarios/runner.py, scenarios/cells.py)
@@ -283,7 +284,7 @@ def _check_training(where: str, step: dict) -> None:
     from dataclasses import fields
 
     from shufflesim.errors import ShufflesimError
-    from shufflesim.federated.training import ALL_PROTOCOLS, FLSettings, _validate
+    from shufflesim.federated.training import ALL_PROTOCOLS, FLSettings, validate_settings
 
     known = [f.name for f in fields(FLSettings) if f.name not in ("protocol", "dataset", "rounds", "seed")]
     for key in step["settings"]:
@@ -295,12 +296,12 @@ def _check_training(where: str, step: dict) -> None:
             raise ScenarioError(f"{where}.settings.{key}: given as the step's own key {key}; give it once")
     if step["x"] == "poisoned" and "poisoned" not in axes:
         raise ScenarioError(f"{where}.x: 'poisoned' needs the step's poisoned = [fractions]")
-    for i, proto in enumerate(_as_list(step["protocol"])):
+    for i, proto in enumerate(as_list(step["protocol"])):
         if proto not in ALL_PROTOCOLS:
             raise ScenarioError(f"{where}.protocol: {proto!r} is not allowed (allowed: {', '.join(ALL_PROTOCOLS)})")
         for point in [{}] + (training_points(axes) if axes else []):  # the settings alone, then each point
             try:
-                _validate(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"],
+                validate_settings(FLSettings(protocol=proto, dataset=step["dataset"], rounds=step["rounds"],
                                      **step["settings"], **point))
             except (TypeError, ValueError, ShufflesimError) as exc:
                 at = "settings" if not point else ", ".join(f"{k} = {v!r}" for k, v in point.items())
@@ -314,7 +315,7 @@ TRAINING_AXES = ("poisoned", "poison_strategy", "range_check")
 
 def training_axes(step: dict) -> dict[str, list]:
     """The step's poisoning keys that are given, each as a list of values."""
-    return {k: _as_list(step[k]) for k in TRAINING_AXES if step.get(k) is not None}
+    return {k: as_list(step[k]) for k in TRAINING_AXES if step.get(k) is not None}
 
 
 def training_points(axes: dict[str, list]) -> list[dict]:
@@ -330,7 +331,7 @@ def _check_defence(where: str, step: dict) -> None:
     from shufflesim.pipeline import registry
 
     _label_fields(where, step["label"], {"protocol"})
-    for name in _as_list(step["protocol"]):
+    for name in as_list(step["protocol"]):
         try:
             registry.create(name, step["n"], **step["params"])
         except (ShufflesimError, TypeError, ValueError) as e:
@@ -369,7 +370,7 @@ def check_runnable(sc: dict, quick: bool) -> None:
             from shufflesim.studies.balle2020 import ROW_KEYS
 
             for key in ("rows", "quick_rows"):
-                for r in _as_list(s[key]) if s[key] is not None else []:
+                for r in as_list(s[key]) if s[key] is not None else []:
                     if r not in ROW_KEYS:
                         raise ScenarioError(f"table[{i}].{key}: {r!r} is not allowed (allowed: {', '.join(ROW_KEYS)})")
         for i, s in enumerate(sc["training"]):

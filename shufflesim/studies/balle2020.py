@@ -166,14 +166,14 @@ def _recursive_generic(r: int) -> Callable:
     def compute(n, eps, delta, opts) -> dict:
         from shufflesim.pipeline import registry
         from shufflesim.protocols.recursive_sum import (
-            _basic_gammas,
+            level_gammas,
             authors_mse_bound,
             generic_precisions,
             recursive_worst_mse,
         )
 
         ps = generic_precisions(n, eps, delta, r)
-        gs = _basic_gammas("bennett", n, ps, (eps / r,) * r, delta / r, "original-2019")
+        gs = level_gammas("bennett", n, ps, (eps / r,) * r, delta / r, "original-2019")
         cert = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="bennett")
         out: dict[str, Any] = {
             "messages": r, "mse_reproduced": authors_mse_bound(n, ps, gs), "mse_exact": recursive_worst_mse(n, ps, gs),
@@ -201,7 +201,7 @@ def _add_recursive_tight(out: dict, n: int, eps: float, delta: float, r: int) ->
 def _recursive_optimised(r: int) -> Callable:
     def compute(n, eps, delta, opts) -> dict:
         from shufflesim.pipeline import registry
-        from shufflesim.protocols.recursive_sum import _basic_gammas, optimise_basic, recursive_worst_mse
+        from shufflesim.protocols.recursive_sum import level_gammas, optimise_basic, recursive_worst_mse
 
         cert = registry.create("recursive-sum", n, eps=eps, delta=delta, messages=r, mode="optimised")
         out: dict[str, Any] = {
@@ -210,7 +210,7 @@ def _recursive_optimised(r: int) -> Callable:
         }
         if opts.get("full"):
             ps, split, val = optimise_basic(n, eps, delta, r, "original-2019", None, "authors-bound")
-            gs = _basic_gammas("bennett", n, ps, split, delta / r, "original-2019")
+            gs = level_gammas("bennett", n, ps, split, delta / r, "original-2019")
             out.update(mse_reproduced=val, mse_exact=recursive_worst_mse(n, ps, gs))
             out["details"].update(reproduced_precisions=list(ps), reproduced_eps_split=list(split))
             out["reason"] = ("shufflesim's search (module recursive_sum) on the paper's own objective (Lemma A.1 "

@@ -23,20 +23,16 @@ from shufflesim.experiments.population import (  # noqa: F401 - re-exported (mov
     DISHONEST_STREAM,
     LAPLACE_PUSH,
     Influence,
-    _check,
-    _recursive_terms,
+    check_supported,
     influence,
     ikos_push_shift,
-    _split,
-    _dishonest_messages,
-    _scalar,
+    split_coalition,
+    dishonest_messages,
+    target_estimate,
     truth,
     attacked_estimate,
     simulate_attack,
-    _per_user_expected,
     remaining_noise_pmf,
-    _remaining_noise_pmf,
-    _ikos_expected_decoded,
     expected_estimate,
     expected_bias,
 )
@@ -54,10 +50,10 @@ def ikos_worst_shifts(proto, data, c: int) -> tuple[int, float, int, float]:
     re-evaluated exactly with :func:`expected_bias` (the FFT only locates them).  The honest inputs need
     p·x integer, as for :func:`expected_estimate`.
     """
-    _check(proto)
+    check_supported(proto)
     if proto.name != "ikos-sum":
         raise NotApplicableError("ikos_worst_shifts is for ikos-sum")
-    xd, xh, c = _split(proto, data, c)
+    xd, xh, c = split_coalition(proto, data, c)
     prm = proto.parameters
     if prm.q > MAX_SCAN_Q:
         raise NotApplicableError(f"scanning every shift needs q <= {MAX_SCAN_Q}; got q={prm.q}")

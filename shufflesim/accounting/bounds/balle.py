@@ -24,9 +24,10 @@
 The expectation of the fixed form has the closed form (1 - gamma + gamma e^{-k})^n - (1 - gamma)^n with
 k = alpha phi(beta); the original form is summed over all m = 1..n in log space (vectorised).
 
-Calibration helpers for protocols: :func:`balle_gamma` (closed-form gamma of Theorem C.1 with its validity
-check) and :func:`bennett_gamma` (smallest gamma for which the Bennett bound certifies the target delta, by
-bisection that never overshoots).
+Calibration helpers for protocols: :func:`c1_gamma_terms` (the one evaluation of Theorem C.1's gamma, safe for
+every eps > 0), :func:`balle_gamma` (that gamma with its validity check) and :func:`bennett_gamma` /
+:func:`bennett_gamma_near` (smallest gamma for which the Bennett bound certifies the target delta, by the
+safe-side calibrator, which never overshoots; the second places its evaluations from Theorem C.1's scale).
 """
 
 from __future__ import annotations
@@ -47,20 +48,28 @@ from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [
     "KRRBlanket",
+    "MIN_EPS",
     "LaplaceBlanket",
     "BennettVariant",
     "balle_delta",
     "balle_eps",
     "balle_gamma",
+    "c1_gamma_terms",
     "bennett_delta",
     "bennett_eps",
     "bennett_gamma",
+    "bennett_gamma_near",
     "hoeffding_delta",
     "hoeffding_eps",
 ]
 
 BennettVariant = Literal["original-2019", "fixed"]
 _VARIANTS = ("original-2019", "fixed")
+
+#: smallest eps at which the blanket bounds are evaluated: below it eps^2 (< 1e-300) and the numerical bounds'
+#: terms underflow double precision (the numerical bounds report the trivial delta = 1 there; the blanket
+#: protocols refuse such an eps)
+MIN_EPS = 1e-150
 
 _REF_C1 = "seed 001 Thm C.1 / eq C.1 (Balle et al. 2019)"
 _REF_NUM = "Balle et al. 2019 numerical bounds (arXiv:1903.02837; docs/theory.md#bounds-blanket-numerical)"
@@ -273,6 +282,22 @@ def _log_2_over(delta: float) -> float:
     return math.log(r) if math.isfinite(r) else math.log(2.0) - math.log(delta)
 
 
+def c1_gamma_terms(n: int, k: int, eps: float, delta: float) -> tuple[float, float]:
+    """The two terms of Theorem C.1's blanket probability (seed 001; docs/theory.md#bounds-balle),
+    (14 k log(2/delta) / ((n-1) eps^2), 27 k / ((n-1) eps)), unclipped: the one place this formula is computed
+    (:func:`balle_gamma` takes their maximum, :func:`bennett_gamma_near` places its search from the first).
+
+    For n >= 2, eps > 0 and delta in (0, 1].  A term that exceeds the double range is ``math.inf`` (gamma > 1:
+    no blanket certifies the target), including where eps^2 or (n-1) eps^2 underflows to 0 (eps below ~1e-154;
+    the subnormal eps = 5e-324 included), so no input divides by an underflowed zero.
+    """
+    den = (n - 1) * eps * eps
+    first = 14.0 * k * _log_2_over(delta) / den if den > 0.0 else math.inf
+    den = (n - 1) * eps
+    second = 27.0 * k / den if den > 0.0 else math.inf
+    return first, second
+
+
 def balle_gamma(n: int, k: int, eps: float, delta: float) -> float:
     """The blanket probability of Balle et al.'s closed form (seed 001 Thm C.1):
     gamma = max{14 k log(2/delta)/((n-1) eps^2), 27 k/((n-1) eps)}.
@@ -290,9 +315,9 @@ def balle_gamma(n: int, k: int, eps: float, delta: float) -> float:
         raise NotApplicableError(f"balle closed form requires 0 < eps <= 1; got eps={_fmt(eps)}")
     if delta == 0.0:
         raise NotApplicableError("balle closed form requires delta in (0, 1]; got delta=0")
-    if eps * eps == 0.0 or (n - 1) * eps * eps == 0.0:
+    gamma = max(c1_gamma_terms(n, k, eps, delta))
+    if math.isinf(gamma):
         raise InfeasibleError(f"balle closed form: eps={_fmt(eps)} is so small that gamma = 14k log(2/delta)/((n-1) eps^2) overflows; no gamma <= 1 exists")
-    gamma = max(14.0 * k * _log_2_over(delta) / ((n - 1) * eps * eps), 27.0 * k / ((n - 1) * eps))
     if gamma > 1.0:
         raise InfeasibleError(
             f"balle closed form needs gamma={_fmt(gamma)} > 1 for n={n}, k={k}, eps={_fmt(eps)}, "
@@ -366,8 +391,8 @@ def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_de
     if eps == 0.0:
         notes.append("eps = 0: the bound is vacuous (a = e^eps - 1 = 0); reported as the trivial delta = 1")
         return DeltaBound(eps=eps, delta_upper=1.0, delta_lower=None, method=method, notes=tuple(notes))
-    if eps < 1e-150:
-        notes.append(f"eps = {_fmt(eps)} < 1e-150: the bound's terms underflow double precision; reported as the "
+    if eps < MIN_EPS:
+        notes.append(f"eps = {_fmt(eps)} < {MIN_EPS:g}: the bound's terms underflow double precision; reported as the "
                      "trivial delta = 1")
         return DeltaBound(eps=eps, delta_upper=1.0, delta_lower=None, method=method, notes=tuple(notes))
     ld = log_delta_fn(eps)
@@ -474,3 +499,25 @@ def bennett_gamma(
 
     # lo: a gamma far below any useful blanket (the bound there is ~1); 1.0 certifies every target
     return calibrate(delta_at, delta, 1e-300, 1.0, increasing=False, xtol=0.0, rtol=rtol, log_scale=True).x
+
+
+def bennett_gamma_near(n: int, k: int, eps: float, delta: float, *, variant: BennettVariant = "fixed",
+                       rtol: float = 1e-9) -> float:
+    """:func:`bennett_gamma` (the smallest blanket gamma of k-RR whose Bennett delta(eps) is <= ``delta``, to
+    ``rtol``, evaluated: never past the target) with its evaluations placed by
+    :func:`~shufflesim.accounting.numerics.invert.calibrate_near` from the closed form's scale (the first term of
+    :func:`c1_gamma_terms`, seed 001 Thm C.1; the Bennett gamma is ~0.1-0.5 of it): ~5-8 evaluations of the bound
+    instead of ~45 from [1e-300, 1] (the blanket protocols' ``optimised`` search tabulates ~2000).  Same function,
+    same bracket and tolerance; the answer may differ from ``bennett_gamma``'s within rtol.  Where the scale
+    leaves the double range (eps tiny: Thm C.1 needs gamma > 1) the search starts from gamma ~ 1."""
+    from shufflesim.accounting.numerics.invert import calibrate_near
+
+    n = _n(n)
+    k = check_int("k", k, minimum=2)
+    eps = _eps(eps)
+    delta = _delta(delta)
+    variant = _variant(variant)
+    fn = lambda g: bennett_delta(eps, n=n, randomiser=KRRBlanket(k=k, gamma=g), variant=variant).delta_upper  # noqa: E731
+    scale = c1_gamma_terms(n, k, eps, delta)[0] if n >= 2 and eps > 0.0 and delta > 0.0 else math.inf
+    scale = min(scale, 1.0) if scale > 0.0 else 1.0
+    return calibrate_near(fn, delta, (0.3 * scale, 0.15 * scale), 1e-300, 1.0, rtol=rtol, max_evals=200).x
