@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
+from shufflesim.accounting.calibrate import calibrate
 from shufflesim.accounting.logspace import U, exp_down, exp_up, log1pexp, log_expm1, log_sum
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
@@ -339,14 +340,7 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
         evaluations += len(viol)
         return max(pair_log_bracket(N - (b - a), a, eps0, e)[1] for a, b in viol)
 
-    a_e, b_e = hi, eps0
-    while b_e - a_e > rtol * b_e:
-        c = 0.5 * (a_e + b_e)
-        if worst_up(c) <= ld:
-            b_e = c
-        else:
-            a_e = c
-    hi = b_e
+    hi = calibrate(worst_up, ld, hi, eps0, increasing=False, xtol=0.0, rtol=rtol).x
     notes = (f"worst m = {m_lo} ones among the others at the lower end; the branch and bound over m stopped on its "
              f"budget of {MAX_EVALS} evaluations, so the upper end is the smallest eps at which every piece of its "
              f"partition is certified below delta: a bracket of relative width {(hi - lo) / hi:.2g} "
@@ -355,63 +349,35 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
 
 
 def _root(n: int, eps0: float, ld: float, cands, rtol: float):
-    """Root of max over ``cands`` of log δ_m(ε) = ``ld`` (Illinois on the certified ends, bisection while an
-    end is -inf): (eps_lo, eps_hi, m at eps_lo, evaluations) with some candidate's certified lower δ > δ at
-    eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at eps_hi, eps_hi - eps_lo <= rtol
-    eps_hi (or as close as the ends' round-off allows)."""
+    """ε(δ) for the data sets ``cands`` (log δ = ``ld``): (eps_lo, eps_hi, m at eps_lo, evaluations) with some
+    candidate's certified lower δ > δ at eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at
+    eps_hi, both *evaluated*; each end is the project's inverter, :func:`~.calibrate.calibrate`, on the log of
+    the candidates' largest certified end (the upper one's feasible end, the lower one's infeasible end), so
+    eps_hi − eps_lo is ~``rtol`` eps_hi (plus the ends' round-off)."""
     N = n - 1
-    ev = 0
+    seen: dict[float, tuple[float, float, int]] = {}
 
-    def at(c):
-        nonlocal ev
-        vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
-        ev += len(cands)
-        i = max(range(len(cands)), key=lambda j: vals[j][0])
-        return vals[i][0], max(v[1] for v in vals), cands[i]
+    def at(c: float) -> tuple[float, float, int]:
+        """(largest log lower, largest log upper, the m of the largest lower) over the candidates at ε = c."""
+        if c not in seen:
+            vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
+            i = max(range(len(cands)), key=lambda j: vals[j][0])
+            seen[c] = (vals[i][0], max(v[1] for v in vals), cands[i])
+        return seen[c]
 
-    lo0, up0, m_a = at(0.0)
+    def evaluations() -> int:
+        return len(seen) * len(cands)
+
+    lo0, up0, m0 = at(0.0)
     if up0 <= ld:
-        return 0.0, 0.0, m_a, ev
-    a, b = 0.0, eps0  # delta(eps0) = 0 <= delta
-    ga, gb = lo0 - ld, -math.inf
-    side = 0
-    for _ in range(200):
-        if b - a <= rtol * b:
-            break
-        if math.isfinite(gb) and math.isfinite(ga) and ga > gb:
-            c = (a * gb - b * ga) / (gb - ga)
-            w = b - a
-            c = min(max(c, a + 1e-3 * w), b - 1e-3 * w)
-            # near convergence, straddle the root so that both ends move
-            if w <= 1e3 * rtol * b:
-                c = min(max(c, a + 0.25 * w), b - 0.25 * w)
-        else:
-            c = 0.5 * (a + b)
-        lo, up, m = at(c)
-        if lo > ld:
-            a, ga, m_a = c, lo - ld, m
-            if side == -1:
-                gb *= 0.5  # Illinois: halve the end that stays
-            side = -1
-        elif up <= ld:
-            b, gb = c, up - ld
-            if side == 1:
-                ga *= 0.5
-            side = 1
-        else:  # c is within the ends' round-off of the root: probe on either side of it
-            h = max(rtol * b * 0.25, 1e-300)
-            for _ in range(40):
-                lo_a, _, m = at(max(a, c - h))
-                _, up_b, _ = at(min(b, c + h))
-                if lo_a > ld:
-                    a, ga, m_a = max(a, c - h), lo_a - ld, m
-                if up_b <= ld:
-                    b, gb = min(b, c + h), up_b - ld
-                if lo_a > ld and up_b <= ld:
-                    break
-                h *= 2.0
-            break
-    return a, b, m_a, ev
+        return 0.0, 0.0, m0, evaluations()
+    # δ(eps0) = 0 <= δ: the upper end lies in (0, eps0]
+    up = calibrate(lambda c: at(c)[1], ld, 0.0, eps0, increasing=False, xtol=0.0, rtol=rtol)
+    if lo0 <= ld:
+        return 0.0, up.x, m0, evaluations()
+    low = calibrate(lambda c: at(c)[0], ld, 0.0, up.x, increasing=False, xtol=0.0, rtol=rtol)
+    eps_lo = 0.0 if low.x_unsafe is None else low.x_unsafe
+    return eps_lo, up.x, at(eps_lo)[2], evaluations()
 
 
 # ---------------------------------------------------------------------------------------------------
