@@ -45,14 +45,12 @@ import numpy as np
 
 from shufflesim.accounting.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
 from shufflesim.accounting.calibrate import calibrate
-from shufflesim.accounting.logspace import U, exp_down, exp_up, log1pexp, log_expm1, log_sum
+from shufflesim.accounting.logspace import REL_SLACK, U, exp_down, exp_up, log1pexp, log_expm1, log_sum
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 
 #: log of the Chernoff budget of each tilted binomial's window (dropped mass e^-60 ~ 8.8e-27 of h's total)
 _LOG_WINDOW = -60.0
-#: relative slack for the final log-sum-exp and exponentials (far above their actual round-off)
-_REL = 1e-12
 #: default relative tolerance of the search over m (the upper end exceeds the best exact δ found by at most
 #: this much, or the notes say how much)
 SEARCH_RTOL = 1e-9
@@ -140,7 +138,7 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     s_hi = log_sum(lw_hi)
     base = log_a + log_c + m1 + m2
     # log-domain round-off: the log-sum-exp's summation (one ulp per term) and a few ulps of each constant
-    slack = (_REL + e1[1] + e2[1] + (hs.size + 8) * U * 1.01
+    slack = (REL_SLACK + e1[1] + e2[1] + (hs.size + 8) * U * 1.01
              + 8 * U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2)))
     log_tail_w = log_tail - theta * y_mode + log_a + log_c  # dropped mass at its largest weight, times A c
     upper = base + s_hi + slack
@@ -371,11 +369,14 @@ def _root(n: int, eps0: float, ld: float, cands, rtol: float):
     lo0, up0, m0 = at(0.0)
     if up0 <= ld:
         return 0.0, 0.0, m0, evaluations()
-    # δ(eps0) = 0 <= δ: the upper end lies in (0, eps0]
+    # δ(eps0) = 0 <= δ: the upper end lies in (0, eps0], and its bracket's other end was evaluated above δ
     up = calibrate(lambda c: at(c)[1], ld, 0.0, eps0, increasing=False, xtol=0.0, rtol=rtol)
     if lo0 <= ld:
         return 0.0, up.x, m0, evaluations()
-    low = calibrate(lambda c: at(c)[0], ld, 0.0, up.x, increasing=False, xtol=0.0, rtol=rtol)
+    below = 0.0 if up.x_unsafe is None else up.x_unsafe
+    if at(below)[0] > ld:  # the lower ends are within round-off of the upper ones: usually already above δ there
+        return below, up.x, at(below)[2], evaluations()
+    low = calibrate(lambda c: at(c)[0], ld, 0.0, below, increasing=False, xtol=0.0, rtol=rtol)
     eps_lo = 0.0 if low.x_unsafe is None else low.x_unsafe
     return eps_lo, up.x, at(eps_lo)[2], evaluations()
 

@@ -246,7 +246,7 @@ def tail_sums(m: int, p: float, pc: float, ks: np.ndarray, cache: dict | None = 
     return shift, val, R, eta, ea
 
 
-def _convhockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray, y_lo: int, y_hi: int,
+def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray, y_lo: int, y_hi: int,
                  eta_l: float, eps: float, cache: dict | None = None) -> tuple[float, float]:
     """(upper, lower) bounds on δ(P‖Q)(ε), P = (r − D) + N, Q = D + N, N = Bin(m, p), D truncated to its window
     (the dropped mass is added by the caller), given the crossing y_lo <= y_hi of :func:`_crossings`."""
@@ -389,7 +389,7 @@ def _bin_deltas(c, eps: float, p: float = 0.5, pc: float = 0.5, lower: bool = Fa
     out = np.empty(ms.size)
     for i, m in enumerate(ms.tolist()):
         lo_i, hi_i = int(min(y_lo[i], y_hi[i])), int(y_hi[i])
-        up, low = _convhockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps,
+        up, low = _conv_hockey(m, p, pc, r, dl, logd, lo_i, hi_i, eta_l, eps,
                                c_local if evalf is not None else c.get("_tails"))
         out[i] = low if lower else up
     return out
