@@ -89,3 +89,18 @@ def test_window_recurrence_within_its_stated_errors(n, p, lo, hi, anchor):
     assert rel[a - lo] == 0.0 and l_anchor == log_binom_pmf_scalar(a, n, p, 1 - p)
     assert np.all(np.abs(l_anchor + rel - direct) <= common + varying + model)
     assert varying > 0 and common >= BINOM_LOG_ERR
+
+
+def test_point_mass_window_and_exact_rr2_at_an_underflowing_tilt():
+    """A tilted flip probability that underflows to 0 (eps0 = 699, delta = 1e-300) is a point mass: the window
+    has no ratio to recur by.  The former port raised ZeroDivisionError here (its own KL divided by n p = 0)."""
+    from shufflesim.accounting import exact_rr2 as X
+
+    rel, l0, common, varying = log_binom_window(40, 0.0, 0, 0, q=1.0)
+    assert rel.tolist() == [0.0] and l0 == 0.0 and varying == 0.0
+    rel, l0, _, _ = log_binom_window(40, 1.0, 38, 40, q=0.0)
+    assert rel.tolist() == [-math.inf, -math.inf, 0.0] and l0 == 0.0
+    b = X.eps_bracket(1000, 699.0, 1e-300)
+    assert 0.0 < b.lower <= b.upper <= 699.0
+    d = X.delta_bracket(1000, 699.0, b.upper)
+    assert d.upper <= 1e-300

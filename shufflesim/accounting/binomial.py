@@ -483,6 +483,11 @@ def log_binom_window(n: int, p: float, lo: int, hi: int, anchor: int | None = No
     u|l_anchor + rel| (docs/theory.md#exact-rr2).  Used by the exact binary-RR engine and the tail sums of
     Cheu et al.'s summation bound."""
     p, q, _, _ = _logs(p, q)
+    if p == 0.0 or q == 0.0:  # a point mass (e.g. a tilted probability that underflowed): no ratio to recur by
+        point = n if q == 0.0 else 0
+        inside = lo <= point <= hi
+        rel = np.where(np.arange(lo, hi + 1) == point, 0.0, -np.inf)
+        return rel, (0.0 if inside else -math.inf), BINOM_LOG_ERR, 0.0
     if anchor is None:
         anchor = int(math.floor((n + 1) * p))
     anchor = min(max(int(anchor), lo), hi)
