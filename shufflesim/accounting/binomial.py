@@ -471,7 +471,8 @@ def log_ratio_pq(p: float, q: float) -> float:
     return (math.log(p) if p <= 0.5 else math.log1p(-q)) - math.log(q)
 
 
-def log_binom_window(n: int, p: float, lo: int, hi: int, anchor: int | None = None, q: float | None = None):
+def log_binom_window(n: int, p: float, lo: int, hi: int, anchor: int | None = None, q: float | None = None, *,
+                     errors: bool = True):
     """log Bin(n, p)(k) on the window k = lo..hi (0 <= lo <= hi <= n) by the exact ratio recurrence
     log B(k+1) − log B(k) = log((n−k)/(k+1)) + log(p/q) (:func:`log_ratio_pq`), cumulated both ways from
     ``anchor`` (default: the mode clipped to the window), whose value is :func:`log_binom_pmf_scalar`.
@@ -480,8 +481,10 @@ def log_binom_window(n: int, p: float, lo: int, hi: int, anchor: int | None = No
     ``common`` = BINOM_LOG_ERR·max(1, |l_anchor|/100) bounds the anchor's error, shared by every entry (it scales
     the window's PMF by one factor); ``varying`` bounds the recurrence's own rounding at any entry: per step
     4 ulps of each logarithm and of the quotient, 4u(|t| + 2|log(p/q)| + 2), and one ulp of the partial sum,
-    u|l_anchor + rel| (docs/theory.md#exact-rr2).  Used by the exact binary-RR engine and the tail sums of
-    Cheu et al.'s summation bound."""
+    u|l_anchor + rel| (docs/theory.md#exact-rr2).  ``errors=False`` skips ``varying`` (returned as nan) for a
+    caller with an allowance of its own: it costs a few passes over windows that reach 10⁹ values at population
+    scale.  Computed in place (about three arrays of the window's size).  Used by the exact binary-RR engine and
+    the tail sums of Cheu et al.'s summation bound."""
     p, q, _, _ = _logs(p, q)
     if p == 0.0 or q == 0.0:  # a point mass (e.g. a tilted probability that underflowed): no ratio to recur by
         point = n if q == 0.0 else 0
@@ -493,17 +496,37 @@ def log_binom_window(n: int, p: float, lo: int, hi: int, anchor: int | None = No
     anchor = min(max(int(anchor), lo), hi)
     l_anchor = log_binom_pmf_scalar(anchor, n, p, q)
     lpq = log_ratio_pq(p, q)
-    k_up = np.arange(anchor, hi, dtype=float)  # steps k -> k + 1
-    k_dn = np.arange(anchor - 1, lo - 1, -1, dtype=float)  # steps k + 1 -> k
-    t_up = np.log((n - k_up) / (k_up + 1.0)) + lpq
-    t_dn = -(np.log((n - k_dn) / (k_dn + 1.0)) + lpq)
-    c_up = np.cumsum(t_up)
-    c_dn = np.cumsum(t_dn)
-    rel = np.concatenate((c_dn[::-1], [0.0], c_up))
+    i = anchor - lo
+    rel = np.empty(hi - lo + 1)
+    rel[i] = 0.0
+    varying = 0.0 if errors else math.nan
+    for side in (1, -1):
+        k = np.arange(anchor, hi, dtype=float) if side > 0 else np.arange(anchor - 1, lo - 1, -1, dtype=float)
+        if k.size == 0:
+            continue
+        t = n - k  # the step k -> k + 1 (up) or k + 1 -> k (down): ±(log((n − k)/(k + 1)) + log(p/q))
+        k += 1.0
+        t /= k
+        del k
+        np.log(t, out=t)
+        t += lpq
+        if side < 0:
+            np.negative(t, out=t)
+        c = rel[i + 1:] if side > 0 else np.empty(t.size)
+        np.cumsum(t, out=c)
+        if errors:
+            np.abs(t, out=t)
+            t += 2 * abs(lpq)
+            t += 2
+            t *= 4 * U
+            s_abs = l_anchor + c
+            np.abs(s_abs, out=s_abs)
+            s_abs *= U
+            t += s_abs
+            varying = max(varying, float(t.sum()))
+        if side < 0:
+            rel[:i] = c[::-1]
     common = BINOM_LOG_ERR * max(1.0, abs(l_anchor) / 100.0)
-    step_up = 4 * U * (np.abs(t_up) + 2 * abs(lpq) + 2) + U * np.abs(l_anchor + c_up)
-    step_dn = 4 * U * (np.abs(t_dn) + 2 * abs(lpq) + 2) + U * np.abs(l_anchor + c_dn)
-    varying = max(float(step_up.sum()) if step_up.size else 0.0, float(step_dn.sum()) if step_dn.size else 0.0)
     return rel, l_anchor, common, varying
 
 

@@ -190,7 +190,7 @@ def _window_sums(m: int, p: float, pc: float, k0: int, K: int, keep_logs: bool =
     (:func:`~shufflesim.accounting.binomial.log_binom_window` anchored at k0); η bounds the relative error apart
     from the anchor's error ea (common to all).  η is this module's own allowance for the recurrence, exp and
     the sums (looser than the window's ``varying`` bound, kept so that no certified number moves)."""
-    logs, anchor, _, _ = log_binom_window(m, p, k0, K, anchor=k0, q=pc)
+    logs, anchor, _, _ = log_binom_window(m, p, k0, K, anchor=k0, q=pc, errors=False)
     lpq = log_ratio_pq(p, pc)
     lmin = float(logs.min())
     shift = float(logs.max())
