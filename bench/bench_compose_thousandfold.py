@@ -26,9 +26,9 @@ import time
 
 
 def _settings(old: bool) -> None:
-    import shufflesim.accounting.bucketed as BK
-    import shufflesim.accounting.exact_rr2 as X
-    import shufflesim.accounting.tight as T
+    import shufflesim.accounting.rows.bucketed as BK
+    import shufflesim.accounting.exact.exact_rr2 as X
+    import shufflesim.accounting.engines.tight as T
 
     BK.COMPOSED_EPS_SHARE = 0.25 if old else 0.9
     BK.COMPOSED_REFINE_AIM = 0.4 if old else 0.8
@@ -48,9 +48,9 @@ def main(argv=None) -> None:
     ap.add_argument("--compositions", type=int, default=1000)
     args = ap.parse_args(argv)
 
-    from shufflesim.accounting import exact_rr2 as X
+    from shufflesim.accounting.exact import exact_rr2 as X
     from shufflesim.accounting.pairs.variation import stronger_clones_pair
-    from shufflesim.accounting.tight import tight_epsilon
+    from shufflesim.accounting.engines.tight import tight_epsilon
     from shufflesim.maths.rr import EPS0_MARGIN
 
     k, delta = args.compositions, 1e-9

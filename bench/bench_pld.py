@@ -28,9 +28,9 @@ import time
 import numpy as np
 from scipy.stats import binom
 
-from shufflesim.accounting.pld import PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.tight import TightAccountant
+from shufflesim.accounting.pld.distribution import PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.engines.tight import TightAccountant
 
 
 def rr2_pair(n: int, eps0: float) -> PMFPair:

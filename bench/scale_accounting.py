@@ -45,11 +45,11 @@ rows = (stronger_clones_pair(n, 1.0, as_rows=True, tail_bound=tb) if kind == "cl
 out = {"atoms": rows.n_atoms}
 try:
     if engine == "bucketed":
-        from shufflesim.accounting.tight import tight_epsilon
+        from shufflesim.accounting.engines.tight import tight_epsilon
         r = tight_epsilon(rows, 1e-9, compositions=comp)[0]
         out.update(lo=r.eps_lower, up=r.eps_upper)
     elif engine == "current":
-        from shufflesim.accounting.tight import TightAccountant
+        from shufflesim.accounting.engines.tight import TightAccountant
         r = TightAccountant(rows, compositions=comp).epsilon(1e-9)[0]
         out.update(lo=r.eps_lower, up=r.eps_upper)
     else:

@@ -126,7 +126,7 @@ try:
         rows = krr_pair(n, int(k), float(gamma), kind, as_rows=True, tail_bound=tb)
     out["atoms"] = int(rows.n_atoms)
     if engine == "current":
-        from shufflesim.accounting.tight import TightAccountant
+        from shufflesim.accounting.engines.tight import TightAccountant
         r = TightAccountant(rows, compositions=comp).epsilon(delta)[0]
         out.update(lo=r.eps_lower, up=r.eps_upper)
     elif rows.n_atoms > dp_max:
@@ -534,7 +534,7 @@ def exact_eps(pair, delta: float) -> float:
     Returns the bisection's lower end after 60 halvings of [0, 20]: a value whose delta still exceeds
     ``delta``, so the pair (a data set of the mechanism) is not (eps, delta)-DP at it.
     """
-    from shufflesim.accounting.bruteforce import hockey_stick
+    from shufflesim.accounting.exact.bruteforce import hockey_stick
 
     lo, hi = 0.0, 20.0
     for _ in range(60):
@@ -548,12 +548,12 @@ def exact_eps(pair, delta: float) -> float:
 
 def wang_check(a) -> None:
     """Small n: the exact eps of shuffled k-RR / binary RR on every data set of the others (shufflesim's
-    brute-force enumeration of the shuffler's view, accounting/bruteforce.py), against Wang et al.'s
+    brute-force enumeration of the shuffler's view, accounting/exact/bruteforce.py), against Wang et al.'s
     ``amplificationUB`` with their README's parameters (T = 40).  An exact value above the upper bound means
     the bound, with those parameters, is not an upper bound there."""
     import itertools
 
-    from shufflesim.accounting.bruteforce import krr_bruteforce, rr2_bruteforce
+    from shufflesim.accounting.exact.bruteforce import krr_bruteforce, rr2_bruteforce
 
     d = wang_dir(a.wang_dir)
     if d is None:

@@ -7,7 +7,7 @@ docs/theory.md#summation-blanket).  Its privacy is that of shuffled k-RR with k 
 accounted through the mechanism description :class:`shufflesim.mechanisms.krr.KRR` and
 :func:`shufflesim.accounting.account.account` — there is no second accounting front end here: the
 helpers below only turn a method's answer into a number (raising where the method does not apply) and
-calibrate γ with the one safe-side calibrator :func:`shufflesim.accounting.calibrate.calibrate`.
+calibrate γ with the one safe-side calibrator :func:`shufflesim.accounting.numerics.invert.calibrate`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Callable
 import numpy as np
 
 from shufflesim.accounting.account import account
-from shufflesim.accounting.calibrate import calibrate_near
-from shufflesim.accounting.mechanism import Composition, Relation
+from shufflesim.accounting.numerics.invert import calibrate_near
+from shufflesim.accounting.model.mechanism import Composition, Relation
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 from shufflesim.mechanisms.krr import KRR
@@ -209,7 +209,7 @@ def level_gamma(method: str, n: int, values: int, eps: float, delta: float, *, v
     """Smallest blanket γ of one level certified (ε, δ)-DP by ``method``.
 
     ``balle``: the closed form (seed 001 Thm C.1); ``bennett``: Balle et al.'s Bennett bound inverted by
-    bisection; ``tight``: :func:`~shufflesim.accounting.calibrate.calibrate` on :func:`level_delta` (the tight
+    bisection; ``tight``: :func:`~shufflesim.accounting.numerics.invert.calibrate` on :func:`level_delta` (the tight
     accountant's δ upper bound), bracketed above by the Bennett γ when that certifies.  Raises
     :class:`InfeasibleError` when only a blanket γ ≥ 1 − 1e−9 would do (nothing left to debias).
     """

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
-from shufflesim.accounting.mechanism import Relation
+from shufflesim.accounting.model.mechanism import Relation
 from shufflesim.mechanisms.krr import KRR
 from shufflesim.protocols._blanket import (
     ADVERSARIES,
@@ -69,7 +69,7 @@ from shufflesim.protocols._blanket import (
     level_gamma,
     paper_precision,
 )
-from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.pipeline.options import Option

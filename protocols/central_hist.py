@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive, check_probability
-from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.maths.central import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale

@@ -130,7 +130,7 @@ class _Flame(Protocol):
         return 0.5 + c.mean(axis=0)
 
     def mechanism(self):
-        from shufflesim.accounting.mechanism import Composition
+        from shufflesim.accounting.model.mechanism import Composition
         from shufflesim.mechanisms import Clones
 
         cfg = self.cfg

@@ -63,7 +63,7 @@ import numpy as np
 from scipy import special
 
 from shufflesim.core.checks import check_int, check_positive, check_real
-from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 from shufflesim.mechanisms.ikos import WIDEN as IKOS_WIDEN, IKOSSum

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.accounting.mechanism import Relation
+from shufflesim.accounting.model.mechanism import Relation
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.maths.rounding import grid_dtype
 from shufflesim.maths.rr import eps0_from_gamma
@@ -95,7 +95,7 @@ def krr_mse_expected(n: int, k: int, gamma: float) -> float:
 #: (~1 s at 10⁴, ~100 s at 10⁵ on the shared 2-core machine), and binary RR's exact value for k = 2
 WEAK_PAIR_MAX_N = 20_000
 #: from this n on the weak adversary's pair is evaluated through its bucket rows
-#: (shufflesim.accounting.bucketed_weak; ~2-5 s single use at 10⁵-10⁹, 10-15 s between 2·10⁴ and 5·10⁴)
+#: (shufflesim.accounting.engines.bucketed_weak; ~2-5 s single use at 10⁵-10⁹, 10-15 s between 2·10⁴ and 5·10⁴)
 WEAK_BUCKETS_MIN_N = 100_000
 
 
@@ -213,7 +213,7 @@ class KRRProtocol(HistogramProtocol):
         """
         if getattr(self, "_privacy", None) is None:
             from shufflesim.accounting.account import account
-            from shufflesim.accounting.results import PrivacyGuarantee
+            from shufflesim.accounting.model.results import PrivacyGuarantee
 
             adv, delta, eps0 = self.params["adversary"], self.params["delta"], self.params["eps0"]
             what = ("the shuffled reports (stronger clone pair)" if adv == "shuffled" else f"k-RR {adv} adversary pair")

@@ -72,7 +72,7 @@ class _WithDelta(HistogramProtocol):
         """Central ε at the protocol's δ: the certified upper end of the two-sided accounting, capped at ε0."""
         if getattr(self, "_privacy", None) is None:
             from shufflesim.accounting.account import account
-            from shufflesim.accounting.results import PrivacyGuarantee
+            from shufflesim.accounting.model.results import PrivacyGuarantee
 
             delta, eps0 = self.params["delta"], self.params["eps0"]
             try:

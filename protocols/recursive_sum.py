@@ -50,7 +50,7 @@ Parameter modes (δ defaults to 1/n² as in seed 004; r defaults to the paper's 
   privacy cost is Σ_j v_j/γ_j.  For a multiplier ν, γ_j(ν) = argmin_γ MSE_j(γ) + ν v_j/γ (the Lagrangian
   optimum of the exact worst-case MSE under that cost; bounded Brent per level); γ_j(ν) grows with ν, and
   ν is calibrated by safe-side root finding on the *exact* composed δ(ε) of the tight accountant (evaluations
-  placed by :func:`~shufflesim.accounting.calibrate.calibrate_near`, ~4 per calibration; the refinements start at the ν the
+  placed by :func:`~shufflesim.accounting.numerics.invert.calibrate_near`, ~4 per calibration; the refinements start at the ν the
   surrogate gives the new precisions at the calibrated budget).
   Starting from the ``optimised`` precisions, the precisions are then re-chosen by coordinate
   golden-section search on the surrogate at the calibrated cost, re-calibrated exactly, and kept only if
@@ -74,7 +74,7 @@ import numpy as np
 from scipy import optimize
 
 from shufflesim.core.checks import check_int, check_real
-from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.pipeline.options import Option, float_list, int_list
@@ -85,8 +85,8 @@ from shufflesim.maths.rounding import grid_dtype, mixed_radix_digits, randomised
 from shufflesim.pipeline.shuffler import ParallelShufflers, View
 from shufflesim.pipeline.spaces import IntegerRange
 
-from shufflesim.accounting.mechanism import Composition
-from shufflesim.accounting.calibrate import calibrate_near
+from shufflesim.accounting.model.mechanism import Composition
+from shufflesim.accounting.numerics.invert import calibrate_near
 from shufflesim.protocols._blanket import (
     ADVERSARY_OPTION,
     DELTA_OPTION,
@@ -552,7 +552,7 @@ def _calibrate_nu(n, precisions, eps, delta, adversary, nu_good: float, lo_facto
     """Smallest ν (safe side, to rtol 3e-3) whose γ(ν) the tight composition certifies, searched on
     [lo_factor·nu_good, nu_good] with at most ``max_evals`` evaluations per bracket (the answer is always a
     certified ν); the bracket is widened when the guess is wrong.  The evaluations are placed by
-    :func:`~shufflesim.accounting.calibrate.calibrate_near` (secant steps on log(−log δ) in log ν, starting from ``guess``
+    :func:`~shufflesim.accounting.numerics.invert.calibrate_near` (secant steps on log(−log δ) in log ν, starting from ``guess``
     and a point 1% below it, else from 0.05 and 0.03 nu_good; every evaluation is cached across brackets):
     ~4-6 composed accountings instead of ~15 per calibration, each 1-4 s at n = 1e9."""
     f = lambda nu: composed_delta(n, precisions, _surrogate_gammas(n, precisions, nu), eps, adversary)  # noqa: E731

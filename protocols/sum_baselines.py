@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
-from shufflesim.accounting.results import PrivacyGuarantee
+from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
@@ -133,7 +133,7 @@ def cheu_gamma(n: int, r: int, eps: float, delta: float) -> float:
     """Smallest γ whose :func:`cheu_delta` is ≤ δ (safe-side root finding on log δ, relative bracket 1e-4);
     InfeasibleError if γ → 1.  The search first tries the bracket [g/4, 4g] around :func:`_gamma_guess` (kept
     only when δ brackets the target there: above at g/4, below at 4g), else [1e-4, GAMMA_MAX] as before."""
-    from shufflesim.accounting.calibrate import calibrate
+    from shufflesim.accounting.numerics.invert import calibrate
 
     tail = cheu_tail(n, delta)
 

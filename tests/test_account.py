@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shufflesim import NotApplicableError, ParameterError
-from shufflesim.accounting import bruteforce as BF
+from shufflesim.accounting.exact import bruteforce as BF
 from shufflesim.accounting.account import account
 from shufflesim.mechanisms import KRR, RR2, Clones
 from shufflesim.mechanisms.clones import calibrate_clones_eps0
 from shufflesim.mechanisms.krr import calibrate_krr_gamma
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair, krr_pair, rr2_pair
-from shufflesim.accounting.tight import tight_delta
+from shufflesim.accounting.engines.tight import tight_delta
 from shufflesim.cli.main import main
 
 

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from shufflesim.accounting.exact_compose import compose_exact
+from shufflesim.accounting.pld.exact_compose import compose_exact
 from shufflesim.accounting.pairs import krr_pair, rr2_pair
-from shufflesim.accounting.pld import PrivacyLossDistribution
-from shufflesim.accounting.tight import TightAccountant, tight_delta, tight_epsilon
+from shufflesim.accounting.pld.distribution import PrivacyLossDistribution
+from shufflesim.accounting.engines.tight import TightAccountant, tight_delta, tight_epsilon
 from shufflesim.cli.main import main
 
 

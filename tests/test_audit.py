@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom, multinomial
 
-from shufflesim.accounting import bruteforce as bf
-from shufflesim.accounting.calibrate import eps_interval_for_delta
+from shufflesim.accounting.exact import bruteforce as bf
+from shufflesim.accounting.numerics.invert import eps_interval_for_delta
 from shufflesim.accounting.pairs import biswas_count_pair, clones_pair
 from shufflesim.maths.rr_count import rr2_count_pmfs
 from shufflesim.mechanisms import KRR

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from shufflesim.accounting import bruteforce as bf
-from shufflesim.accounting.calibrate import eps_interval_for_delta
+from shufflesim.accounting.exact import bruteforce as bf
+from shufflesim.accounting.numerics.invert import eps_interval_for_delta
 from shufflesim.maths.central import gaussian_delta
 from shufflesim.maths.polya import dlap_logpmf
 from shufflesim.maths.rr_count import rr_count_pair

@@ -1,6 +1,6 @@
 """Issue 28 item 1: one binomial log-PMF, one Chernoff window, one windowed recurrence.
 
-The scalar entry points of :mod:`shufflesim.accounting.binomial` (used per window by the exact binary-RR engine and
+The scalar entry points of :mod:`shufflesim.accounting.numerics.binomial` (used per window by the exact binary-RR engine and
 by Cheu et al.'s bound) are the vectorised functions' kernels without their array bookkeeping: they must give the
 *same* values (asserted bit for bit on random draws) and so stay under the same accuracy model, checked here
 against mpmath at 50 digits up to n = 1e10 and 11 standard deviations out -- where exact_rr2's former scalar
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.accounting.binomial import (BINOM_LOG_ERR, binom_log_kl, binom_log_kl_scalar, chernoff_window,
+from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, binom_log_kl, binom_log_kl_scalar, chernoff_window,
                                             chernoff_window_scalar, log_binom_pmf, log_binom_pmf_scalar,
                                             log_binom_window)
 
@@ -94,7 +94,7 @@ def test_window_recurrence_within_its_stated_errors(n, p, lo, hi, anchor):
 def test_point_mass_window_and_exact_rr2_at_an_underflowing_tilt():
     """A tilted flip probability that underflows to 0 (eps0 = 699, delta = 1e-300) is a point mass: the window
     has no ratio to recur by.  The former port raised ZeroDivisionError here (its own KL divided by n p = 0)."""
-    from shufflesim.accounting import exact_rr2 as X
+    from shufflesim.accounting.exact import exact_rr2 as X
 
     rel, l0, common, varying = log_binom_window(40, 0.0, 0, 0, q=1.0)
     assert rel.tolist() == [0.0] and l0 == 0.0 and varying == 0.0

@@ -56,7 +56,7 @@ from shufflesim.accounting.bounds import (
 )
 from shufflesim.accounting.bounds.erlingsson import erlingsson_log_delta
 from shufflesim.accounting.bounds.feldman import _log_delta_c
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 
 mp.mp.dps = 60

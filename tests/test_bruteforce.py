@@ -1,4 +1,4 @@
-"""Tests of the brute-force oracles and of the hockey-stick reference (shufflesim.accounting.bruteforce).
+"""Tests of the brute-force oracles and of the hockey-stick reference (shufflesim.accounting.exact.bruteforce).
 
 The oracles are themselves checked against closed forms (single user = local randomiser, binomial
 convolutions), against each other (information ordering of the adversaries: more side information can
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from shufflesim.accounting import bruteforce as bf
-from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.exact import bruteforce as bf
+from shufflesim.accounting.pld.pmf_pair import PMFPair
 from shufflesim.errors import NotApplicableError, ParameterError
 
 EPS_GRID = (0.01, 0.1, 0.3, 0.7, 1.5)

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from shufflesim.accounting.calibrate import calibrate, eps_interval_for_delta
-from shufflesim.accounting.pld import PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.tight import tight_delta
+from shufflesim.accounting.numerics.invert import calibrate, eps_interval_for_delta
+from shufflesim.accounting.pld.distribution import PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.engines.tight import tight_delta
 from shufflesim.errors import InfeasibleError, ParameterError
 
 
@@ -213,7 +213,7 @@ def test_subnormal_target_regression():
 def test_shortest_decimal_in_is_the_shortest():
     from decimal import Decimal
 
-    from shufflesim.accounting.calibrate import shortest_decimal_in, significant_digits
+    from shufflesim.accounting.numerics.invert import shortest_decimal_in, significant_digits
 
     assert shortest_decimal_in(0.9999999995, 1.0000000005) == 1.0  # exact: the point of the helper
     assert shortest_decimal_in(0.12, 0.13) == 0.13
@@ -232,7 +232,7 @@ def test_shortest_decimal_in_is_the_shortest():
 
 
 def test_shortest_certified_keeps_only_evaluated_points():
-    from shufflesim.accounting.calibrate import shortest_certified
+    from shufflesim.accounting.numerics.invert import shortest_certified
 
     seen = []
 

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from shufflesim.accounting.account import account
-from shufflesim.accounting.binomial import log_binom_pmf
+from shufflesim.accounting.numerics.binomial import log_binom_pmf
 from shufflesim.cli.main import main
 from shufflesim.errors import ResourceError
 from shufflesim.accounting.bounds import cheu
@@ -72,7 +72,7 @@ def test_bound_from_tails_agrees_with_the_convolution(n, r, gamma, eps):
 
 
 def test_calibrated_gamma_matches_the_old_calibration():
-    from shufflesim.accounting.calibrate import calibrate
+    from shufflesim.accounting.numerics.invert import calibrate
     from shufflesim.protocols._blanket import GAMMA_MAX
 
     n, eps = 3000, 1.0

@@ -1,6 +1,6 @@
 """Issue 21 (item 1, composed): the fast composed paths against the exact engines.
 
-* the vectorised certified eps search (:func:`~shufflesim.accounting.tight._eps_interval_vec`) against a
+* the vectorised certified eps search (:func:`~shufflesim.accounting.engines.tight._eps_interval_vec`) against a
   closed-form delta(eps) (the root is known);
 * the FFT accountant refined only as far as ``eps_rtol`` asks, and the bucketed engine composed, against
   exact pairwise composition (an interval ~1e-9 wide) wherever that runs: their intervals contain it and
@@ -16,11 +16,11 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.accounting import exact_rr2 as X
-from shufflesim.accounting.bucketed import bucketed_epsilon
+from shufflesim.accounting.exact import exact_rr2 as X
+from shufflesim.accounting.rows.bucketed import bucketed_epsilon
 from shufflesim.accounting.pairs.krr import krr_pair
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.tight import TightAccountant, _eps_interval_vec
+from shufflesim.accounting.engines.tight import TightAccountant, _eps_interval_vec
 
 
 def _contains(outer_lo, outer_up, inner_lo, inner_up):
@@ -124,7 +124,7 @@ def test_bucketed_delta_column_tail_follows_the_answer():
     """At an eps where delta ~ 1e-18 (far below the default 1e-16 per row), the bucketed delta(eps) rebuilds
     its rows with a column tail following the answer: it contains the exact row engine's interval and is
     narrow (with the fixed 1e-16 the upper end would be ~1e-16, a hundred times the truth)."""
-    from shufflesim.accounting.bucketed import COLUMN_TAIL, DEFAULT_RTOL, bucketed_delta
+    from shufflesim.accounting.rows.bucketed import COLUMN_TAIL, DEFAULT_RTOL, bucketed_delta
 
     pair = stronger_clones_pair(100_000, 1.0, as_rows=True, tail_bound=1e-26)
     eps = TightAccountant(pair).epsilon([1e-18])[0].eps_upper
@@ -200,8 +200,8 @@ def test_bucketed_composed_recomputes_at_the_smaller_share(monkeypatch, own, gap
     COMPOSED_EPS_SHARE_RETRY (same blocks), where it misses because of the blocks' certified gap more blocks are
     tried at the same share.  Stub accountants whose own interval is ``own`` x the width asked, the two sides
     ``gap`` x rtol apart at 48 blocks (the numerics are covered by the containment tests above)."""
-    import shufflesim.accounting.bucketed as BK
-    from shufflesim.accounting.results import EpsBound
+    import shufflesim.accounting.rows.bucketed as BK
+    from shufflesim.accounting.model.results import EpsBound
 
     rtol, calls = 1e-3, []
 

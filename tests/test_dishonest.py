@@ -259,7 +259,7 @@ def test_bad_arguments():
 
 
 # --- privacy left with M honest users ---------------------------------------------------------------------------
-from shufflesim.accounting import shuffle_oracle as O  # noqa: E402
+from shufflesim.accounting.exact import shuffle_oracle as O  # noqa: E402
 from shufflesim.accounting.account import account  # noqa: E402
 from shufflesim.errors import NotApplicableError  # noqa: E402
 from shufflesim.mechanisms.krr import KRR  # noqa: E402

@@ -1,7 +1,7 @@
 """Privacy left with M honest users and the tolerate-F defence (issue 23 items 3-4; docs/theory.md#dishonest-honest,
 #dishonest-tolerate).
 
-Oracles: the exact shuffled-histogram law of the honest users (shufflesim.accounting.shuffle_oracle: polynomial
+Oracles: the exact shuffled-histogram law of the honest users (shufflesim.accounting.exact.shuffle_oracle: polynomial
 enumeration of the histogram of m users' reports, independent of the accountant), the h-fold convolution of one
 Pólya share's law (independent of :func:`remaining_noise_pmf`'s A − B construction), DLap's closed-form profile.
 Every comparison is deterministic (no sampling).
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.accounting import shuffle_oracle as O
+from shufflesim.accounting.exact import shuffle_oracle as O
 from shufflesim.accounting.account import account
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.polya import polya_logpmf
@@ -50,7 +50,7 @@ def test_honest_count_count_or_fraction():
 
 
 def test_honest_mechanism_families():
-    from shufflesim.accounting.mechanism import Composition
+    from shufflesim.accounting.model.mechanism import Composition
     from shufflesim.mechanisms.cheu import CheuSum
 
     assert D.honest_mechanism(CheuSum(100, 4, 0.3), 0.9) == CheuSum(90, 4, 0.3)

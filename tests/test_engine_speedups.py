@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from shufflesim.accounting.pairs import clones as C, krr as K, rr2 as R, variation as V
-from shufflesim.accounting.tight import Numerics, TightAccountant, _eps_interval_exact
+from shufflesim.accounting.engines.tight import Numerics, TightAccountant, _eps_interval_exact
 
 REF = json.loads((Path(__file__).resolve().parent / "golden" / "engine_issue9_reference.json").read_text())["cases"]
 EPS_TOL = Numerics().eps_tol

@@ -2,7 +2,7 @@
 
 Table building (rows_pld.RowTables), the per-row terms of the exact single-use delta
 (rows_pld.RowsDirection.log_delta_rows) and the streamed placement of atoms for FFT composition
-(rows_stream) run on ``shufflesim.accounting.threads``; each is compared here with a serial run
+(rows_stream) run on ``shufflesim.accounting.numerics.threads``; each is compared here with a serial run
 (SHUFFLESIM_THREADS=1) on a grid of pairs, single use and composed, eps(delta) and delta(eps).
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from shufflesim.accounting import rows_pld
+from shufflesim.accounting.rows import rows_pld
 from shufflesim.accounting.pairs import krr_pair
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.tight import tight_delta, tight_epsilon
+from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 
 GRID = [
     ("clones n=1e5 eps0=1", lambda: stronger_clones_pair(10**5, 1.0)),

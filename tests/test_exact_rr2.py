@@ -1,5 +1,5 @@
 """Issue 17 items 2: the exact privacy of shuffled binary randomised response over every neighbouring data set
-(shufflesim.accounting.exact_rr2, rr2 --method exact), checked against oracles written here independently:
+(shufflesim.accounting.exact.exact_rr2, rr2 --method exact), checked against oracles written here independently:
 
 * an O(n^2) computation of the count's law R_k for every number k of ones among the n users (k = 0..n) by
   scipy.stats.binom and a stable recursion, and the hockey-stick divergence of every neighbouring pair
@@ -21,10 +21,10 @@ import pytest
 from scipy.signal import lfilter
 from scipy.stats import binom
 
-from shufflesim.accounting import exact_rr2 as X
-from shufflesim.accounting import shuffle_oracle as O
+from shufflesim.accounting.exact import exact_rr2 as X
+from shufflesim.accounting.exact import shuffle_oracle as O
 from shufflesim.accounting.account import account
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.errors import ParameterError
 from shufflesim.mechanisms.rr2 import RR2
 
@@ -286,7 +286,7 @@ def test_scalar_log_pmf_is_within_the_accuracy_model():
     value, not of one numpy/libm release."""
     import mpmath as mp
 
-    from shufflesim.accounting.binomial import BINOM_LOG_ERR, log_binom_pmf_scalar
+    from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, log_binom_pmf_scalar
 
     mp.mp.dps = 40
     rng = np.random.default_rng(17)
@@ -305,7 +305,7 @@ def test_krr_k2_shuffled_exact_is_binary_rr_and_brackets_brute_force():
     # k-RR with k = 2 releases binary RR at eps0 = log(2/gamma - 1): `exact` for the shuffled reports is rr2's
     # exact value, both ends certified against every enumerated data set
     from shufflesim.accounting import account
-    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, worst_neighbouring_delta
     from shufflesim.mechanisms import KRR, RR2
     from shufflesim.maths.rr import eps0_from_gamma
 

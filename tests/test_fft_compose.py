@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from shufflesim.accounting import tight as tightmod
-from shufflesim.accounting.exact_compose import compose_exact
-from shufflesim.accounting.fft import Window, compose_grid
-from shufflesim.accounting.placement import base_split, discretise, discretise_base
+from shufflesim.accounting.engines import tight as tightmod
+from shufflesim.accounting.pld.exact_compose import compose_exact
+from shufflesim.accounting.pld.fft import Window, compose_grid
+from shufflesim.accounting.pld.placement import base_split, discretise, discretise_base
 from shufflesim.accounting.interop import to_dp_accounting
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.tight import TightAccountant, tight_delta
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.engines.tight import TightAccountant, tight_delta
 from shufflesim.errors import AccuracyError
 
 mpmath.mp.dps = 60
@@ -347,7 +347,7 @@ def test_geometric_suffix_within_its_error_bound(M, lam_h, blocks):
     error ~1e-55 relative): every entry within 2 M u relative, the bound gamma's 3M u in
     GridComposition._common relies on (docstring of _geometric_suffix), on non-negative inputs spanning many
     orders of magnitude, with zeros."""
-    from shufflesim.accounting.fft import _geometric_suffix, _suffix
+    from shufflesim.accounting.pld.fft import _geometric_suffix, _suffix
 
     rng = np.random.default_rng(M)
     x = np.abs(rng.standard_normal(M)) * np.exp(rng.uniform(-40, 0, M))

@@ -23,7 +23,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import binom, nbinom
 
-from shufflesim.accounting import bruteforce as bf
+from shufflesim.accounting.exact import bruteforce as bf
 from shufflesim.accounting.bounds import (
     KRRBlanket,
     bennett_delta,
@@ -378,7 +378,7 @@ def test_item19_rr2_all_zeros_gap():
 
 
 def test_item20_stronger_clones_not_attained_by_binary_rr():
-    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, worst_neighbouring_delta
 
     printed = grab(item(20), r"n = 4, ε0 = 2, ε = 0\.1: NUM vs NUM ")
     exact, _ = worst_neighbouring_delta(krr_matrix(2, 2.0), 4, 0.1)
@@ -388,7 +388,7 @@ def test_item20_stronger_clones_not_attained_by_binary_rr():
 def test_item21_variation_ratio_below_exact_for_krr4():
     from shufflesim.accounting.pairs import krr_eps0_from_gamma
     from shufflesim.accounting.pairs.variation import variation_ratio_pair, vr_params_krr
-    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, worst_neighbouring_delta
 
     printed = grab(item(21), r"n = 7, ε = 2: brute-force enumeration of every neighbouring pair of data sets gives NUM "
                              r"\(target .*?\), the reduction's pair NUM ")

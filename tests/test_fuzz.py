@@ -348,7 +348,7 @@ def test_api_account_answers_are_intervals(call):
 
 
 def test_interval_check_rejects_broken_answers():
-    from shufflesim.accounting.results import AccountReport, DeltaBound, EpsBound
+    from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound
 
     def rep(*results):
         return AccountReport("x", {}, "m", 1, tuple(results), (), 0.0)
@@ -369,7 +369,7 @@ def _bad(x) -> bool:
 
 
 def check_intervals(rep, call) -> None:
-    """Every answer is an interval (module docstring of shufflesim.accounting.results): no NaN anywhere,
+    """Every answer is an interval (module docstring of shufflesim.accounting.model.results): no NaN anywhere,
     0 <= delta_lower <= delta_upper <= 1 and 0 <= eps_lower <= eps_upper (upper ends may be infinite where the
     notes say so; a lower end may be None), and both ends non-increasing in the question (delta(eps) in eps,
     eps(delta) in delta), as the true delta(eps) and eps(delta) are."""

@@ -33,7 +33,7 @@ def test_no_answer_exceeds_eps0(mech, delta):
 def test_strong_adversary_is_not_capped_at_eps0():
     """The strong adversary sees the target's blanket coin: its view is not eps0-DP, so no eps0 cap applies
     (brute force: n = 5, k = 4, gamma = 0.5 has delta(1.7) = 0.2931 although eps0 = log 5 = 1.609)."""
-    from shufflesim.accounting.bruteforce import hockey_stick, krr_bruteforce
+    from shufflesim.accounting.exact.bruteforce import hockey_stick, krr_bruteforce
 
     pair = krr_bruteforce(5, 4, 0.5, "strong")
     exact = hockey_stick(pair.log_p, pair.log_q, 1.7)

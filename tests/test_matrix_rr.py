@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from shufflesim.accounting import account
-from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, worst_neighbouring_delta
 from shufflesim.errors import DataError, ParameterError
 from shufflesim.maths.rr import eps0_upper
 from shufflesim.mechanisms import KRR

@@ -1,6 +1,6 @@
 """Tests of the neighbouring pairs (shufflesim.accounting.pairs).
 
-Oracles: brute-force enumeration of the adversary's view (shufflesim.accounting.bruteforce), the
+Oracles: brute-force enumeration of the adversary's view (shufflesim.accounting.exact.bruteforce), the
 papers' closed forms (seed 001 eqs 4.1, 5.1, 6.5-6.8, Lemma B.2, §6.1; seed 003 Appendix A eqs 12-13),
 mpmath for the log binomial pmf, and scipy's binomial tails for the truncation certificates.
 Numbers quoted from a run are labelled as *findings* and re-computed, never typed in as expectations.
@@ -15,8 +15,8 @@ import pytest
 from scipy.special import comb
 from scipy.stats import binom
 
-from shufflesim.accounting import bruteforce as bf
-from shufflesim.accounting.binomial import binom_rows, chernoff_window, log_binom_pmf
+from shufflesim.accounting.exact import bruteforce as bf
+from shufflesim.accounting.numerics.binomial import binom_rows, chernoff_window, log_binom_pmf
 from shufflesim.accounting.pairs import (
     DEFAULT_TAIL_BOUND_MD,
     biswas_count_pair,

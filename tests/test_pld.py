@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.tight import TightAccountant, tight_delta, tight_epsilon
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.engines.tight import TightAccountant, tight_delta, tight_epsilon
 from shufflesim.errors import DataError, ParameterError, ShufflesimError
 
 mpmath.mp.dps = 60

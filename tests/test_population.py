@@ -226,8 +226,8 @@ def test_simulate_chunk_equal_to_n_reproduces_the_faithful_run(capsys):
 def test_krr_privacy_at_1e9_uses_the_bucketed_accountant(monkeypatch):
     # the privacy simulate prints at n = 1e9 (Protocol.privacy) comes from the bucket rows, never from the exact
     # row engine: every tight_epsilon call is answered by bucketed_epsilon and none falls back to the rows
-    import shufflesim.accounting.bucketed as B
-    import shufflesim.accounting.tight as T
+    import shufflesim.accounting.rows.bucketed as B
+    import shufflesim.accounting.engines.tight as T
 
     used, fallback = [], []
     real_b, real_x = B.bucketed_epsilon, T._exact_instead

@@ -216,7 +216,7 @@ def test_modes_certify_and_improve():
     assert composed_delta(n, tig.precisions, tig.gammas, eps, "shuffled") <= delta
     # the same certificate through the clones descriptions at the levels' eps0 (stronger clone pairs)
     from shufflesim.accounting.account import account
-    from shufflesim.accounting.mechanism import Composition
+    from shufflesim.accounting.model.mechanism import Composition
     from shufflesim.maths.rr import eps0_from_gamma
     from shufflesim.mechanisms.clones import Clones
 

@@ -6,7 +6,7 @@ Oracles, independent of the row engine:
 * mpmath (40 digits) evaluating the hockey-stick divergence of the rows' mathematical pair
   P(r, x) = w_r C(N, x) 2^-N (a x + b), Q(r, x) = w_r C(N, x) 2^-N (a (N - x) + b) atom by atom, with
   exact integer binomials;
-* brute-force enumeration of the adversary's view (shufflesim.accounting.bruteforce);
+* brute-force enumeration of the adversary's view (shufflesim.accounting.exact.bruteforce);
 * the atom path: the same pair expanded into a PMFPair, accounted exactly (single use) or by exact
   pairwise composition (n_c = 2, 3).
 
@@ -23,18 +23,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shufflesim.accounting import bruteforce as bf
-from shufflesim.accounting import tight as tightmod
+from shufflesim.accounting.exact import bruteforce as bf
+from shufflesim.accounting.engines import tight as tightmod
 from shufflesim.accounting.account import account
 from shufflesim.mechanisms import KRR, Clones
-from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
 from shufflesim.accounting.pairs import clones_pair, krr_strong_pair, krr_weak_pair
-from shufflesim.accounting.placement import discretise_base
-from shufflesim.accounting.pld import PrivacyLossDistribution
-from shufflesim.accounting.rows_pld import RowsPLD
-from shufflesim.accounting.rows_stream import RowsComponent, rows_base_split, rows_loss_range
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.tight import TightAccountant, tight_delta, tight_epsilon
+from shufflesim.accounting.pld.placement import discretise_base
+from shufflesim.accounting.pld.distribution import PrivacyLossDistribution
+from shufflesim.accounting.rows.rows_pld import RowsPLD
+from shufflesim.accounting.rows.rows_stream import RowsComponent, rows_base_split, rows_loss_range
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.engines.tight import TightAccountant, tight_delta, tight_epsilon
 
 EPS = (0.0, 0.03, 0.2, 0.7, 1.5, 4.0, 40.0)
 

@@ -1,6 +1,6 @@
 """Issue 21: the bucketed engine (bucket rows) against the exact row engine, and estimates before allocation.
 
-Oracles: the exact row engine (:class:`~shufflesim.accounting.tight.TightAccountant` on the unreduced
+Oracles: the exact row engine (:class:`~shufflesim.accounting.engines.tight.TightAccountant` on the unreduced
 rows, an interval ~1e-8 wide for single use) and exact pairwise composition for the composed case.
 """
 
@@ -17,10 +17,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from shufflesim.accounting.bucketed import bucket_rows, bucketed_delta, bucketed_epsilon
+from shufflesim.accounting.rows.bucketed import bucket_rows, bucketed_delta, bucketed_epsilon
 from shufflesim.accounting.pairs.krr import krr_pair
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.tight import TightAccountant
+from shufflesim.accounting.engines.tight import TightAccountant
 from shufflesim.errors import ResourceError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -153,8 +153,8 @@ def hwm():  # VmHWM: this process's peak RSS (ru_maxrss would inherit the parent
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
-from shufflesim.accounting.estimates import estimate_accounting
-from shufflesim.accounting.tight import tight_epsilon
+from shufflesim.accounting.engines.estimates import estimate_accounting
+from shufflesim.accounting.engines.tight import tight_epsilon
 n, comp = int(float(sys.argv[1])), int(sys.argv[2])
 r = stronger_clones_pair(n, 1.0, as_rows=True)
 base = hwm()
@@ -169,7 +169,7 @@ print(json.dumps({"est": est.bytes, "measured": peak - base}))
                                     pytest.param(10**8, 1, marks=pytest.mark.slow),
                                     pytest.param(10**7, 1000, marks=pytest.mark.slow)])
 def test_memory_estimate_within_factor(n, comp):
-    from shufflesim.accounting.estimates import COMPOSED_MEMORY_FACTOR, MEMORY_FACTOR
+    from shufflesim.accounting.engines.estimates import COMPOSED_MEMORY_FACTOR, MEMORY_FACTOR
 
     env = dict(os.environ, PYTHONPATH=ROOT)
     p = subprocess.run([sys.executable, "-c", _MEASURE, str(n), str(comp)], capture_output=True, text=True,
@@ -245,9 +245,9 @@ def test_counts_input_checks():
 def test_wide_bucketed_single_use_falls_back_to_the_exact_engine(monkeypatch):
     # the weak adversary's rows bucket loosely (width ~ blocks^-1/2): where the exact row engine fits, a bucketed
     # single-use answer wider than BUCKET_MAX_WIDTH is replaced by the exact engine's (both certified)
-    import shufflesim.accounting.bucketed as B
+    import shufflesim.accounting.rows.bucketed as B
     from shufflesim.accounting.pairs import krr_pair
-    from shufflesim.accounting.tight import BUCKET_MAX_WIDTH, TightAccountant, tight_epsilon
+    from shufflesim.accounting.engines.tight import BUCKET_MAX_WIDTH, TightAccountant, tight_epsilon
 
     pair = krr_pair(300, k=4, gamma=0.5, adversary="weak", as_rows=True)
     exact = TightAccountant(pair).epsilon([1e-6])[0]
@@ -262,7 +262,7 @@ def test_wide_bucketed_single_use_falls_back_to_the_exact_engine(monkeypatch):
 def test_bucketed_eps_at_a_delta_below_the_default_column_tail(monkeypatch):
     # the column truncation follows the delta asked (as the pairs' tails do): at delta = 1e-18, far below the
     # default 1e-16 per row, the bucketed answer stays finite and contains the exact engine's
-    import shufflesim.accounting.bucketed as B
+    import shufflesim.accounting.rows.bucketed as B
 
     pair = stronger_clones_pair(100_000, 1.0, as_rows=True, tail_bound=1e-26)
     exact = TightAccountant(pair).epsilon([1e-18])[0]

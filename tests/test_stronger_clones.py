@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.accounting import shuffle_oracle as O
-from shufflesim.accounting.bruteforce import delta_interval
+from shufflesim.accounting.exact import shuffle_oracle as O
+from shufflesim.accounting.exact.bruteforce import delta_interval
 from shufflesim.accounting.pairs import clones_pair
 from shufflesim.accounting.pairs.variation import (
     clone_mixture_pair,
@@ -20,7 +20,7 @@ from shufflesim.accounting.pairs.variation import (
     vr_params_ldp,
     vr_params_matrix,
 )
-from shufflesim.accounting.tight import tight_delta, tight_epsilon
+from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 from shufflesim.errors import NotApplicableError
 
 
@@ -172,7 +172,7 @@ def test_issue_table_values(n, e0, want):
 
 def test_composition_certified_interval_contains_exact():
     """FFT composition of the new pair: the certified interval contains the exact 2-fold delta."""
-    from shufflesim.accounting.bruteforce import hockey_stick
+    from shufflesim.accounting.exact.bruteforce import hockey_stick
 
     pair = stronger_clones_pair(60, 1.0, tail_bound=0.0, as_rows=False)
     lp = (pair.log_p[:, None] + pair.log_p[None, :]).ravel()

@@ -19,14 +19,14 @@ import pytest
 
 from shufflesim.accounting.account import account
 from shufflesim.accounting.bounds.balle import KRRBlanket, bennett_delta, bennett_gamma
-from shufflesim.accounting.calibrate import calibrate
+from shufflesim.accounting.numerics.invert import calibrate
 from shufflesim.errors import InfeasibleError
 from shufflesim.experiments.data import real_counts
 from shufflesim.experiments.montecarlo import run_trials
 from shufflesim.mechanisms.krr import KRR
 from shufflesim.pipeline import registry
 from shufflesim.pipeline.fast import mse_expected_of
-from shufflesim.accounting.calibrate import calibrate_near
+from shufflesim.accounting.numerics.invert import calibrate_near
 from shufflesim.protocols._blanket import bennett_gamma_near, level_delta, level_gamma
 from shufflesim.protocols import recursive_sum as R
 

@@ -3,12 +3,12 @@
 What each oracle measures (be precise: the views differ):
 
 * ``shuffled_truth`` — the exact δ(ε) of the *shuffled histogram* of k-RR, maximised over every neighbouring
-  pair of data sets of n users (:func:`shufflesim.accounting.shuffle_oracle.worst_neighbouring_delta`, with the
+  pair of data sets of n users (:func:`shufflesim.accounting.exact.shuffle_oracle.worst_neighbouring_delta`, with the
   randomiser's matrix built from γ).  It is the true δ of ``krr --adversary shuffled`` (and of the published
   bounds, which bound that view), and, at k = 2, of binary randomised response — an ε0-LDP randomiser, so a
   lower bound on the ``clones`` question's answer (the worst case over all ε0-LDP randomisers).
 * ``view_truth`` — the exact δ of the weak / strong adversary's view (histogram plus blanket coins),
-  enumerated coin by coin (:func:`shufflesim.accounting.bruteforce.krr_bruteforce`) and maximised over every
+  enumerated coin by coin (:func:`shufflesim.accounting.exact.bruteforce.krr_bruteforce`) and maximised over every
   data set of the others.  These adversaries see more than the shuffled reports, so ``shuffled_truth`` only
   lower-bounds their *upper* ends; their lower ends are checked against ``view_truth``.
 
@@ -25,10 +25,10 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.accounting import bruteforce as BF
+from shufflesim.accounting.exact import bruteforce as BF
 from shufflesim.accounting.account import account
-from shufflesim.accounting.results import lower_of, upper_of
-from shufflesim.accounting.shuffle_oracle import worst_neighbouring_delta  # noqa: F401 - cross-checked below
+from shufflesim.accounting.model.results import lower_of, upper_of
+from shufflesim.accounting.exact.shuffle_oracle import worst_neighbouring_delta  # noqa: F401 - cross-checked below
 from shufflesim.mechanisms import KRR, Clones, Relation
 from shufflesim.maths.rr import eps0_from_gamma
 
@@ -61,7 +61,7 @@ class _Worst:
 
 @functools.lru_cache(maxsize=None)
 def _shuffled(k: int, gamma: float, n: int) -> _Worst:
-    from shufflesim.accounting.shuffle_oracle import histogram_law
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
 
     R = _matrix(k, gamma)
     hists = sorted(histogram_law(R, [0] * n))  # every histogram of n reports (all have positive mass here)

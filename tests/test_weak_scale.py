@@ -1,9 +1,9 @@
 """Issue 21, the weak adversary's k-RR pair at any n: bucket rows from CDF differences
-(:mod:`shufflesim.accounting.bucketed_weak`, docs/theory.md#bucketed-weak).
+(:mod:`shufflesim.accounting.engines.bucketed_weak`, docs/theory.md#bucketed-weak).
 
-Oracles: the exact row engine on the unreduced weak pair (:class:`~shufflesim.accounting.tight.TightAccountant`
+Oracles: the exact row engine on the unreduced weak pair (:class:`~shufflesim.accounting.engines.tight.TightAccountant`
 on :func:`krr_weak_pair`'s rows, an interval ~1e-8 wide single use), brute-force enumeration of the weak
-adversary's view at tiny n (:func:`~shufflesim.accounting.bruteforce.krr_bruteforce`, its hockey-stick
+adversary's view at tiny n (:func:`~shufflesim.accounting.exact.bruteforce.krr_bruteforce`, its hockey-stick
 divergence summed directly), and the law of total probability for the block masses.
 """
 
@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim.accounting import bucketed_weak as W
+from shufflesim.accounting.engines import bucketed_weak as W
 from shufflesim.accounting.account import account
-from shufflesim.accounting.bruteforce import hockey_stick, krr_bruteforce
+from shufflesim.accounting.exact.bruteforce import hockey_stick, krr_bruteforce
 from shufflesim.accounting.pairs.krr import krr_weak_pair
-from shufflesim.accounting.tight import TightAccountant
+from shufflesim.accounting.engines.tight import TightAccountant
 from shufflesim.mechanisms.krr import KRR
 
 

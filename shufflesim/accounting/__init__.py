@@ -15,7 +15,7 @@ import importlib
 # modules are light; the engine is imported on first use), so that importing the submodule elsewhere
 # cannot shadow them.
 from shufflesim.accounting.account import account
-from shufflesim.accounting.calibrate import calibrate
+from shufflesim.accounting.numerics.invert import calibrate
 
 #: public name -> the module that defines it; imported on first access (PEP 562), so that importing one
 #: small module of this package (e.g. the mechanism interface) does not import the whole engine

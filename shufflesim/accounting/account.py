@@ -1,6 +1,6 @@
 """One entry point for every privacy question: ``account(mechanism, method=…, eps=…|delta=…)``.
 
-``mechanism`` is a description value (:mod:`shufflesim.accounting.mechanism`; the built-in ones are in
+``mechanism`` is a description value (:mod:`shufflesim.accounting.model.mechanism`; the built-in ones are in
 :mod:`shufflesim.mechanisms`, and a protocol gives its own by ``protocol.mechanism()``).  The description
 says which methods apply; :func:`account` dispatches on that and returns an :class:`AccountReport` with one
 certified result per value (:class:`~.results.DeltaBound` / :class:`~.results.EpsBound`) or a
@@ -23,8 +23,8 @@ import numpy as np
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from shufflesim.accounting.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
-from shufflesim.accounting.results import AccountReport, DeltaBound, EpsBound, question_values as _values
+from shufflesim.accounting.model.mechanism import PAIR_METHODS, BoundOptions, Composition, Mechanism
+from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound, question_values as _values
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError
 
@@ -143,7 +143,7 @@ def _lower_in_background(mechanism: Mechanism, method: str, eps_l, delta_l, comp
     value either way.  None (computed in line by :func:`_honest`) for single use, one CPU, no dominating pair, or
     less than :data:`CONCURRENT_MIN_MEMORY` available: each half checks its own memory estimate before it
     allocates, which only protects the pair if the two peaks (~2 GB together at n = 1e9) fit side by side."""
-    from shufflesim.accounting.threads import n_threads
+    from shufflesim.accounting.numerics.threads import n_threads
     from shufflesim.core.resources import available_memory
 
     if compositions == 1 or n_threads() < 2 or mechanism.dominating_pair(method) is None:
@@ -182,7 +182,7 @@ def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, composit
     """Issue 17: a method whose pair only dominates the mechanism's view reports that pair's bracket as
     ``bound_*``; the mechanism-level lower end is a genuine construction (:meth:`Mechanism.genuine_lower`)
     or None.  ``lower``: that construction already running (:func:`_lower_in_background`)."""
-    from shufflesim.accounting.results import as_dominating
+    from shufflesim.accounting.model.results import as_dominating
 
     pair = mechanism.dominating_pair(method)
     if pair is None:
@@ -205,7 +205,7 @@ def _check_numerics(numerics) -> None:
     """``numerics`` must be a dict of :class:`~.tight.Numerics` fields (values are checked by Numerics)."""
     from dataclasses import fields
 
-    from shufflesim.accounting.tight import Numerics
+    from shufflesim.accounting.engines.tight import Numerics
 
     if not isinstance(numerics, dict):
         raise ParameterError(f"numerics must be a dict of accountant settings; got {numerics!r}")
@@ -334,8 +334,8 @@ def _pair_based(mechanism: Mechanism, method: str, eps_l, delta_l, compositions:
 
 
 def _tight(pair, eps_l, delta_l, compositions, kw):
-    from shufflesim.accounting.tight import tight_delta, tight_epsilon  # the engine, imported on first use
-    from shufflesim.accounting.estimates import check_accounting
+    from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon  # the engine, imported on first use
+    from shufflesim.accounting.engines.estimates import check_accounting
     from shufflesim.core.progress import stage
 
     est = check_accounting(pair, compositions, kw)  # issue 21: refuse before allocating, with the estimate
@@ -401,7 +401,7 @@ def calibrate_mechanism(make, name: str, eps: float, delta: float, lo: float, hi
     returns the x closest to the boundary at which the certified δ_upper was *evaluated* to be ≤ δ, so it
     never overshoots the target.  Raises InfeasibleError if no x in [lo, hi] meets it.
     """
-    from shufflesim.accounting.calibrate import calibrate
+    from shufflesim.accounting.numerics.invert import calibrate
 
     check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     check_real("eps", eps, low=0.0)

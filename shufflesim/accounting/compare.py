@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from shufflesim.accounting.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
-from shufflesim.accounting.results import (AccountReport, DeltaBound, EpsBound, NotApplicable, as_dominating,
+from shufflesim.accounting.model.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
+from shufflesim.accounting.model.results import (AccountReport, DeltaBound, EpsBound, NotApplicable, as_dominating,
                                            lower_of, question_values)
 from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 

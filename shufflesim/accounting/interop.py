@@ -19,9 +19,9 @@ import numpy as np
 
 from shufflesim.core.checks import check_positive
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.logspace import NEG_INF, log_sum
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.numerics.logspace import NEG_INF, log_sum
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
 
 #: largest dense grid exported (above this a sparse PMF is used)
 _MAX_DENSE = 2_000_000

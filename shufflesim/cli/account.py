@@ -332,7 +332,7 @@ def _warn_slow(args: argparse.Namespace, mech) -> None:
     import sys
 
     from shufflesim.accounting.account import MAX_COMPOSITIONS
-    from shufflesim.accounting.mechanism import PAIR_METHODS
+    from shufflesim.accounting.model.mechanism import PAIR_METHODS
     from shufflesim.core.checks import check_int
 
     method = args.method or mech.default_method

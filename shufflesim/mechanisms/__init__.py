@@ -1,7 +1,7 @@
 """Mechanism descriptions: what a shuffled mechanism is, as a frozen value the accountant consumes.
 
 One module per mechanism family; each class subclasses
-:class:`shufflesim.accounting.mechanism.Mechanism` and states which methods account it, which
+:class:`shufflesim.accounting.model.mechanism.Mechanism` and states which methods account it, which
 neighbouring pair a pair-based method evaluates, which published bounds apply, and which command-line
 flags describe it.  Protocols expose theirs (``protocol.mechanism()``); the CLI builds them from flags;
 ``account(mechanism, …)`` answers.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from shufflesim.accounting.mechanism import Composition, Mechanism, Relation
+from shufflesim.accounting.model.mechanism import Composition, Mechanism, Relation
 
 from .biswas import BiswasCount
 from .clones import Clones

@@ -3,7 +3,7 @@ genuine lower ends shared by the descriptions whose pairs only dominate their vi
 
 from __future__ import annotations
 
-from shufflesim.accounting.mechanism import BoundFunctions, BoundOptions
+from shufflesim.accounting.model.mechanism import BoundFunctions, BoundOptions
 
 
 def ldp_bound(method: str, n: int, eps0: float) -> BoundFunctions:
@@ -17,7 +17,7 @@ def ldp_bound(method: str, n: int, eps0: float) -> BoundFunctions:
     if method == "feldman-numerical":
         # its interval brackets Feldman et al.'s own (dominating) pair: reported as bound_*, no lower end here
         # (account() adds the description's genuine lower end, docs/theory.md#lower-ends)
-        from shufflesim.accounting.results import as_dominating
+        from shufflesim.accounting.model.results import as_dominating
 
         name = FELDMAN_PAIR
         return (lambda e: as_dominating(B.feldman_numerical_delta(e, n=n, eps0=eps0), name),
@@ -60,14 +60,14 @@ def binary_rr_lower(n: int, eps0: float, eps=None, delta=None, compositions: int
     every genuine lower end that rests on binary RR comes from (``clones``: binary RR is an ε0-LDP
     randomiser, so its δ lower-bounds the worst case over all of them; k-RR with k = 2; rr2's ``tight``).
 
-    From :mod:`shufflesim.accounting.exact_rr2` (docs/theory.md#exact-rr2): single use with n ≤
+    From :mod:`shufflesim.accounting.exact.exact_rr2` (docs/theory.md#exact-rr2): single use with n ≤
     :data:`WORST_CASE_LOWER_MAX_N`, the lower end of the mechanism's exact value (the worst of every data set);
     otherwise the exact value of the data sets "all others hold 0" / "all others hold 1", composed by the PLD
     engine with the same data in every use (a lower bound on the composition).  ``eps0`` is lowered by the
     margin of :func:`~shufflesim.maths.rr.eps0_upper` first: binary RR at a smaller ε0 is a post-processing of
     binary RR at a larger one, so an ε0 computed from γ (a few ulps off) cannot raise the lower end.
     """
-    from shufflesim.accounting import exact_rr2 as X
+    from shufflesim.accounting.exact import exact_rr2 as X
     from shufflesim.maths.rr import EPS0_MARGIN
 
     e0 = eps0 * (1.0 - EPS0_MARGIN)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.core.checks import check_int, check_positive
 
 
@@ -44,7 +44,7 @@ class BiswasCount(Mechanism):
         object.__setattr__(self, "n_x0", check_int("n_x0", self.n_x0, minimum=0, maximum=self.n - 1))
 
     def pair(self, method: str, tail_bound: float | None = None):
-        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.exact import bruteforce as BF
         from shufflesim.accounting.pairs import biswas_count_pair
 
         if method == "exact-histogram":
@@ -59,7 +59,7 @@ class BiswasCount(Mechanism):
 
     def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
         from shufflesim.accounting.pairs import biswas_count_pair
-        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+        from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 
         pair = biswas_count_pair(self.n, self.k, self.eps0, self.n_x0)
         if eps is not None:

@@ -24,8 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
 #: relative widening of a closed form evaluated in double precision

@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import eps0_upper

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.core.checks import check_int, check_positive
 
 from ._common import FELDMAN_PAIR, KOSKELA_CLONES, LDP_METHODS, STRONGER_CLONES, binary_rr_lower, ldp_bound

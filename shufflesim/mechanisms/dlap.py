@@ -36,8 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
 from .central import _interval, _inverse

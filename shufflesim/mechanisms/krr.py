@@ -4,7 +4,7 @@
 local privacy ε0, :meth:`KRR.from_eps0`; the conversion is :mod:`shufflesim.maths.rr`), their reports
 shuffled.  Accounted by:
 
-* ``tight`` / ``exact`` — the neighbouring pair of the chosen :class:`~shufflesim.accounting.mechanism.Relation`
+* ``tight`` / ``exact`` — the neighbouring pair of the chosen :class:`~shufflesim.accounting.model.mechanism.Relation`
   (strong-1d, strong, weak; Koskela, Heikkilä, Honkela 2023, arXiv:2106.00477, §5; docs/theory.md#pairs-krr),
   by the PLD accountant or by brute-force enumeration (small n); for ``shuffled`` (the shuffled reports
   alone) ``tight`` is the stronger clone pair at k-RR's ε0 (docs/theory.md#pairs-stronger-clones);
@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism, Relation
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism, Relation
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
@@ -130,7 +130,7 @@ class KRR(Mechanism):
         return self.relation
 
     def pair(self, method: str, tail_bound: float | None = None):
-        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.exact import bruteforce as BF
         from shufflesim.accounting.pairs import krr_pair
 
         rel = self._relation(method)
@@ -153,13 +153,13 @@ class KRR(Mechanism):
 
     def direct(self, method, eps_l, delta_l, compositions, run_pair):
         """``tight`` for the weak adversary where its row pair is large: its bucket rows
-        (:mod:`shufflesim.accounting.bucketed_weak`, docs/theory.md#bucketed-weak).  ``exact`` of the shuffled reports for k = 2: binary randomised response at the randomiser's ε0, the
-        worst case over every data set (:mod:`shufflesim.accounting.exact_rr2`; docs/theory.md#exact-rr2).  ε0
+        (:mod:`shufflesim.accounting.engines.bucketed_weak`, docs/theory.md#bucketed-weak).  ``exact`` of the shuffled reports for k = 2: binary randomised response at the randomiser's ε0, the
+        worst case over every data set (:mod:`shufflesim.accounting.exact.exact_rr2`; docs/theory.md#exact-rr2).  ε0
         computed from γ is a few ulps off: the upper end uses it raised (:func:`~shufflesim.maths.rr.eps0_upper`),
         the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
         one, so both ends stay certified)."""
         if method == "tight" and self.relation is Relation.WEAK:
-            from shufflesim.accounting.bucketed_weak import use_buckets, weak_bucketed
+            from shufflesim.accounting.engines.bucketed_weak import use_buckets, weak_bucketed
 
             if use_buckets(self.n, self.k, self.gamma, compositions):  # issue 21: the weak pair at any n
                 return weak_bucketed(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l, compositions=compositions)
@@ -168,8 +168,8 @@ class KRR(Mechanism):
         if eps0_upper(eps0_from_gamma(self.gamma, 2)) > LDP_ONLY_EPS0:
             raise NotApplicableError(f"exact needs eps0 <= {LDP_ONLY_EPS0:g} with its round-off margin (e^eps0 "
                                      "overflows above); the local guarantee bounds the view there")
-        from shufflesim.accounting import exact_rr2 as X
-        from shufflesim.accounting.results import DeltaBound, EpsBound
+        from shufflesim.accounting.exact import exact_rr2 as X
+        from shufflesim.accounting.model.results import DeltaBound, EpsBound
         from shufflesim.maths.rr import EPS0_MARGIN
 
         e0 = eps0_from_gamma(self.gamma, 2)
@@ -211,12 +211,12 @@ def shuffled_lower(n: int, k: int, gamma: float, *, eps=None, delta=None, compos
       (``rest`` = (k − 2)γ/k): a post-processing of the histogram, so its δ — composed by the PLD engine,
       certified lower end — is at most the mechanism's;
     * k = 2: binary randomised response at ε0 (:func:`._common.binary_rr_lower`);
-    * n ≤ :data:`~shufflesim.accounting.krr_shuffled.EXHAUSTIVE_N`, single use: also every split (N_a, N_b,
-      rest) of the others (:func:`shufflesim.accounting.krr_shuffled.krr_shuffled_lower`).
+    * n ≤ :data:`~shufflesim.accounting.exact.krr_shuffled.EXHAUSTIVE_N`, single use: also every split (N_a, N_b,
+      rest) of the others (:func:`shufflesim.accounting.exact.krr_shuffled.krr_shuffled_lower`).
 
     Returns (values, a note naming the data sets).
     """
-    from shufflesim.accounting.krr_shuffled import EXHAUSTIVE_N, krr_probs, krr_shuffled_lower
+    from shufflesim.accounting.exact.krr_shuffled import EXHAUSTIVE_N, krr_probs, krr_shuffled_lower
 
     vals_in = list(eps if eps is not None else delta)
     if k == 2:
@@ -225,7 +225,7 @@ def shuffled_lower(n: int, k: int, gamma: float, *, eps=None, delta=None, compos
         whats = [what] * len(vals)
     else:
         from shufflesim.accounting.pairs.variation import clone_mixture_pair
-        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+        from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 
         p, pb, rest = krr_probs(k, gamma)
         pair = clone_mixture_pair(n, 2.0 * pb, p, pb, rest=rest, name="krr-all-third-value")

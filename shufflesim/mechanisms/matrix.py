@@ -11,7 +11,7 @@ histogram).  Neighbouring data sets differ in one user's input.  Accounted two-s
   the published ε0-LDP bounds (Erlingsson et al. 2019, Feldman et al.) apply as well;
 * **lower end** — the exact δ of explicit neighbouring data sets, a genuine construction: for small n every
   multiset of n inputs is enumerated, the law of its shuffled histogram computed exactly
-  (:func:`shufflesim.accounting.shuffle_oracle.histogram_law`), and the neighbouring pair with the largest
+  (:func:`shufflesim.accounting.exact.shuffle_oracle.histogram_law`), and the neighbouring pair with the largest
   δ(ε) (or ε(δ)) at the question is accounted by the PLD accountant, whose *lower* end is then a lower bound
   on the mechanism's own δ (a lower bound on δ of one pair of data sets, which the mechanism's δ — a maximum
   over all pairs — is at least).  Beyond the enumeration's budget: the count of one report y when the other
@@ -32,8 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shufflesim.accounting.mechanism import Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.mechanism import Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import NotApplicableError, ParameterError
 from shufflesim.maths.rr import eps0_upper
@@ -161,7 +161,7 @@ class ShuffledMatrix(Mechanism):
             return self._projected_lower_ends(R, results, compositions, numerics, notes)
         table = neighbouring_table(R, self.n)
         out, used = [], []
-        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+        from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 
         for r in results:
             if isinstance(r, DeltaBound):
@@ -191,7 +191,7 @@ class ShuffledMatrix(Mechanism):
         its δ is at most that of the shuffled histograms of these data sets, itself at most the mechanism's.
         The PMFs carry a relative error ~1e-13 (Loader's binomial): the lower ends are lowered by
         :data:`PROJECTED_ALLOWANCE` × (1 + e^ε) (δ) or asked at δ raised by it (ε)."""
-        from shufflesim.accounting.tight import tight_delta, tight_epsilon
+        from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
         from shufflesim.pipeline.matrix import eps0_witness
 
         x, x2, y = eps0_witness(R)
@@ -234,8 +234,8 @@ MAX_N_PROJECTED = 10**7
 
 def projected_pair(R: np.ndarray, n: int, x: int, x2: int, c: int, y: int):
     """PMFs of N_y (the count of report y) when n − 1 users hold c and the target holds x (P) or x2 (Q)."""
-    from shufflesim.accounting.binomial import log_binom_pmf
-    from shufflesim.accounting.pmf_pair import PMFPair
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
+    from shufflesim.accounting.pld.pmf_pair import PMFPair
 
     j = np.arange(n + 1)
     lb = log_binom_pmf(j, n - 1, float(R[c, y]), float(1.0 - R[c, y]))
@@ -299,7 +299,7 @@ class NeighbouringTable:
         return hi
 
     def pair(self, i: int):
-        from shufflesim.accounting.pmf_pair import PMFPair
+        from shufflesim.accounting.pld.pmf_pair import PMFPair
 
         p, q = self.law[self.pairs[i, 0]], self.law[self.pairs[i, 1]]
         keep = (p > 0) | (q > 0)
@@ -318,7 +318,7 @@ class NeighbouringTable:
 def neighbouring_table(R: np.ndarray, n: int) -> NeighbouringTable:
     """Every multiset of n inputs, the exact law of its shuffled histogram, and every neighbouring pair
     (one user's input x → x′, x < x′: δ is symmetric in the pair since both directions are taken)."""
-    from shufflesim.accounting.shuffle_oracle import histogram_law
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
 
     k, m = R.shape
     multisets = list(itertools.combinations_with_replacement(range(k), n))

@@ -5,7 +5,7 @@ shuffled reports (equivalently their count).  Methods (docs/theory.md#exact-rr2)
 
 * ``exact`` (the default up to n = 10⁵, ``tight`` above; refused above n = 10⁶) — the mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
   data sets (others hold m ones, m = 0..n−1, the target switches 0 ↔ 1), computed and certified from both
-  sides by :mod:`shufflesim.accounting.exact_rr2` (a branch and bound over m that proves no m is worse).
+  sides by :mod:`shufflesim.accounting.exact.exact_rr2` (a branch and bound over m that proves no m is worse).
   With ``compositions > 1`` it is a bracket: the composed exact δ of the worst single-use data sets (a lower
   bound) and the stronger clone pair composed (an upper bound); the notes say so;
 * ``tight`` — upper end: Feldman, McMillan, Talwar's stronger clone pair (SODA 2023, arXiv:2208.04591;
@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from shufflesim.accounting.mechanism import BoundOptions, Flag, Mechanism
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import NotApplicableError
 from shufflesim.maths.rr import gamma_from_eps0
@@ -58,7 +58,7 @@ class RR2(Mechanism):
     @property
     def default_method(self) -> str:
         """``exact`` up to n = 10⁵ (about a second), ``tight`` above (seconds at any n, two-sided)."""
-        from shufflesim.accounting.exact_rr2 import DEFAULT_EXACT_MAX_N
+        from shufflesim.accounting.exact.exact_rr2 import DEFAULT_EXACT_MAX_N
 
         return "exact" if self.n <= DEFAULT_EXACT_MAX_N else "tight"
 
@@ -71,7 +71,7 @@ class RR2(Mechanism):
         return {"n": self.n, "eps0": self.eps0, "gamma": self.gamma}
 
     def pair(self, method: str, tail_bound: float | None = None):
-        from shufflesim.accounting import bruteforce as BF
+        from shufflesim.accounting.exact import bruteforce as BF
         from shufflesim.accounting.pairs import rr2_pair
 
         from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
@@ -88,9 +88,9 @@ class RR2(Mechanism):
         return BF.rr2_bruteforce(self.n, self.eps0)
 
     def direct(self, method, eps_l, delta_l, compositions, run_pair):
-        """``exact`` from :mod:`~shufflesim.accounting.exact_rr2`; ``tight`` and the Koskela methods with their
+        """``exact`` from :mod:`~shufflesim.accounting.exact.exact_rr2`; ``tight`` and the Koskela methods with their
         lower / upper ends made genuine bounds on the mechanism (module docstring)."""
-        from shufflesim.accounting import exact_rr2 as X
+        from shufflesim.accounting.exact import exact_rr2 as X
 
         if method == "exact":
             if eps_l is not None:

@@ -206,7 +206,7 @@ class Protocol(ABC):
         return None
 
     def privacy(self) -> Any:
-        """The central privacy guarantee (a :class:`~shufflesim.accounting.results.PrivacyGuarantee`), or
+        """The central privacy guarantee (a :class:`~shufflesim.accounting.model.results.PrivacyGuarantee`), or
         ``None`` where the protocol is not parametrised by a central target."""
         return None
 

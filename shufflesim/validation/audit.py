@@ -511,7 +511,7 @@ def matrix_setup(R: np.ndarray, counts_x: np.ndarray, counts_x2: np.ndarray, *, 
     n, m = int(cx.sum()), R.shape[1]
     details = {"kind": "matrix", "n": n, "a": a, "b": b, "counts_x": cx.tolist(), "counts_x2": cy.tolist()}
     if math.comb(n + m - 1, m - 1) <= MATRIX_LLR_HISTOGRAMS and n * math.comb(n + m - 1, m - 1) * m <= 2_000_000:
-        from shufflesim.accounting.shuffle_oracle import histogram_law
+        from shufflesim.accounting.exact.shuffle_oracle import histogram_law
 
         lp, lq = (histogram_law(R, np.repeat(np.arange(R.shape[0]), c)) for c in (cx, cy))
         keys = sorted(set(lp) | set(lq))

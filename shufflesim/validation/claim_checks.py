@@ -31,7 +31,7 @@ def check(name: str):
 
 def hs(pair, eps: float) -> float:
     """δ(ε) of a pair (PMFPair or row form), P against Q."""
-    from shufflesim.accounting import bruteforce as bf
+    from shufflesim.accounting.exact import bruteforce as bf
 
     if hasattr(pair, "log_delta"):
         return math.exp(pair.log_delta(eps))
@@ -47,7 +47,7 @@ def rounds_to(x: float, printed: float, digits: int = 3) -> bool:
 
 def rr2_mixed_delta(n: int, eps0: float, ones: int, eps: float) -> float:
     """Exact δ of the shuffled binary-RR count when ``ones`` of the other n − 1 users hold 1."""
-    from shufflesim.accounting import bruteforce as bf
+    from shufflesim.accounting.exact import bruteforce as bf
     from shufflesim.maths.rr_count import rr2_count_pmfs
 
     P, Q = rr2_count_pmfs(n, eps0, ones)
@@ -141,7 +141,7 @@ def _with_statistics(check_fn):
 
 @check("koskela.strong_1d_vs_full_view")
 def strong_1d_vs_full_view(params, paper_value) -> Outcome:
-    from shufflesim.accounting import bruteforce as bf
+    from shufflesim.accounting.exact import bruteforce as bf
     from shufflesim.accounting.pairs import krr_pair
     from shufflesim.accounting.pairs.krr import krr_strong_pair
 
@@ -225,7 +225,7 @@ def strong_exceeds_clones(params, paper_value) -> Outcome:
 
 @check("koskela.coin_left_out")
 def coin_left_out(params, paper_value) -> Outcome:
-    from shufflesim.accounting import bruteforce as bf
+    from shufflesim.accounting.exact import bruteforce as bf
     from shufflesim.accounting.pairs.krr import krr_strong_pair
 
     n, k, g, e = 5, 3, 0.9, 0.5
@@ -464,7 +464,7 @@ def biswas_eq6_vs_exact(params, paper_value) -> Outcome:
 
 @check("biswas.histogram_vs_count")
 def biswas_histogram_vs_count(params, paper_value) -> Outcome:
-    from shufflesim.accounting import bruteforce as bf
+    from shufflesim.accounting.exact import bruteforce as bf
     from shufflesim.accounting.pairs import biswas_count_pair
 
     worst, arg = bf.biswas_histogram_worst(6, 3, 2.0, 1, 1.0)
@@ -875,7 +875,7 @@ def biswas_table4_vs_exact(params, paper_value) -> Outcome:
         prm = {k: row[k] for k in ("n", "k", "eps0", "n_x0")}
         pair = biswas_count_pair(prm["n"], prm["k"], prm["eps0"], prm["n_x0"])
         for eps, pub in zip(params["eps"], row["published"]):
-            from shufflesim.accounting import bruteforce as bf
+            from shufflesim.accounting.exact import bruteforce as bf
 
             ex = max(bf.hockey_stick(pair.log_p, pair.log_q, eps), bf.hockey_stick(pair.log_q, pair.log_p, eps))
             total += 1
@@ -938,7 +938,7 @@ def stronger_clones_vs_binary_rr(params, paper_value) -> Outcome:
     """Feldman, McMillan, Talwar 2023's stronger clone pair against the exact δ of shuffled binary RR, maximised
     over every neighbouring pair of data sets by brute-force enumeration (accounting.shuffle_oracle)."""
     from shufflesim.accounting.pairs.variation import stronger_clones_pair
-    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, worst_neighbouring_delta
 
     rows = []
     for n, eps0, eps in params["points"]:
@@ -967,7 +967,7 @@ def variation_ratio_krr(params, paper_value) -> Outcome:
     reduction out of k-RR's methods (so out of ``best``)."""
     from shufflesim.accounting.pairs import krr_eps0_from_gamma
     from shufflesim.accounting.pairs.variation import variation_ratio_pair, vr_params_krr
-    from shufflesim.accounting.shuffle_oracle import krr_matrix, worst_neighbouring_delta
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, worst_neighbouring_delta
     from shufflesim.errors import NotApplicableError
     from shufflesim.mechanisms import KRR
 

@@ -110,7 +110,7 @@ def honest_mechanism(mech, honest: int):
     A composition (the recursive protocol's levels, one shuffler each) has every part among the M users."""
     import dataclasses
 
-    from shufflesim.accounting.mechanism import Composition
+    from shufflesim.accounting.model.mechanism import Composition
 
     kind = getattr(mech, "kind", None)
     if kind == "composition":
@@ -513,7 +513,7 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
     ratio of the exact worst-case MSEs (IKOS: rounding + noise terms).  Local and central protocols are refused
     (their guarantee does not depend on the other users).
     """
-    from shufflesim.accounting.results import PrivacyGuarantee
+    from shufflesim.accounting.model.results import PrivacyGuarantee
     from shufflesim.pipeline import registry
 
     name = proto.name
@@ -524,7 +524,7 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
     if name == "krr":
         # γ calibrated against the protocol's own certified ε among h0 users (its best pair: the stronger clone
         # pair, the strong and, up to n = 2e4, the weak adversary's pair), by the safe-side calibrator
-        from shufflesim.accounting.calibrate import calibrate
+        from shufflesim.accounting.numerics.invert import calibrate
 
         g, adv = proto.privacy(), proto.params["adversary"]
 
@@ -605,11 +605,11 @@ def _scalar_param(proto, name: str) -> float:
 
 def honest_privacy(proto, honest, delta: float | None = None):
     """The protocol's guarantee when only ``honest`` (a count or a fraction) of its n users are honest, as a
-    :class:`~shufflesim.accounting.results.PrivacyGuarantee` (ε = the certified upper end at the protocol's δ)
+    :class:`~shufflesim.accounting.model.results.PrivacyGuarantee` (ε = the certified upper end at the protocol's δ)
     whose method says "M of N users honest" (docs/theory.md#dishonest-honest): the same mechanism among the
     honest users (shuffled protocols), the remaining Pólya noise (ikos-sum), unchanged (local and central
     protocols: their noise does not depend on the others)."""
-    from shufflesim.accounting.results import PrivacyGuarantee
+    from shufflesim.accounting.model.results import PrivacyGuarantee
 
     base = proto.privacy()
     if base is None:

@@ -2,8 +2,8 @@
 transforms (issue 3, "Published bounds").
 
 Every bound is a pair of functions, ``<method>_delta(eps, ...)`` returning a
-:class:`~shufflesim.accounting.results.DeltaBound` and ``<method>_eps(delta, ...)`` returning an
-:class:`~shufflesim.accounting.results.EpsBound`, or :class:`~shufflesim.accounting.results.NotApplicable`
+:class:`~shufflesim.accounting.model.results.DeltaBound` and ``<method>_eps(delta, ...)`` returning an
+:class:`~shufflesim.accounting.model.results.EpsBound`, or :class:`~shufflesim.accounting.model.results.NotApplicable`
 with a one-line reason outside the bound's validity conditions.  ``method`` is one of
 
     balle, bennett, hoeffding, erlingsson, feldman, feldman-numerical, biswas

@@ -42,7 +42,7 @@ from scipy.special import gammaln, logsumexp
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [
@@ -456,12 +456,12 @@ def bennett_gamma(
 ) -> float:
     """Smallest blanket probability gamma of k-RR for which the Bennett bound gives delta(eps) <= ``delta``.
 
-    The one safe-side calibrator (:func:`shufflesim.accounting.calibrate.calibrate`) on gamma in (0, 1]:
+    The one safe-side calibrator (:func:`shufflesim.accounting.numerics.invert.calibrate`) on gamma in (0, 1]:
     the returned gamma was evaluated to satisfy the target (gamma = 1 always does: the output is then
     independent of the inputs), so it never overshoots the privacy target.  Stops when the bracket is
     below ``rtol`` relative.
     """
-    from shufflesim.accounting.calibrate import calibrate
+    from shufflesim.accounting.numerics.invert import calibrate
 
     n = _n(n)
     k = check_int("k", k, minimum=2)

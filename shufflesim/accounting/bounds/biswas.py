@@ -50,7 +50,7 @@ from scipy.special import gammaln, logsumexp
 
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [

@@ -25,7 +25,7 @@ Validity: the description (:class:`~shufflesim.mechanisms.cheu.CheuSum`) accepts
 these error models were checked against mpmath (tests/test_cheu_scale.py).
 
 Numerics: the binomial log-PMF, its windowed ratio recurrence and the Chernoff windows are those of
-:mod:`shufflesim.accounting.binomial`; ε(δ) is inverted by
+:mod:`shufflesim.accounting.numerics.binomial`; ε(δ) is inverted by
 :func:`shufflesim.accounting.bounds.transforms.invert_delta_curve`.
 """
 
@@ -35,10 +35,10 @@ import math
 
 import numpy as np
 
-from shufflesim.accounting.binomial import (BINOM_LOG_ERR, binom_log_kl_scalar, certified_tail, chernoff_window_scalar,
+from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, binom_log_kl_scalar, certified_tail, chernoff_window_scalar,
                                             log_binom_pmf, log_binom_window, log_ratio_pq)
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
-from shufflesim.accounting.logspace import U, log_sum_rows
+from shufflesim.accounting.numerics.logspace import U, log_sum_rows
 
 #: n·r up to which the lower end is the all-zeros pair from its mass functions and the bound uses 64 bins of M;
 #: above, the lower end from tails and 16 bins (issue 21: no longer a refusal)
@@ -68,7 +68,7 @@ _LOG_TAIL_REL = math.log(1e-18)
 
 
 def log_err(logv, k=None, m: int = 0, p: float = 0.5, pc: float = 0.5) -> float:
-    """Absolute error bound of log-PMF values of :func:`~shufflesim.accounting.binomial.log_binom_pmf` with
+    """Absolute error bound of log-PMF values of :func:`~shufflesim.accounting.numerics.binomial.log_binom_pmf` with
     magnitudes up to max |logv|: :data:`BINOM_LOG_ERR`·max(1, |log|/100) (its accuracy model, checked against
     mpmath in tests/test_pairs.py and at cheu-sum's population scale in tests/test_cheu_scale.py), doubled; plus,
     for Bin(m, p) with p ≠ ½ at the counts ``k``, 2u·|k − mp|: the complement 1 − p is a rounded double, and its
@@ -187,7 +187,7 @@ def _full_tail(m: int, p: float, pc: float):
 
 def _window_sums(m: int, p: float, pc: float, k0: int, K: int, keep_logs: bool = False):
     """(log scale s, S'(k0..K)·e^{-s}, η, ea): S'(k) = Σ_{j=k}^{K} P(Bin(m, p) = j) from the window's log-PMF
-    (:func:`~shufflesim.accounting.binomial.log_binom_window` anchored at k0); η bounds the relative error apart
+    (:func:`~shufflesim.accounting.numerics.binomial.log_binom_window` anchored at k0); η bounds the relative error apart
     from the anchor's error ea (common to all).  η is this module's own allowance for the recurrence, exp and
     the sums (looser than the window's ``varying`` bound, kept so that no certified number moves)."""
     logs, anchor, _, _ = log_binom_window(m, p, k0, K, anchor=k0, q=pc, errors=False)

@@ -24,7 +24,7 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 
 __all__ = [
     "Composition",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from shufflesim.core.checks import check_int, check_probability, check_real
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 
 __all__ = ["erlingsson_delta", "erlingsson_eps", "ERLINGSSON_MAX_EPS0", "ERLINGSSON_MIN_N", "ERLINGSSON_MAX_DELTA"]
 

@@ -44,7 +44,7 @@ from scipy.special import bdtrc, logsumexp
 
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.results import DeltaBound, EpsBound, NotApplicable
+from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
 from shufflesim.accounting.bounds.transforms import invert_delta_curve
 
 __all__ = [
@@ -130,9 +130,9 @@ def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplica
 
 def _log_half_binom_pmf(m: np.ndarray, c: np.ndarray) -> np.ndarray:
     """log P(A = m), A ~ Bin(c, 1/2); -inf outside 0..c (Loader's saddle-point form,
-    :func:`shufflesim.accounting.binomial.log_binom_pmf`: ~1e-12 absolute where the textbook gammaln
+    :func:`shufflesim.accounting.numerics.binomial.log_binom_pmf`: ~1e-12 absolute where the textbook gammaln
     difference loses ~1e-9 at c = 10^6)."""
-    from shufflesim.accounting.binomial import log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
 
     return log_binom_pmf(np.asarray(m), np.asarray(c), 0.5, 0.5)
 
@@ -205,7 +205,7 @@ def _window(lp: np.ndarray, mode: int, floor: float) -> tuple[int, int]:
 def _binom_window(N: int, p: float, width: float) -> tuple[int, int, np.ndarray]:
     """(c_lo, c_hi, log P(C = c) for c in c_lo..c_hi), C ~ Bin(N, p): the values within ``width`` nats of the
     mode, evaluated only there (Loader's form; memory ~ sqrt(N), not N — issue 21: n = 2e9 asked for 15 GiB)."""
-    from shufflesim.accounting.binomial import log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
 
     mode = min(N, int((N + 1) * p))
     reach = int(math.ceil(1.5 * math.sqrt(2.0 * width * (N * p * (1.0 - p) + 1.0)))) + 16
@@ -223,7 +223,7 @@ def _binom_window(N: int, p: float, width: float) -> tuple[int, int, np.ndarray]
 def _log_tail_bound(N: int, p: float, lo: int, hi: int) -> float:
     """log of a certified upper bound on P(C < lo) + P(C > hi), C ~ Bin(N, p) (the Chernoff bound
     P(C <= x) <= exp(-N KL(x/N || p)) below the mean and its mirror above; -inf for the whole support)."""
-    from shufflesim.accounting.binomial import binom_log_kl
+    from shufflesim.accounting.numerics.binomial import binom_log_kl
 
     terms = []
     if lo > 0:

@@ -91,7 +91,7 @@ def invert_delta_curve(
 
     ``a`` is ``None`` when ``delta_at(lo) <= target`` already (then ``b == lo``).  The loop stops when
     ``b - a <= max(atol, rtol * b)`` or after ``max_iter`` halvings; ``b`` is then moved to the shortest
-    decimal of (a, b] evaluated to meet the target (:func:`~shufflesim.accounting.calibrate.shortest_certified`).
+    decimal of (a, b] evaluated to meet the target (:func:`~shufflesim.accounting.numerics.invert.shortest_certified`).
     """
     if not (hi >= lo):
         raise ParameterError(f"invert_delta_curve needs lo <= hi; got lo={lo!r}, hi={hi!r}")
@@ -119,7 +119,7 @@ def invert_delta_curve(
             a = mid
     # the upper end without search-resolution digits: the shortest decimal of (a, b] evaluated to meet the
     # target (calibrate.shortest_certified; a protocol's own (eps, delta_upper(eps)) then inverts to eps exactly)
-    from shufflesim.accounting.calibrate import shortest_certified
+    from shufflesim.accounting.numerics.invert import shortest_certified
 
     probes = [0]
 

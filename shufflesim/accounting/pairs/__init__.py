@@ -1,4 +1,4 @@
-"""Neighbouring pairs (P, Q) of shuffled mechanisms, as :class:`~shufflesim.accounting.pmf_pair.PMFPair`.
+"""Neighbouring pairs (P, Q) of shuffled mechanisms, as :class:`~shufflesim.accounting.pld.pmf_pair.PMFPair`.
 
 Each constructor returns the log-PMFs of a sufficient statistic of the adversary's view under the two
 neighbouring data sets (docs/theory.md#pairs):
@@ -26,20 +26,20 @@ tail bound.)
 
 Row form.  The krr strong/weak and clones pairs all have an ancillary "row" statistic (same law
 under P and Q) and, within a row, a Bin(N, 1/2) column with a loss monotone in the column.
-``as_rows=True`` returns them as :class:`~shufflesim.accounting.binomial_rows.BinomialRows`: ``log_delta(eps)`` is the exact single-use
+``as_rows=True`` returns them as :class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows`: ``log_delta(eps)`` is the exact single-use
 delta in O(rows) with binomial tail functions (no atoms, no grid), and ``iter_atoms()`` yields the
 atoms block by block so an accountant can place 1e7-1e8 atoms on its grid without holding them all.
 Their PMFPair constructors expand the rows.
 
 The numerics the constructors share live elsewhere: the binomial PMF, Chernoff windows and row blocks
-in :mod:`shufflesim.accounting.binomial`, the row form in :mod:`shufflesim.accounting.binomial_rows`,
+in :mod:`shufflesim.accounting.numerics.binomial`, the row form in :mod:`shufflesim.accounting.rows.binomial_rows`,
 truncation knobs and ragged-row helpers in :mod:`.common`.  This package only re-exports the
 constructors.
 """
 
 from __future__ import annotations
 
-from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
 from shufflesim.accounting.pairs.biswas import biswas_count_pair
 from shufflesim.accounting.pairs.clones import clones_pair
 from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_1D, DEFAULT_TAIL_BOUND_MD

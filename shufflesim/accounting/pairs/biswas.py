@@ -8,8 +8,8 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window, log_binom_pmf
 from shufflesim.accounting.pairs.common import finish
 
 REFERENCE_BISWAS = (
@@ -63,7 +63,7 @@ def biswas_count_pair(n, k, eps0, n_x0, *, tail_bound: float = DEFAULT_TAIL_BOUN
     (Appendix A eqs 11 and 13 are these sums written out).  With F the pmf of the first two terms,
     P(s) = (1-p) F(s) + p F(s-1) and Q(s) = (1-pbar) F(s) + pbar F(s-1).  Only the count of x0 is
     released here; the full histogram (which also moves the count of x1) is
-    :func:`shufflesim.accounting.bruteforce.biswas_histogram_exact`.
+    :func:`shufflesim.accounting.exact.bruteforce.biswas_histogram_exact`.
 
     Numerics: F is the direct (not FFT) convolution of the two binomial pmfs, each restricted to a
     Chernoff window of mass >= 1 - 1e-20 * tail_bound and scaled by its maximum; outcomes whose mass is

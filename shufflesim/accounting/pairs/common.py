@@ -1,7 +1,7 @@
 """Helpers shared by the pair constructors: truncation knobs and ragged-row index arithmetic.
 
 The truncation argument is in :mod:`shufflesim.accounting.pairs` (package docstring); the binomial
-numerics it relies on are in :mod:`shufflesim.accounting.binomial`.
+numerics it relies on are in :mod:`shufflesim.accounting.numerics.binomial`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from shufflesim.core.checks import check_real
-from shufflesim.accounting.binomial import chernoff_window
+from shufflesim.accounting.numerics.binomial import chernoff_window
 
 #: Default bound on the dropped mass for pairs over a 1-D support (rr2, krr strong-1d, biswas count).
 #: A 1-D support costs O(width) with width ~ sqrt(2 log(1/tail)) standard deviations, so keeping every

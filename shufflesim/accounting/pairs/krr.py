@@ -14,9 +14,9 @@ import numpy as np
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.maths.rr import eps0_from_gamma, eps0_upper, gamma_from_eps0
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
-from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
 from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_1D,
     DEFAULT_TAIL_BOUND_MD,
@@ -28,7 +28,7 @@ from shufflesim.accounting.pairs.common import (
     row_windows,
 )
 
-from shufflesim.accounting.mechanism import Relation
+from shufflesim.accounting.model.mechanism import Relation
 
 ADVERSARIES = tuple(r.value for r in Relation)
 
@@ -251,7 +251,7 @@ def _check_weak_memory(n: int, gamma: float, kk: float, b_lo: int, b_hi: int, lb
     rows = float(nb) * float(int(s_hi) - int(s_lo) + 2)
     check_memory(rows * _WEAK_BYTES_PER_ROW, f"the weak adversary's pair at n={n} ({rows:.3g} rows)",
                  "`account krr --adversary weak` (method tight), which takes the weak pair's bucket rows "
-                 "(shufflesim.accounting.bucketed_weak) at this n, or a smaller n")
+                 "(shufflesim.accounting.engines.bucketed_weak) at this n, or a smaller n")
 
 
 def krr_weak_pair(

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from shufflesim.core.checks import check_int, check_positive
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window, log_binom_pmf
 from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_1D,
     check_tail_bound,
@@ -32,7 +32,7 @@ def rr2_pair(n, eps0, *, tail_bound: float = DEFAULT_TAIL_BOUND_1D) -> PMFPair:
     there is no infinite-loss mass (delta_{P/Q}(inf) = 0, seed 001 §4.1).
 
     Caveat (a finding, see tests/test_pairs.py): seed 001 calls this data set pair the worst case, but
-    enumerating the other users' bits (:func:`~shufflesim.accounting.bruteforce.rr2_bruteforce` with
+    enumerating the other users' bits (:func:`~shufflesim.accounting.exact.bruteforce.rr2_bruteforce` with
     ``n_ones``) finds data sets with a larger delta (e.g. +9% at n = 6, eps0 = 2, eps = 0.05; +19% at
     n = 10, eps0 = 2, eps = 0.2), so this pair's delta is tight for these data sets, not a bound for
     the mechanism over all data sets.

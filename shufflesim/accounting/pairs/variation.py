@@ -10,7 +10,7 @@ side counts (x, t - x).  With t = x + (t - x) and w(i) = P(C = i):
     P(x, t) = Bin(t, 1/2)(x) [ w(t-1) (2/t) ((a - b) x + b t) + (1 - a - b) w(t) ],
     Q(x, t) = the same with x -> t - x,
 
-i.e. :class:`~shufflesim.accounting.binomial_rows.BinomialRows` with rows t, N = t,
+i.e. :class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows` with rows t, N = t,
 alpha = 2 (a - b) w(t-1) / t and beta = 2 b w(t-1) + (1 - a - b) w(t).
 
 * stronger clones (FMT 2023): r = 2/(e^eps0 + 1), a = e^eps0/(e^eps0 + 1), b = 1 - a;
@@ -26,8 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
-from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window, log_binom_pmf, log_tail_sum
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
 from shufflesim.accounting.pairs.common import (
     DEFAULT_TAIL_BOUND_MD,
     TRUNCATIONS,
@@ -38,7 +38,7 @@ from shufflesim.accounting.pairs.common import (
     log_budget,
     row_windows,
 )
-from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.pld.pmf_pair import PMFPair
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import ParameterError
 

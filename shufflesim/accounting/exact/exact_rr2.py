@@ -43,9 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.accounting.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
-from shufflesim.accounting.calibrate import calibrate
-from shufflesim.accounting.logspace import REL_SLACK, U, exp_down, exp_up, log1pexp, log_expm1, log_sum
+from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
+from shufflesim.accounting.numerics.invert import calibrate
+from shufflesim.accounting.numerics.logspace import REL_SLACK, U, exp_down, exp_up, log1pexp, log_expm1, log_sum
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 
@@ -391,7 +391,7 @@ def data_set_pair(n: int, eps0: float, ones: int):
     ``tail_p``/``tail_q``).  ``params["log_err"]`` bounds the absolute error of every log-probability
     (the windows' log-PMF bounds, the convolution's and the final logs' round-off); the composed lower
     ends of :func:`composed_lower_delta` account for it."""
-    from shufflesim.accounting.pmf_pair import PMFPair
+    from shufflesim.accounting.pld.pmf_pair import PMFPair
 
     N = n - 1
     lp = -log1pexp(eps0)
@@ -438,7 +438,7 @@ def composed_lower_delta(n: int, eps0: float, eps: float, k: int, ms) -> tuple[f
     """(certified lower bound, m) on the δ(ε) of ``k`` uses on the same data, from the data sets ``ms`` (up to
     the mirror, :func:`mirror_distinct`): each data set's pair (:func:`data_set_pair`) composed by the PLD engine
     (both directions), its lower end corrected for the log-probabilities' error η: δ_true(ε) >= e^{-kη} δ̂(ε + 2kη)."""
-    from shufflesim.accounting.tight import tight_delta
+    from shufflesim.accounting.engines.tight import tight_delta
 
     ms = mirror_distinct(n, ms)
     best, best_m = 0.0, int(ms[0])
@@ -466,7 +466,7 @@ LOWER_REFINE_AIM_LONG = 0.8
 def composed_lower_eps(n: int, eps0: float, delta: float, k: int, ms) -> tuple[float, int]:
     """(certified lower bound, m) on the ε(δ) of ``k`` uses on the same data, from the data sets ``ms`` (up to the
     mirror, :func:`mirror_distinct`; ε_true(δ) >= ε̂_lower(δ e^{kη}) − 2kη, as :func:`composed_lower_delta`)."""
-    from shufflesim.accounting.tight import tight_epsilon
+    from shufflesim.accounting.engines.tight import tight_epsilon
 
     ms = mirror_distinct(n, ms)
     best, best_m = 0.0, int(ms[0])
@@ -498,7 +498,7 @@ def _composed_note(k: int, m: int, what: str) -> str:
 
 def _composed_delta(n, eps0, eps, k) -> Bracket:
     from shufflesim.accounting.pairs.variation import stronger_clones_pair
-    from shufflesim.accounting.tight import tight_delta
+    from shufflesim.accounting.engines.tight import tight_delta
 
     (up,) = tight_delta(stronger_clones_pair(n, eps0), [eps], compositions=k)
     best, best_m = composed_lower_delta(n, eps0, eps, k, _candidates(n, eps0, eps / k))
@@ -507,7 +507,7 @@ def _composed_delta(n, eps0, eps, k) -> Bracket:
 
 def _composed_eps(n, eps0, delta, k) -> Bracket:
     from shufflesim.accounting.pairs.variation import stronger_clones_pair
-    from shufflesim.accounting.tight import tight_epsilon
+    from shufflesim.accounting.engines.tight import tight_epsilon
 
     (up,) = tight_epsilon(stronger_clones_pair(n, eps0), [delta], compositions=k)
     guess = up.eps_upper / k if math.isfinite(up.eps_upper) else eps0 / 2

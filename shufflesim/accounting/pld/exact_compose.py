@@ -14,8 +14,8 @@ from typing import Sequence
 import numpy as np
 
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.logspace import NEG_INF, U, compose_log_extra, exp_up, group_log_sum
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.numerics.logspace import NEG_INF, U, compose_log_extra, exp_up, group_log_sum
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
 
 
 def compose_two(a: LossAtoms, b: LossAtoms, merge: bool) -> LossAtoms:

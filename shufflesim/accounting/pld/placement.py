@@ -18,7 +18,7 @@ Placement on a grid h·Z, two kinds (:func:`discretise`):
   composition: delta <= delta^split.  Conversely, only product outcomes whose split straddles eps
   change, each by at most (1 - e^{-n(h + mu)}) of its mass, which gives the second-order bound
       delta >= delta^split - (1 - e^{-n(h+mu)}) P'(eps - nh < S' <= eps + nh) - n mu P'(S' > eps)
-  (mu: the loss widening; see :meth:`~shufflesim.accounting.fft.GridComposition.split_correction`).  One FFT per direction
+  (mu: the loss widening; see :meth:`~shufflesim.accounting.pld.fft.GridComposition.split_correction`).  One FFT per direction
   gives both bounds, and the grid can be ~sqrt(1/target) times coarser than with "lemma6".  (This is
   the idea of the "connect the dots" discretisation of Doroshenko et al., PETS 2022; the lower
   bound above is our own derivation.)
@@ -26,12 +26,12 @@ Placement on a grid h·Z, two kinds (:func:`discretise`):
 A split depends on an atom only through its P- and Q-mass, so the split of all atoms in a cell
 of a fine base grid h_b·Z is the split of their totals, and a split onto h = m h_b follows
 exactly from the base points (:func:`base_split`, :func:`discretise_base`).  Pairs in row form
-are placed that way without ever being expanded: :func:`~shufflesim.accounting.rows_stream.rows_base_split` streams their atoms
+are placed that way without ever being expanded: :func:`~shufflesim.accounting.rows.rows_stream.rows_base_split` streams their atoms
 block by block and accumulates the two totals per base cell.
 
 Infinite-loss mass is never discretised: it composes exactly as prod(f_i + m_i) - prod f_i.
 Atoms whose total mass is far below the accuracy needed may be pruned into the pair's dropped
-``tail`` beforehand (:meth:`~shufflesim.accounting.pld.LossAtoms.prune`): counted in full in upper
+``tail`` beforehand (:meth:`~shufflesim.accounting.pld.distribution.LossAtoms.prune`): counted in full in upper
 bounds and not at all in lower bounds.
 
 Strategies are small classes (:class:`Placement`: :data:`ROUND_UP`, :data:`ROUND_DOWN`, :data:`SPLIT`)
@@ -50,9 +50,9 @@ from functools import cached_property
 import numpy as np
 
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.logspace import NEG_INF, U, group_log_sum, log_sum, sum_up
-from shufflesim.accounting.mgf import MGFSketch
-from shufflesim.accounting.pld import LossAtoms
+from shufflesim.accounting.numerics.logspace import NEG_INF, U, group_log_sum, log_sum, sum_up
+from shufflesim.accounting.pld.mgf import MGFSketch
+from shufflesim.accounting.pld.distribution import LossAtoms
 
 
 # ---------------------------------------------------------------------------------------------

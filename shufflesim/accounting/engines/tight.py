@@ -51,20 +51,20 @@ import numpy as np
 
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.errors import AccuracyError, ParameterError, ShufflesimError
-from shufflesim.accounting.calibrate import calibrate, shortest_certified
-from shufflesim.accounting.binomial_rows import BinomialRows
-from shufflesim.accounting.discretisation import REFINE_AIM, Discretisation, discretisation_from
-from shufflesim.accounting.exact_compose import compose_two
-from shufflesim.accounting.fft import GridComposition, Window, choose_window, compose_grid
-from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, sum_up
-from shufflesim.accounting.placement import BaseSplit, base_split, discretise, discretise_base
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.queries import check_delta, check_eps
-from shufflesim.accounting.rows_pld import RowsPLD
-from shufflesim.accounting.rows_stream import RowsComponent, rows_spread
-from shufflesim.accounting.results import DeltaBound, EpsBound
-from shufflesim.accounting.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
+from shufflesim.accounting.numerics.invert import calibrate, shortest_certified
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
+from shufflesim.accounting.pld.discretisation import REFINE_AIM, Discretisation, discretisation_from
+from shufflesim.accounting.pld.exact_compose import compose_two
+from shufflesim.accounting.pld.fft import GridComposition, Window, choose_window, compose_grid
+from shufflesim.accounting.numerics.logspace import NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, sum_up
+from shufflesim.accounting.pld.placement import BaseSplit, base_split, discretise, discretise_base
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.model.queries import check_delta, check_eps
+from shufflesim.accounting.rows.rows_pld import RowsPLD
+from shufflesim.accounting.rows.rows_stream import RowsComponent, rows_spread
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
+from shufflesim.accounting.pld.tails import chernoff_log_delta, composed_log_inf_mass, composed_tail, tail_delta_interval
 
 
 #: components with more atoms than this (after pruning) are split once onto a base grid of spacing
@@ -1179,7 +1179,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
     (method "tight"; ``notes`` say which path certified it).
     """
     if _bucketed(pairs, compositions):
-        from shufflesim.accounting.bucketed import bucketed_delta  # issue 21: cost independent of n
+        from shufflesim.accounting.rows.bucketed import bucketed_delta  # issue 21: cost independent of n
 
         out = bucketed_delta(pairs, eps, accountant=TightAccountant, compositions=compositions, **numerics)
         if not _exact_instead(pairs, compositions, out):
@@ -1190,7 +1190,7 @@ def tight_delta(pairs, eps, *, compositions: int = 1, **numerics) -> list[DeltaB
 def tight_epsilon(pairs, delta, *, compositions: int = 1, **numerics) -> list[EpsBound]:
     """Tight certified eps(delta) (smallest eps with delta(eps) <= delta); arguments as :func:`tight_delta`."""
     if _bucketed(pairs, compositions):
-        from shufflesim.accounting.bucketed import bucketed_epsilon  # issue 21: cost independent of n
+        from shufflesim.accounting.rows.bucketed import bucketed_epsilon  # issue 21: cost independent of n
 
         out = bucketed_epsilon(pairs, delta, accountant=TightAccountant, compositions=compositions, **numerics)
         if not _exact_instead(pairs, compositions, out):
@@ -1217,7 +1217,7 @@ def _exact_instead(pairs, compositions: int, results) -> bool:
     """True when a bucketed single-use answer is wider than :data:`BUCKET_MAX_WIDTH` and the exact row engine
     is estimated to fit in memory and to take at most :data:`EXACT_FALLBACK_SECONDS`: its answer is then the
     one returned (narrower; both are certified)."""
-    from shufflesim.accounting.estimates import exact_row_engine_estimate
+    from shufflesim.accounting.engines.estimates import exact_row_engine_estimate
     from shufflesim.core.resources import ResourceError, check_memory
 
     seq = pairs if isinstance(pairs, (list, tuple)) else [pairs]
@@ -1240,6 +1240,6 @@ def _bucketed(pairs, compositions: int) -> bool:
     :data:`~.bucketed.BUCKET_MIN_ATOMS` (composed: :data:`~.bucketed.BUCKET_MIN_ATOMS_COMPOSED`) go
     through the bucket rows of :mod:`.bucketed`, whose cost does not grow with n; smaller ones through
     the exact row engines (cheaper and narrower there)."""
-    from shufflesim.accounting.bucketed import needs_buckets
+    from shufflesim.accounting.rows.bucketed import needs_buckets
 
     return needs_buckets(pairs, compositions=compositions)

@@ -55,8 +55,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.binomial import certified_tail, chernoff_window, log_binom_pmf
-from shufflesim.accounting.binomial_rows import BinomialRows
+from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window, log_binom_pmf
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
 
 #: relative error allowed on every computed sum of binomial mass-function values (Loader's log-PMF is
 #: accurate to ~1e-13 in the log; cumulative sums of <= 1e6 non-negative doubles add < 1e6 * 1.1e-16)
@@ -317,9 +317,9 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
     pair through its bucket rows; h is refined until every relative width is <= ``rtol`` (eps; 10 rtol in
     delta), the engine's own interval is the wider part, or the next h would exceed :data:`MAX_ATOMS`.
     Returns (results, notes)."""
-    from shufflesim.accounting.results import DeltaBound, EpsBound
-    from shufflesim.accounting.tight import TightAccountant
-    from shufflesim.accounting.estimates import check_accounting
+    from shufflesim.accounting.model.results import DeltaBound, EpsBound
+    from shufflesim.accounting.engines.tight import TightAccountant
+    from shufflesim.accounting.engines.estimates import check_accounting
     from shufflesim.core.progress import stage
     from shufflesim.core.resources import check_memory
 
@@ -327,7 +327,7 @@ def weak_bucketed(n, k, gamma, *, eps=None, delta=None, compositions: int = 1, r
         raise ParameterError("give either eps or delta")
     vals = [float(v) for v in (eps if eps is not None else delta)]
     if compositions > 1:
-        from shufflesim.accounting.bucketed import COMPOSED_NUMERICS
+        from shufflesim.accounting.rows.bucketed import COMPOSED_NUMERICS
 
         numerics = {**COMPOSED_NUMERICS, **numerics}
     if tail_bound is None:

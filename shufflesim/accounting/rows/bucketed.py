@@ -1,7 +1,7 @@
 """Accounting whose cost grows with the precision asked, not with n: pairs in row form reduced to a few
 certified *bucket rows* (issue 21).
 
-Every row r of a :class:`~shufflesim.accounting.binomial_rows.BinomialRows` with alpha_r > 0 is, after
+Every row r of a :class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows` with alpha_r > 0 is, after
 normalising by its mass m_r = w_r (a N/2 + b) (the same under P and Q: the row is ancillary),
 
     X = Y + D,   Y ~ Bin(M, 1/2), M = N - 1,   D ~ Bern((1 + lam)/2) under P, Bern((1 - lam)/2) under Q,
@@ -41,9 +41,9 @@ from dataclasses import replace
 import numpy as np
 
 from shufflesim.errors import AccuracyError, ParameterError
-from shufflesim.accounting.binomial import certified_tail, chernoff_window
-from shufflesim.accounting.binomial_rows import BinomialRows
-from shufflesim.accounting.logspace import NEG_INF, log_sum
+from shufflesim.accounting.numerics.binomial import certified_tail, chernoff_window
+from shufflesim.accounting.rows.binomial_rows import BinomialRows
+from shufflesim.accounting.numerics.logspace import NEG_INF, log_sum
 
 #: pairs in row form with more atoms than this go through the bucketed engine by default (the exact
 #: row engine's tail tables / streaming cost O(atoms): ~2-3 s single use at 3e7 atoms, where the bucket

@@ -7,7 +7,7 @@ asked for outside its validity conditions returns :class:`NotApplicable` with th
 number.
 
 Both ends bound the privacy curve of the *mechanism's view* (what its
-:class:`~shufflesim.accounting.mechanism.Relation` says the adversary sees), never an intermediate bound
+:class:`~shufflesim.accounting.model.mechanism.Relation` says the adversary sees), never an intermediate bound
 (issue 17).  A method that evaluates a *dominating* pair (the stronger clone pair, seed 001's eq 6.1 pair,
 Feldman et al.'s pair, a stronger adversary's pair) certifies the upper end through it, and reports the
 pair's own numerical bracket separately, as ``bound_pair`` (its name), ``bound_lower`` and ``bound_upper``

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.accounting.logspace import NEG_INF, group_log_sum, log_sum
+from shufflesim.accounting.numerics.logspace import NEG_INF, group_log_sum, log_sum
 
 #: number of equal-width blocks in an MGF sketch
 SKETCH_BLOCKS = 2048

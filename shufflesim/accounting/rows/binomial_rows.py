@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from shufflesim.accounting.binomial import CHUNK_CELLS, binom_rows, log_int_table, log_tail_sum, row_blocks
+from shufflesim.accounting.numerics.binomial import CHUNK_CELLS, binom_rows, log_int_table, log_tail_sum, row_blocks
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,9 @@ class BinomialRows:
     is expanded into atoms; ``extra_log_p``/``extra_log_q`` are atoms outside the rows (e.g. the
     zero-loss atom of the strong adversary's visible coin); ``tail`` is a certified bound on the mass
     (under P and under Q) of the rows dropped and of the columns outside [lo, hi].  ``name``,
-    ``params`` and ``reference`` describe the pair as for a :class:`~shufflesim.accounting.pmf_pair.PMFPair`.
+    ``params`` and ``reference`` describe the pair as for a :class:`~shufflesim.accounting.pld.pmf_pair.PMFPair`.
 
-    The tight accountant takes this form directly (:class:`~shufflesim.accounting.rows_pld.RowsPLD`:
+    The tight accountant takes this form directly (:class:`~shufflesim.accounting.rows.rows_pld.RowsPLD`:
     exact single use in O(rows) per eps; composition by streaming the atoms onto a grid block by
     block), so the 1e7-1e8 atoms of n = 1e6 never have to be held at once.
     """

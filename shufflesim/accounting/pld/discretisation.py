@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.placement import ROUND_DOWN, ROUND_UP, SPLIT, Placement
+from shufflesim.accounting.pld.placement import ROUND_DOWN, ROUND_UP, SPLIT, Placement
 
 
 #: a refined grid aims at this share of the width needed (Numerics.refine_aim's default)

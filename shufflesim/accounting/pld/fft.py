@@ -77,10 +77,10 @@ from typing import Sequence
 import numpy as np
 
 from shufflesim.errors import AccuracyError
-from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_down, exp_up
-from shufflesim.accounting.mgf import log_c
-from shufflesim.accounting.placement import GridLoss, Placement
-from shufflesim.accounting.tails import composed_log_inf_mass, composed_tail
+from shufflesim.accounting.numerics.logspace import NEG_INF, REL_SLACK, U, exp_down, exp_up
+from shufflesim.accounting.pld.mgf import log_c
+from shufflesim.accounting.pld.placement import GridLoss, Placement
+from shufflesim.accounting.pld.tails import composed_log_inf_mass, composed_tail
 
 
 def _sfft():

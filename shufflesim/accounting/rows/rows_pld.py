@@ -1,12 +1,12 @@
-"""Exact single-use delta(eps) of a pair in row form (:class:`~shufflesim.accounting.binomial_rows.BinomialRows`).
+"""Exact single-use delta(eps) of a pair in row form (:class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows`).
 
-Pairs in row form (:class:`~shufflesim.accounting.binomial_rows.BinomialRows`: the k-RR strong and weak
+Pairs in row form (:class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows`: the k-RR strong and weak
 adversaries' pairs and the clones pair, 1e7-1e8 atoms at n = 1e6) have their own single-use engine,
 :class:`RowsPLD`: in row r, p - e^eps q = w a (1 + e^eps) B(x) (x - t_r) with a real threshold t_r, so
 delta is a sum over rows of partial expectations of Bin(N, 1/2) read from tail tables (one pass over
 the atoms to build them, then O(rows) per eps, no sort, no atoms kept).  Its intervals are certified
 for the mathematical pair under the stated accuracy model of the binomial log-PMF
-(:data:`~shufflesim.accounting.binomial.BINOM_LOG_ERR`), with the same discipline: every rounding covered by an explicit slack, the
+(:data:`~shufflesim.accounting.numerics.binomial.BINOM_LOG_ERR`), with the same discipline: every rounding covered by an explicit slack, the
 truncated tail added to the upper bound only.
 
 The hockey-stick divergence is that of Koskela, Heikkilä, Honkela (2021, arXiv:2106.00477, eq 2.3);
@@ -24,12 +24,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from shufflesim.errors import DataError, ParameterError
-from shufflesim.accounting.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
-from shufflesim.accounting.binomial_rows import BinomialRows, bucket_rows
-from shufflesim.accounting.threads import n_threads, run_blocks
-from shufflesim.accounting.logspace import NEG_INF, U, exp_down, exp_up, log_sum, sum_down, sum_up
-from shufflesim.accounting.pld import LossAtoms, PrivacyLossDistribution, TwoDirections
-from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
+from shufflesim.accounting.rows.binomial_rows import BinomialRows, bucket_rows
+from shufflesim.accounting.numerics.threads import n_threads, run_blocks
+from shufflesim.accounting.numerics.logspace import NEG_INF, U, exp_down, exp_up, log_sum, sum_down, sum_up
+from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution, TwoDirections
+from shufflesim.accounting.pld.pmf_pair import PMFPair
 
 #: fewest kept rows per thread in :meth:`RowsDirection.log_delta_rows` (below: one pass, no threads)
 _ROW_CHUNK = 32768
@@ -117,7 +117,7 @@ class RowTables:
 
 @dataclass(frozen=True, eq=False)
 class RowsDirection:
-    """The P||Q direction of a pair in row form (:class:`~shufflesim.accounting.binomial_rows.BinomialRows`).
+    """The P||Q direction of a pair in row form (:class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows`).
 
     Row r has weight w_r = exp(log_w[r]) and columns x ~ Bin(N_r, 1/2) with
     P(r, x) = w_r B(x) (a x + b), Q(r, x) = w_r B(x) (a (N - x) + b) (a = alpha_r, b = beta_r >= 0).
@@ -325,12 +325,12 @@ class RowsDirection:
 @dataclass(frozen=True, eq=False)
 class RowsPLD(TwoDirections):
     """Both directions of the PLD of a pair in row form; the single-use counterpart of
-    :class:`PrivacyLossDistribution` for :class:`~shufflesim.accounting.binomial_rows.BinomialRows`.
+    :class:`PrivacyLossDistribution` for :class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows`.
 
     ``pq`` is the P||Q direction, ``qp`` the Q||P direction (the P||Q direction of the mirrored rows).
     Single-use delta(eps) costs O(rows) per eps after one O(atoms) pass building tail tables (one
     per distinct N); nothing of size O(atoms) is kept except the tables.  For composition the tight
-    accountant streams the atoms onto its grid (:func:`~shufflesim.accounting.rows_stream.rows_base_split`).
+    accountant streams the atoms onto its grid (:func:`~shufflesim.accounting.rows.rows_stream.rows_base_split`).
     """
 
     rows: Any

@@ -15,7 +15,7 @@ Upper bound (Chernoff).  For every lam >= 0 and x real, (1 - e^{-x})_+ <= c(lam)
 so log delta_fin <= min_lam  sum_i log E_i[e^{lam L_i}] - lam eps + log c(lam).  The objective is
 convex in lam (a sum of log-MGFs, which are convex, and log c, whose second derivative is
 1/lam - 1/(1+lam) > 0), so the minimum is found by a bracketed scalar search.  Any lam gives a valid
-bound; the search uses a cheap upper envelope of the MGF (:class:`~shufflesim.accounting.mgf.MGFSketch`) and the final value is
+bound; the search uses a cheap upper envelope of the MGF (:class:`~shufflesim.accounting.pld.mgf.MGFSketch`) and the final value is
 evaluated exactly at the chosen lam.  If eps >= sum_i max L_i the finite part is exactly 0.
 
 Lower bound (product event).  For any thresholds u_i with sum u_i > eps, the event {L_i >= u_i for all
@@ -29,7 +29,7 @@ truth for large compositions; results that rely on it are flagged in their notes
 
 Infinite-loss mass composes exactly as prod(f_i + m_i) - prod f_i (= 1 - prod(1 - m_i) for proper
 distributions; seed 001 eq 2.3), dropped tails as prod(k_i + t_i) - prod k_i (upper bound only).
-Both are computed in log space by :func:`~shufflesim.accounting.logspace.compose_log_extra`.
+Both are computed in log space by :func:`~shufflesim.accounting.numerics.logspace.compose_log_extra`.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from typing import Sequence
 
 import numpy as np
 
-from shufflesim.accounting.logspace import (NEG_INF, REL_SLACK, U, compose_log_extra, exp_down, exp_up, sum_down,
+from shufflesim.accounting.numerics.logspace import (NEG_INF, REL_SLACK, U, compose_log_extra, exp_down, exp_up, sum_down,
                                             sum_up)
-from shufflesim.accounting.mgf import log_c
-from shufflesim.accounting.pld import LossAtoms
+from shufflesim.accounting.pld.mgf import log_c
+from shufflesim.accounting.pld.distribution import LossAtoms
 
 Components = Sequence[tuple[LossAtoms, int]]
 

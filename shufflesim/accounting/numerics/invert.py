@@ -141,9 +141,9 @@ def calibrate_near(fn: Callable[[float], float], target: float, guesses, lo: flo
                    max_evals: int = 60, known: dict | None = None):
     """Safe-side smallest x in [lo, hi] (lo > 0) with ``fn(x) <= target`` for fn decreasing in x (a certified δ
     as a function of a blanket γ or of the multiplier ν that sets the γ's): a
-    :class:`~shufflesim.accounting.calibrate.Calibration` whose ``x`` was *evaluated* to meet the target.
+    :class:`~shufflesim.accounting.numerics.invert.Calibration` whose ``x`` was *evaluated* to meet the target.
 
-    Why not :func:`~shufflesim.accounting.calibrate.calibrate` alone: its regula falsi works on δ itself, which
+    Why not :func:`~shufflesim.accounting.numerics.invert.calibrate` alone: its regula falsi works on δ itself, which
     spans tens of orders of magnitude over the bracket, so it mostly bisects (~30 evaluations of a certified δ
     at rtol 1e-4 from a bracket of a factor 1000).  Privacy-loss tails are δ ≈ exp(−c·x^a), so the model
     log(−log δ) is close to *linear in log x*: secant steps on that model (from the evaluated points nearest the

@@ -27,7 +27,7 @@ from shufflesim.accounting.pairs.biswas import REFERENCE_BISWAS, check_biswas, k
 from shufflesim.accounting.pairs.clones import REFERENCE_CLONES
 from shufflesim.accounting.pairs.krr import REFERENCE_STRONG, REFERENCE_WEAK
 from shufflesim.accounting.pairs.rr2 import REFERENCE_RR2
-from shufflesim.accounting.pmf_pair import PMFPair
+from shufflesim.accounting.pld.pmf_pair import PMFPair
 
 __all__ = [
     "MAX_JOINT_OUTCOMES",

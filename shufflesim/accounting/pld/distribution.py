@@ -27,7 +27,7 @@ the only errors are this module's floating-point operations, bounded as follows.
 ``pair.tail_p`` / ``pair.tail_q`` (mass dropped by a constructor's truncation) are added to the upper
 bound of the corresponding direction only.
 
-Pairs in row form have their own single-use engine, :class:`~shufflesim.accounting.rows_pld.RowsPLD`.
+Pairs in row form have their own single-use engine, :class:`~shufflesim.accounting.rows.rows_pld.RowsPLD`.
 The floating-point helpers live in :mod:`.logspace`.
 """
 
@@ -41,12 +41,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from shufflesim.errors import DataError, ParameterError
-from shufflesim.accounting.logspace import (NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, group_log_sum,
+from shufflesim.accounting.numerics.logspace import (NEG_INF, REL_SLACK, U, exp_clamped, exp_down, exp_up, group_log_sum,
                                             log_sum, sum_down, sum_up)
-from shufflesim.accounting.mgf import MGFSketch
-from shufflesim.accounting.pmf_pair import PMFPair
-from shufflesim.accounting.queries import check_delta, check_eps
-from shufflesim.accounting.results import DeltaBound, EpsBound
+from shufflesim.accounting.pld.mgf import MGFSketch
+from shufflesim.accounting.pld.pmf_pair import PMFPair
+from shufflesim.accounting.model.queries import check_delta, check_eps
+from shufflesim.accounting.model.results import DeltaBound, EpsBound
 
 #: atoms whose log-mass is below (max log-mass - CORE_SPAN) are summarised by their total mass
 CORE_SPAN = 150.0
@@ -238,7 +238,7 @@ class LossAtoms:
         """Drop the lightest atoms, of total mass at most e^{log_budget}, adding that mass to ``tail``.
 
         The dropped mass then counts in full in upper bounds and not at all in lower bounds, so both
-        stay valid (see :class:`~shufflesim.accounting.pmf_pair.PMFPair`).  O(N): atoms are binned by
+        stay valid (see :class:`~shufflesim.accounting.pld.pmf_pair.PMFPair`).  O(N): atoms are binned by
         floor(log mass); whole bins are dropped from the lightest up while their running total (from
         the per-bin sums, doubled to cover rounding) stays within the budget.  Returns ``self`` if
         nothing can be dropped.
@@ -370,7 +370,7 @@ class PrivacyLossDistribution(TwoDirections):
 
     def epsilon(self, delta, *, eps_tol: float = 1e-9) -> list[EpsBound]:
         """Smallest eps with delta(eps) <= delta, as a certified interval (eps_lower, eps_upper]."""
-        from shufflesim.accounting.calibrate import eps_interval_for_delta
+        from shufflesim.accounting.numerics.invert import eps_interval_for_delta
 
         deltas = check_delta(delta)
         eps_max = max(0.0, self.max_finite_loss()) * (1 + 4 * U) + 1e-300

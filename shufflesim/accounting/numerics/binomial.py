@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from shufflesim.accounting.logspace import U
+from shufflesim.accounting.numerics.logspace import U
 
 #: accuracy model of the binomial log-PMF values (:func:`log_binom_pmf` and its row recurrence
 #: :func:`binom_rows`; checked against mpmath in tests/test_pairs.py): the absolute error of log B is

@@ -60,8 +60,8 @@ def exact_row_engine_estimate(rows) -> Estimate:
 
 
 def _single(p, uses: int = 1) -> Estimate:
-    from shufflesim.accounting.binomial_rows import BinomialRows
-    from shufflesim.accounting.bucketed import BLOCK_STEPS, needs_buckets
+    from shufflesim.accounting.rows.binomial_rows import BinomialRows
+    from shufflesim.accounting.rows.bucketed import BLOCK_STEPS, needs_buckets
 
     if isinstance(p, BinomialRows):
         rows_bytes = 8.0 * 8 * p.N.size
@@ -88,7 +88,7 @@ def estimate_accounting(pairs, compositions: int = 1, numerics: dict | None = No
     if uses > 1:
         num = dict(numerics or {})
         if engine == "bucket rows":
-            from shufflesim.accounting.bucketed import COMPOSED_NUMERICS
+            from shufflesim.accounting.rows.bucketed import COMPOSED_NUMERICS
 
             num = {**COMPOSED_NUMERICS, **num}
         grid = float(num.get("max_grid_size", 2**22))

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from shufflesim.accounting.binomial import log_binom_pmf
+from shufflesim.accounting.numerics.binomial import log_binom_pmf
 
 #: relative error allowed for each computed cell probability and cumulative sum (Loader's log-PMF: ~1e-13
 #: absolute in the log; direct convolution of non-negative terms and the cumulative sums: below cells · u)

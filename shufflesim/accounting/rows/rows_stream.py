@@ -1,11 +1,11 @@
 """Pairs in row form placed on a base grid without being expanded: their atoms are streamed block by block.
 
-For :class:`~shufflesim.accounting.binomial_rows.BinomialRows` (the k-RR strong/weak pairs after Balle,
+For :class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows` (the k-RR strong/weak pairs after Balle,
 Bell, Gascón, Nissim 2019, arXiv:1903.02837, and the clones pair of Feldman, McMillan, Talwar 2021,
 arXiv:2012.12803, in the form of Koskela, Heikkilä, Honkela 2021, arXiv:2106.00477, §6): the split
 placement of :mod:`.placement` is linear in an atom's (P-mass, Q-mass), so only the two totals per
 base-grid cell are accumulated (:func:`rows_base_split`), and every coarser grid follows exactly
-(:func:`~shufflesim.accounting.placement.discretise_base`).
+(:func:`~shufflesim.accounting.pld.placement.discretise_base`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.errors import ParameterError
-from shufflesim.accounting.threads import map_ordered
-from shufflesim.accounting.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
-from shufflesim.accounting.binomial_rows import bucket_rows
-from shufflesim.accounting.logspace import NEG_INF, REL_SLACK, U, exp_up, log_sum, sum_up
-from shufflesim.accounting.placement import BaseSplit
-from shufflesim.accounting.pld import LossAtoms
+from shufflesim.accounting.numerics.threads import map_ordered
+from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
+from shufflesim.accounting.rows.binomial_rows import bucket_rows
+from shufflesim.accounting.numerics.logspace import NEG_INF, REL_SLACK, U, exp_up, log_sum, sum_up
+from shufflesim.accounting.pld.placement import BaseSplit
+from shufflesim.accounting.pld.distribution import LossAtoms
 
 #: width (in log-mass) of the scales at which streamed atoms are accumulated: atoms more than
 #: _BAND below the largest are summed at a second scale, atoms more than 2 _BAND below it are dropped
@@ -401,9 +401,9 @@ def rows_base_split(rows, h_b: float, *, cells: int | None = None) -> BaseSplit:
     per grid point, streaming the atoms block by block (memory O(block + grid points)).  (Over 80
     lines only because of this docstring: the certification argument belongs with the function.)
 
-    ``rows`` is a :class:`~shufflesim.accounting.binomial_rows.BinomialRows` (pass ``rows.mirrored()`` for the
+    ``rows`` is a :class:`~shufflesim.accounting.rows.binomial_rows.BinomialRows` (pass ``rows.mirrored()`` for the
     Q||P direction).  Atom (r, x) has P-mass p = w_r B(x) (a x + b), Q-mass q = w_r B(x) (a (N - x) + b)
-    and loss log(p/q) (see :class:`~shufflesim.accounting.rows_pld.RowsDirection`).
+    and loss log(p/q) (see :class:`~shufflesim.accounting.rows.rows_pld.RowsDirection`).
 
     The split of :func:`discretise` sends an atom with P-mass p and (widened) loss s in the cell
     [kh, (k+1)h] to the two end points with masses p_a = (q' e^{kh} - p e^{-h})/(1 - e^{-h}) and
@@ -425,7 +425,7 @@ def rows_base_split(rows, h_b: float, *, cells: int | None = None) -> BaseSplit:
       masses to [0, P_k] only lowers Q further.  So the result dominates the pair, and any
       h = m h_b splits on from it exactly (:func:`discretise_base`);
     * ``mass_rel_err``: the rounding common to an atom's p and q (exp of the shifted log-mass, the
-      binomial model :data:`~shufflesim.accounting.binomial.BINOM_LOG_ERR`), the sums, the final split;
+      binomial model :data:`~shufflesim.accounting.numerics.binomial.BINOM_LOG_ERR`), the sums, the final split;
     * ``loss_tol`` = h_b + 2 mu: every base point lies within it of the true loss of every atom it
       received mass from, so the base atoms stand in for the original atoms in the Chernoff and
       product-event bounds of :mod:`.tails` (which widen by ``loss_tol``);
