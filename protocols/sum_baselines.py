@@ -40,7 +40,8 @@ from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.mechanisms.central import CentralLaplace
-from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, MAX_CHEU_NR, CheuSum, cheu_delta, default_tail
+from shufflesim.accounting.bounds.cheu import cheu_delta, default_tail
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, MAX_CHEU_NR, CheuSum
 from shufflesim.mechanisms.clones import Clones
 from shufflesim.mechanisms.dlap import CentralDLap
 from shufflesim.mechanisms.rr2 import RR2
@@ -116,7 +117,7 @@ def cheu_messages(n: int, eps: float) -> int:
 
 
 def cheu_tail(n: int, delta: float) -> float:
-    """Mass of M below the bound's first bin (charged δ = 1): :func:`~shufflesim.mechanisms.cheu.default_tail`,
+    """Mass of M below the bound's first bin (charged δ = 1): :func:`~shufflesim.accounting.bounds.cheu.default_tail`,
     and at most a millionth of the δ asked for."""
     return min(default_tail(n), 1e-6 * delta)
 

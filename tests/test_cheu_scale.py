@@ -21,8 +21,9 @@ from shufflesim.accounting.account import account
 from shufflesim.accounting.numerics.binomial import log_binom_pmf
 from shufflesim.cli.main import main
 from shufflesim.errors import ResourceError
-from shufflesim.mechanisms import cheu
-from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum, cheu_delta, cheu_lower_delta
+from shufflesim.accounting.bounds import cheu
+from shufflesim.accounting.bounds.cheu import cheu_delta, cheu_lower_delta, lower_pair
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, CheuSum
 from shufflesim.pipeline import registry
 from shufflesim.protocols._blanket import default_delta
 from shufflesim.protocols.sum_baselines import cheu_gamma
@@ -93,7 +94,7 @@ def test_tail_sums_against_atom_by_atom_sums():
     for m, p, z in ((1_999_527_157, 0.5, 12.0), (2 * 10**12, 3.3e-4, 9.0), (10**6, 0.5, 3.0)):
         sd, mu = math.sqrt(m * p * (1 - p)), m * p
         ks = np.array([int(mu + z * sd), int(mu + z * sd) + 37])
-        s, val, R, eta, ea = cheu._tail_sums(m, p, 1 - p, ks)
+        s, val, R, eta, ea = cheu.tail_sums(m, p, 1 - p, ks)
         got = np.exp(s) * val
         j = np.arange(ks[0], int(mu + (z + 8) * sd))  # beyond: below 1e-14 of the first atom
         atoms = np.exp(log_binom_pmf(j, m, p, 1 - p))
@@ -111,13 +112,13 @@ def test_log_pmf_at_population_scale_against_mpmath():
                  + (m - k) * mp.log(1 - mp.mpf(p)))
         got = float(log_binom_pmf(np.array([k]), m, p, 1 - p)[0])
         # the model without its doubling: Loader's form, and the rounded complement 1 - p (the second case)
-        assert abs(got - float(exact)) <= cheu._log_err(np.array([got]), np.array([k]), m, p, 1 - p) / 2
+        assert abs(got - float(exact)) <= cheu.log_err(np.array([got]), np.array([k]), m, p, 1 - p) / 2
 
 
 @pytest.mark.parametrize("n,r,gamma,eps", [(300, 20, 0.3, 0.5), (3000, 55, 0.05, 1.0)])
 def test_lower_end_from_tails_is_the_exact_pair_less_its_margins(n, r, gamma, eps):
-    P, Q = CheuSum(n, r, gamma)._lower_pair()
-    exact = max(cheu._hockey(P, Q, eps), cheu._hockey(Q, P, eps))
+    P, Q = lower_pair(n, r, gamma)
+    exact = max(cheu.hockey(P, Q, eps), cheu.hockey(Q, P, eps))
     low = cheu_lower_delta(n, r, gamma, eps)
     assert exact * (1 - 1e-8) <= low <= exact * (1 + 1e-12)
 
@@ -201,7 +202,7 @@ def test_cdf_allowance_covers_scipys_error_at_1e11():
     import mpmath as mp
     from scipy import stats
 
-    from shufflesim.mechanisms.cheu import _cdf_rtol, cheu_components
+    from shufflesim.accounting.bounds.cheu import cdf_rtol, cheu_components
 
     n, r, g = 50_000_001, 2000, 0.3
     n0 = (n - 1) * r
@@ -219,5 +220,5 @@ def test_cdf_allowance_covers_scipys_error_at_1e11():
             t = t * (n0 - k) / (k + 1) * ratio
             k += 1
     for e in edges:
-        used = float(stats.binom.cdf(e, n0, g)) * (1 + _cdf_rtol(n0))
+        used = float(stats.binom.cdf(e, n0, g)) * (1 + cdf_rtol(n0))
         assert used >= exact[e], (e, used / float(exact[e]) - 1)

@@ -336,12 +336,13 @@ def test_far_interior_worst_m():
 
 
 def test_scalar_log_pmf_is_within_the_accuracy_model():
-    """The windows' mode value uses a scalar port of binomial.log_binom_pmf (same Loader formulas): it is checked
-    against 40-digit arithmetic under the same accuracy model, BINOM_LOG_ERR * max(1, |log B| / 100), as the
-    vectorised one is (tests/test_pairs.py) — a property of the value, not of one numpy/libm release."""
+    """The windows' mode value is binomial.log_binom_pmf_scalar (the vectorised log-PMF's kernels for one value;
+    issue 28: no port of its own): it is checked against 40-digit arithmetic under the same accuracy model,
+    BINOM_LOG_ERR * max(1, |log B| / 100), as the vectorised one is (tests/test_pairs.py) — a property of the
+    value, not of one numpy/libm release."""
     import mpmath as mp
 
-    from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR
+    from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, log_binom_pmf_scalar
 
     mp.mp.dps = 40
     rng = np.random.default_rng(17)
@@ -352,7 +353,7 @@ def test_scalar_log_pmf_is_within_the_accuracy_model():
         q = 1 - p
         exact = float(mp.loggamma(n + 1) - mp.loggamma(k + 1) - mp.loggamma(n - k + 1)
                       + k * mp.log(mp.mpf(p)) + (n - k) * mp.log(mp.mpf(q)))
-        got = X._log_binom_pmf1(k, n, p, q)
+        got = log_binom_pmf_scalar(k, n, p, q)
         assert abs(got - exact) <= BINOM_LOG_ERR * max(1.0, abs(exact) / 100.0), (n, k, p, got, exact)
 
 

@@ -21,7 +21,8 @@ from shufflesim.accounting import account
 from shufflesim.cli.main import main as cli_main
 from shufflesim.maths.polya import dlap_logpmf
 from shufflesim.mechanisms import kinds
-from shufflesim.mechanisms.cheu import CheuSum, cheu_delta
+from shufflesim.accounting.bounds.cheu import cheu_delta
+from shufflesim.mechanisms.cheu import CheuSum
 from shufflesim.mechanisms.dlap import CentralDLap, dlap_delta
 from shufflesim.mechanisms.ikos import IKOSSum
 from shufflesim.pipeline import registry

@@ -43,15 +43,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR
+from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
+from shufflesim.accounting.numerics.invert import calibrate
+from shufflesim.accounting.numerics.logspace import REL_SLACK, U, exp_down, exp_up, log1pexp, log_expm1, log_sum
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
 
-_U = 2.0 ** -53
 #: log of the Chernoff budget of each tilted binomial's window (dropped mass e^-60 ~ 8.8e-27 of h's total)
 _LOG_WINDOW = -60.0
-#: relative slack for the final log-sum-exp and exponentials (far above their actual round-off)
-_REL = 1e-12
 #: default relative tolerance of the search over m (the upper end exceeds the best exact δ found by at most
 #: this much, or the notes say how much)
 SEARCH_RTOL = 1e-9
@@ -75,15 +74,6 @@ class Bracket:
 # one data set
 
 
-def _log1pexp(x: float) -> float:
-    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
-
-
-def _log_expm1(x: float) -> float:
-    """log(e^x − 1) for x > 0."""
-    return x + math.log1p(-math.exp(-x)) if x > 1.0 else math.log(math.expm1(x))
-
-
 def _sigmoid_pair(t: float) -> tuple[float, float]:
     """(1/(1+e^-t), 1/(1+e^t)), each computed without cancellation."""
     if t >= 0:
@@ -93,110 +83,18 @@ def _sigmoid_pair(t: float) -> tuple[float, float]:
     return e / (1.0 + e), 1.0 / (1.0 + e)
 
 
-_S = (1.0 / 12, 1.0 / 360, 1.0 / 1260, 1.0 / 1680, 1.0 / 1188)
-
-
-def _stirlerr1(x: float) -> float:
-    """Scalar :func:`~.binomial._stirlerr` (same formulas, Loader 2000 eq 4)."""
-    if x <= 15:
-        return math.lgamma(x + 1.0) - (x + 0.5) * math.log(x) + x - 0.5 * math.log(2.0 * math.pi)
-    x2 = 1.0 / (x * x)
-    return (_S[0] - (_S[1] - (_S[2] - (_S[3] - _S[4] * x2) * x2) * x2) * x2) / x
-
-
-def _bd01(x: float, m: float) -> float:
-    """Scalar :func:`~.binomial._bd0` (same formulas: the series for |x − m| < 0.1 (x + m), 13 terms)."""
-    if abs(x - m) < 0.1 * (x + m):
-        v = (x - m) / (x + m)
-        s = (x - m) * v
-        ej = 2.0 * x * v
-        v2 = v * v
-        for j in range(1, 14):
-            ej *= v2
-            s += ej / (2 * j + 1)
-        return s
-    return x * math.log(x / m) + m - x
-
-
-def _log_binom_pmf1(k: int, n: int, p: float, q: float) -> float:
-    """Scalar log Bin(n, p)(k) by the formulas of :func:`~.binomial.log_binom_pmf` (Loader's saddle-point
-    form), hence under its accuracy model BINOM_LOG_ERR (tests/test_exact_rr2.py compares the two)."""
-    if k == 0:
-        return n * (math.log1p(-p) if p <= 0.5 else math.log(q))
-    if k == n:
-        return n * (math.log(p) if p <= 0.5 else math.log1p(-q))
-    return (_stirlerr1(n) - _stirlerr1(k) - _stirlerr1(n - k) - _bd01(k, n * p) - _bd01(n - k, n * q)
-            - 0.5 * (math.log(2.0 * math.pi) + math.log(k) + math.log1p(-k / n)))
-
-
-def _nkl(x: float, n: int, p: float, q: float) -> float:
-    """n KL(x/n || p) for Bin(n, p) at a real x in [0, n] (scalar; 0 log 0 = 0)."""
-    a = x * math.log(x / (n * p)) if x > 0 else 0.0
-    b = (n - x) * math.log((n - x) / (n * q)) if x < n else 0.0
-    return a + b
-
-
-def _chernoff_side(n: int, p: float, q: float, need: float, side: int) -> tuple[int, float]:
-    """The last value dropped on one side of Bin(n, p) (``side`` -1: the largest x < np, +1: the smallest
-    x > np, with n KL(x/n || p) >= ``need``) and the log of its certified Chernoff tail bound
-    P(X <= x) (resp. P(X >= x)) <= exp(-n KL); (-1, -inf) or (n + 1, -inf) when nothing need be dropped.
-    The scalar KL's round-off (relative ~1e-13 away from the mean) is covered by a 1e-9 relative margin."""
-    mean = n * p
-    end = 0 if side < 0 else n
-    if _nkl(end, n, p, q) * (1 - 1e-9) < need:
-        return (-1 if side < 0 else n + 1), -math.inf
-    # bisection on the real line between the mean and the end, then the integer on the dropped side
-    a, b = mean, float(end)  # KL(a) < need <= KL(b)
-    for _ in range(200):
-        c = 0.5 * (a + b)
-        if abs(b - a) < 0.5:
-            break
-        if _nkl(c, n, p, q) * (1 - 1e-9) >= need:
-            b = c
-        else:
-            a = c
-    x = math.floor(b) if side < 0 else math.ceil(b)
-    # move towards the mean while the next value still satisfies, away from it until one does
-    while 0 <= x - side <= n and side * (x - side - mean) > 0 and _nkl(x - side, n, p, q) * (1 - 1e-9) >= need:
-        x -= side
-    while _nkl(x, n, p, q) * (1 - 1e-9) < need:
-        x += side
-    return x, -_nkl(x, n, p, q) * (1 - 1e-9) + 1e-9
-
-
 def _log_binom_window(n: int, p: float, q: float, log_budget: float):
     """(offset, log pmf on the window, log of the certified dropped mass, (varying, common) bounds on the
-    log pmf's absolute error) of Bin(n, p), q = 1 - p: the window [lo, hi] drops at most half of exp(log_budget) on each side
-    (Chernoff bound, :func:`_chernoff_side`).
-
-    The log-PMF is :func:`~.binomial.log_binom_pmf` at the mode (accuracy model BINOM_LOG_ERR) and the exact
-    ratio recurrence log B(k+1) − log B(k) = log((n−k)/(k+1)) + log(p/q) from there, summed by cumsum; the
-    error bound adds, per step, 4 ulps of each logarithm and one ulp of each partial sum, and n·4 ulps for
-    p and q being floats (each within 4 ulps of the exact value: a common factor e^{±4un})."""
+    log pmf's absolute error) of Bin(n, p), q = 1 - p: the window of :func:`~.binomial.chernoff_window_scalar`
+    (at most half of exp(log_budget) dropped on each side), its values by :func:`~.binomial.log_binom_window`
+    (the mode's log-PMF under the accuracy model BINOM_LOG_ERR, the ratio recurrence's rounding), and n·4 ulps
+    added to the common error for p and q being floats (each within 4 ulps of the exact tilted probability: a
+    common factor e^{±4un})."""
     if n == 0:
         return 0, np.zeros(1), -math.inf, (0.0, 0.0)
-    need = -(log_budget - math.log(2.0))
-    x_lo, t_lo = _chernoff_side(n, p, q, need, -1)
-    x_hi, t_hi = _chernoff_side(n, p, q, need, +1)
-    lo, hi = x_lo + 1, x_hi - 1
-    hi = max(hi, lo)
-    mode = min(max(int(math.floor((n + 1) * p)), lo), hi)
-    l_mode = _log_binom_pmf1(mode, n, p, q)
-    lpq = math.log(p) - math.log(q)
-    k_up = np.arange(mode, hi, dtype=float)  # steps k -> k + 1
-    k_dn = np.arange(mode - 1, lo - 1, -1, dtype=float)  # steps k + 1 -> k
-    t_up = np.log((n - k_up) / (k_up + 1.0)) + lpq
-    t_dn = -(np.log((n - k_dn) / (k_dn + 1.0)) + lpq)
-    s_up = l_mode + np.cumsum(t_up)
-    s_dn = l_mode + np.cumsum(t_dn)
-    out = np.concatenate((s_dn[::-1], [l_mode], s_up))
-    # errors common to every entry (the mode value; p and q as floats) scale the PMF by one factor; the
-    # recurrence's errors vary from entry to entry
-    common = BINOM_LOG_ERR * max(1.0, abs(l_mode) / 100.0) + 4.04 * _U * n
-    step_up = 4 * _U * (np.abs(t_up) + 2 * abs(lpq) + 2) + _U * np.abs(s_up)
-    step_dn = 4 * _U * (np.abs(t_dn) + 2 * abs(lpq) + 2) + _U * np.abs(s_dn)
-    varying = max(float(step_up.sum()) if step_up.size else 0.0, float(step_dn.sum()) if step_dn.size else 0.0)
-    return lo, out, float(np.logaddexp(t_lo, t_hi)), (varying, common)
+    lo, hi, log_tail = chernoff_window_scalar(n, p, log_budget, q)
+    rel, l_mode, common, varying = log_binom_window(n, p, lo, hi, q=q)
+    return lo, l_mode + rel, log_tail, (varying, common + 4.04 * U * n)
 
 
 def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple[float, float]:
@@ -204,16 +102,16 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     target 0 under P and 1 under Q (module docstring); -inf where δ = 0."""
     if eps >= eps0:
         return -math.inf, -math.inf  # every loss is in [-eps0, eps0]
-    lp = -_log1pexp(eps0)  # log p
-    lq = -_log1pexp(-eps0)  # log q
-    log_a = lp + eps + _log_expm1(eps0 - eps)  # A = q - e^eps p = p e^eps (e^(eps0-eps) - 1)
-    log_b = lp + _log_expm1(eps0 + eps)  # B = e^eps q - p = p (e^(eps0+eps) - 1)
+    lp = -log1pexp(eps0)  # log p
+    lq = -log1pexp(-eps0)  # log q
+    log_a = lp + eps + log_expm1(eps0 - eps)  # A = q - e^eps p = p e^eps (e^(eps0-eps) - 1)
+    log_b = lp + log_expm1(eps0 + eps)  # B = e^eps q - p = p (e^(eps0+eps) - 1)
     theta = log_a - log_b  # <= 0
     q1, q1c = _sigmoid_pair(eps0 + theta)  # tilted success probability of a one-holder's report
     p1, p1c = _sigmoid_pair(theta - eps0)  # ... of a zero-holder's report
     zeros = n_others - ones
     # log c = ones log(p + q e^theta) + zeros log(q + p e^theta)
-    log_c = ones * (lp + _log1pexp(eps0 + theta)) + zeros * (lq + _log1pexp(theta - eps0))
+    log_c = ones * (lp + log1pexp(eps0 + theta)) + zeros * (lq + log1pexp(theta - eps0))
     o1, l1, t1, e1 = _log_binom_window(ones, q1, q1c, _LOG_WINDOW)
     o2, l2, t2, e2 = _log_binom_window(zeros, p1, p1c, _LOG_WINDOW)
     m1, m2 = float(l1.max()), float(l2.max())
@@ -223,7 +121,7 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     # relative error of hs entry by entry: the log-PMFs' varying error bounds, exp/subtraction, summation;
     # their common errors scale h (hence δ) by one factor and go into the final slack
     err_log = e1[0] + e2[0]
-    rho = math.expm1(err_log + 8 * _U) + (min(b1.size, b2.size) + 4) * _U * 1.01
+    rho = math.expm1(err_log + 8 * U) + (min(b1.size, b2.size) + 4) * U * 1.01
     prev = np.concatenate(([0.0], hs[:-1]))
     lo_d = hs * (1.0 - rho) - prev * (1.0 + rho)
     hi_d = hs * (1.0 + rho) - prev * (1.0 - rho)
@@ -236,12 +134,12 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     with np.errstate(divide="ignore"):
         lw_lo = np.where(lo_d > 0, np.log(np.where(lo_d > 0, lo_d, 1.0)), -np.inf) + log_w
         lw_hi = np.where(hi_d > 0, np.log(np.where(hi_d > 0, hi_d, 1.0)), -np.inf) + log_w
-    s_lo = _logsumexp(lw_lo)
-    s_hi = _logsumexp(lw_hi)
+    s_lo = log_sum(lw_lo)
+    s_hi = log_sum(lw_hi)
     base = log_a + log_c + m1 + m2
     # log-domain round-off: the log-sum-exp's summation (one ulp per term) and a few ulps of each constant
-    slack = (_REL + e1[1] + e2[1] + (hs.size + 8) * _U * 1.01
-             + 8 * _U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2)))
+    slack = (REL_SLACK + e1[1] + e2[1] + (hs.size + 8) * U * 1.01
+             + 8 * U * (abs(log_a) + abs(log_c) + abs(m1) + abs(m2) + abs(theta) * (n_others + 2)))
     log_tail_w = log_tail - theta * y_mode + log_a + log_c  # dropped mass at its largest weight, times A c
     upper = base + s_hi + slack
     upper = float(np.logaddexp(upper, log_tail_w + slack))
@@ -252,25 +150,20 @@ def pair_log_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple
     return lower, upper
 
 
-def _logsumexp(x: np.ndarray) -> float:
-    mx = float(np.max(x)) if x.size else -math.inf
-    if mx == -math.inf:
-        return -math.inf
-    return mx + math.log(float(np.sum(np.exp(x - mx))))
-
-
 def pair_bracket(n_others: int, ones: int, eps0: float, eps: float) -> tuple[float, float]:
     """(lower, upper) of δ(P‖Q) for one data set (:func:`pair_log_bracket`), as floats rounded outwards."""
     lo, hi = pair_log_bracket(n_others, ones, eps0, eps)
-    return _exp_down(lo), _exp_up(hi)
+    return _prob_down(lo), _prob_up(hi)
 
 
-def _exp_down(x: float) -> float:
-    return 0.0 if x == -math.inf else max(0.0, math.nextafter(math.exp(min(x, 0.0)), 0.0))
+def _prob_down(x: float) -> float:
+    """A probability's lower end from its log: :func:`~.logspace.exp_down`, the log clipped at 0 first."""
+    return exp_down(min(x, 0.0))
 
 
-def _exp_up(x: float) -> float:
-    return 0.0 if x == -math.inf else min(1.0, math.nextafter(math.exp(min(x, 0.0)), math.inf))
+def _prob_up(x: float) -> float:
+    """A probability's upper end from its log: :func:`~.logspace.exp_up` capped at 1."""
+    return min(1.0, exp_up(min(x, 0.0)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -393,7 +286,7 @@ def delta_bracket(n: int, eps0: float, eps: float, *, compositions: int = 1, rto
     if not s.resolved:
         notes.append("the search stopped on its evaluation budget: the interval is certified but wider than "
                      f"its tolerance (relative width {_rel_width(s.lower, s.upper):.2g})")
-    return Bracket(_exp_down(s.lower), _exp_up(s.upper), s.m, tuple(notes), s.evaluations)
+    return Bracket(_prob_down(s.lower), _prob_up(s.upper), s.m, tuple(notes), s.evaluations)
 
 
 def _rel_width(lo: float, hi: float) -> float:
@@ -445,14 +338,7 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
         evaluations += len(viol)
         return max(pair_log_bracket(N - (b - a), a, eps0, e)[1] for a, b in viol)
 
-    a_e, b_e = hi, eps0
-    while b_e - a_e > rtol * b_e:
-        c = 0.5 * (a_e + b_e)
-        if worst_up(c) <= ld:
-            b_e = c
-        else:
-            a_e = c
-    hi = b_e
+    hi = calibrate(worst_up, ld, hi, eps0, increasing=False, xtol=0.0, rtol=rtol).x
     notes = (f"worst m = {m_lo} ones among the others at the lower end; the branch and bound over m stopped on its "
              f"budget of {MAX_EVALS} evaluations, so the upper end is the smallest eps at which every piece of its "
              f"partition is certified below delta: a bracket of relative width {(hi - lo) / hi:.2g} "
@@ -461,63 +347,38 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
 
 
 def _root(n: int, eps0: float, ld: float, cands, rtol: float):
-    """Root of max over ``cands`` of log δ_m(ε) = ``ld`` (Illinois on the certified ends, bisection while an
-    end is -inf): (eps_lo, eps_hi, m at eps_lo, evaluations) with some candidate's certified lower δ > δ at
-    eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at eps_hi, eps_hi - eps_lo <= rtol
-    eps_hi (or as close as the ends' round-off allows)."""
+    """ε(δ) for the data sets ``cands`` (log δ = ``ld``): (eps_lo, eps_hi, m at eps_lo, evaluations) with some
+    candidate's certified lower δ > δ at eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at
+    eps_hi, both *evaluated*; each end is the project's inverter, :func:`~.calibrate.calibrate`, on the log of
+    the candidates' largest certified end (the upper one's feasible end, the lower one's infeasible end), so
+    eps_hi − eps_lo is ~``rtol`` eps_hi (plus the ends' round-off)."""
     N = n - 1
-    ev = 0
+    seen: dict[float, tuple[float, float, int]] = {}
 
-    def at(c):
-        nonlocal ev
-        vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
-        ev += len(cands)
-        i = max(range(len(cands)), key=lambda j: vals[j][0])
-        return vals[i][0], max(v[1] for v in vals), cands[i]
+    def at(c: float) -> tuple[float, float, int]:
+        """(largest log lower, largest log upper, the m of the largest lower) over the candidates at ε = c."""
+        if c not in seen:
+            vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
+            i = max(range(len(cands)), key=lambda j: vals[j][0])
+            seen[c] = (vals[i][0], max(v[1] for v in vals), cands[i])
+        return seen[c]
 
-    lo0, up0, m_a = at(0.0)
+    def evaluations() -> int:
+        return len(seen) * len(cands)
+
+    lo0, up0, m0 = at(0.0)
     if up0 <= ld:
-        return 0.0, 0.0, m_a, ev
-    a, b = 0.0, eps0  # delta(eps0) = 0 <= delta
-    ga, gb = lo0 - ld, -math.inf
-    side = 0
-    for _ in range(200):
-        if b - a <= rtol * b:
-            break
-        if math.isfinite(gb) and math.isfinite(ga) and ga > gb:
-            c = (a * gb - b * ga) / (gb - ga)
-            w = b - a
-            c = min(max(c, a + 1e-3 * w), b - 1e-3 * w)
-            # near convergence, straddle the root so that both ends move
-            if w <= 1e3 * rtol * b:
-                c = min(max(c, a + 0.25 * w), b - 0.25 * w)
-        else:
-            c = 0.5 * (a + b)
-        lo, up, m = at(c)
-        if lo > ld:
-            a, ga, m_a = c, lo - ld, m
-            if side == -1:
-                gb *= 0.5  # Illinois: halve the end that stays
-            side = -1
-        elif up <= ld:
-            b, gb = c, up - ld
-            if side == 1:
-                ga *= 0.5
-            side = 1
-        else:  # c is within the ends' round-off of the root: probe on either side of it
-            h = max(rtol * b * 0.25, 1e-300)
-            for _ in range(40):
-                lo_a, _, m = at(max(a, c - h))
-                _, up_b, _ = at(min(b, c + h))
-                if lo_a > ld:
-                    a, ga, m_a = max(a, c - h), lo_a - ld, m
-                if up_b <= ld:
-                    b, gb = min(b, c + h), up_b - ld
-                if lo_a > ld and up_b <= ld:
-                    break
-                h *= 2.0
-            break
-    return a, b, m_a, ev
+        return 0.0, 0.0, m0, evaluations()
+    # δ(eps0) = 0 <= δ: the upper end lies in (0, eps0], and its bracket's other end was evaluated above δ
+    up = calibrate(lambda c: at(c)[1], ld, 0.0, eps0, increasing=False, xtol=0.0, rtol=rtol)
+    if lo0 <= ld:
+        return 0.0, up.x, m0, evaluations()
+    below = 0.0 if up.x_unsafe is None else up.x_unsafe
+    if at(below)[0] > ld:  # the lower ends are within round-off of the upper ones: usually already above δ there
+        return below, up.x, at(below)[2], evaluations()
+    low = calibrate(lambda c: at(c)[0], ld, 0.0, below, increasing=False, xtol=0.0, rtol=rtol)
+    eps_lo = 0.0 if low.x_unsafe is None else low.x_unsafe
+    return eps_lo, up.x, at(eps_lo)[2], evaluations()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -533,8 +394,8 @@ def data_set_pair(n: int, eps0: float, ones: int):
     from shufflesim.accounting.pld.pmf_pair import PMFPair
 
     N = n - 1
-    lp = -_log1pexp(eps0)
-    lq = -_log1pexp(-eps0)
+    lp = -log1pexp(eps0)
+    lq = -log1pexp(-eps0)
     p, q = math.exp(lp), math.exp(lq)
     o1, l1, t1, e1 = _log_binom_window(ones, q, p, -340.0)
     o2, l2, t2, e2 = _log_binom_window(N - ones, p, q, -340.0)
@@ -547,9 +408,9 @@ def data_set_pair(n: int, eps0: float, ones: int):
     log_p = np.logaddexp(lq + lf[1:], lp + lf[:-1])
     log_q = np.logaddexp(lp + lf[1:], lq + lf[:-1])
     finite = np.concatenate((log_p[np.isfinite(log_p)], log_q[np.isfinite(log_q)]))
-    err = (sum(e1) + sum(e2) + 2 * BINOM_LOG_ERR + (min(l1.size, l2.size) + 8) * _U * 1.01
-           + 8 * _U * (abs(m1) + abs(m2) + (float(np.max(np.abs(finite))) if finite.size else 0.0) + eps0))
-    tail = float(math.exp(np.logaddexp(t1, t2))) * (1 + 1e-12) if max(t1, t2) > -math.inf else 0.0
+    err = (sum(e1) + sum(e2) + 2 * BINOM_LOG_ERR + (min(l1.size, l2.size) + 8) * U * 1.01
+           + 8 * U * (abs(m1) + abs(m2) + (float(np.max(np.abs(finite))) if finite.size else 0.0) + eps0))
+    tail = certified_tail(float(np.logaddexp(t1, t2)))
     return PMFPair(log_p=log_p, log_q=log_q, name="rr2-data-set",
                    params={"n": n, "eps0": eps0, "m": ones, "log_err": err}, reference="docs/theory.md#exact-rr2",
                    tail_p=tail, tail_q=tail)

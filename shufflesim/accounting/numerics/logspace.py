@@ -43,6 +43,14 @@ def log_sum(values: np.ndarray) -> float:
     return m + math.log(float(np.sum(np.exp(values - m))))
 
 
+def log_sum_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`log_sum` along the last axis of an array (−inf for an all −inf row), max-shifted per row."""
+    top = np.max(x, axis=-1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(x - safe[..., None]), axis=-1)) + safe
+
+
 def group_log_sum(keys: np.ndarray, log_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Merge equal consecutive ``keys`` (already sorted) by log-sum-exp of their ``log_values``.
 
@@ -106,6 +114,16 @@ def log_diff_exp(a: float, b: float) -> float:
     if b >= a:
         return NEG_INF
     return a + math.log(-math.expm1(b - a))
+
+
+def log1pexp(x: float) -> float:
+    """log(1 + e^x) without overflow or cancellation (e.g. −log of the flip probability 1/(e^ε0 + 1))."""
+    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+
+
+def log_expm1(x: float) -> float:
+    """log(e^x − 1) for x > 0, without overflow or cancellation."""
+    return x + math.log1p(-math.exp(-x)) if x > 1.0 else math.log(math.expm1(x))
 
 
 def exp_up(log_value: float) -> float:
