@@ -147,3 +147,23 @@ def test_largest_feasible_never_exceeds_the_target_and_is_within_rtol():
     x = largest_feasible(lambda v: v * v, 2.0, 0.1)  # doubling from 0.1 passes the root sqrt(2)
     assert x * x <= 2.0 and (math.sqrt(2.0) - x) <= 4e-15 * math.sqrt(2.0)
     assert largest_feasible(lambda v: 0.0 if v < 3.0 else 1.0, 0.5, 1.0) < 3.0
+
+
+def test_bracket_illinois_returns_evaluated_ends_on_both_sides():
+    # a curve known as a bracket: log delta(x) in [-3x - 1e-9, -3x + 1e-9]; target log 1e-4: root x* = log(1e4)/3.
+    # The returned a has lower(a) > target, b has upper(b) <= target (both evaluated), b - a within rtol b plus the
+    # ends' round-off (2e-9 / 3 in x); the tag is the one of the point that gave a.
+    from shufflesim.accounting.numerics.invert import bracket_illinois
+
+    seen = []
+
+    def at(c):
+        seen.append(c)
+        return -3.0 * c - 1e-9, -3.0 * c + 1e-9, round(c, 6)
+
+    t = math.log(1e-4)
+    a, b, tag = bracket_illinois(at, t, 0.0, 10.0, -1e-9, "start", rtol=1e-9)
+    root = -t / 3.0
+    assert a in seen and b in seen and a <= root <= b
+    assert -3.0 * a - 1e-9 > t and -3.0 * b + 1e-9 <= t
+    assert b - a <= 1e-9 * b + 2e-9 / 3.0 * 4 and tag == round(a, 6)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
-from shufflesim.accounting.numerics.invert import calibrate
+from shufflesim.accounting.numerics.invert import bracket_illinois, calibrate
 from shufflesim.accounting.numerics.logspace import REL_SLACK, U, exp_down, exp_up, log1pexp, log_expm1, log_sum
 from shufflesim.core.checks import check_int, check_positive, check_real
 from shufflesim.errors import NotApplicableError, ParameterError
@@ -349,9 +349,9 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
 def _root(n: int, eps0: float, ld: float, cands, rtol: float):
     """ε(δ) for the data sets ``cands`` (log δ = ``ld``): (eps_lo, eps_hi, m at eps_lo, evaluations) with some
     candidate's certified lower δ > δ at eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at
-    eps_hi, both *evaluated*; each end is the project's inverter, :func:`~.calibrate.calibrate`, on the log of
-    the candidates' largest certified end (the upper one's feasible end, the lower one's infeasible end), so
-    eps_hi − eps_lo is ~``rtol`` eps_hi (plus the ends' round-off)."""
+    eps_hi, both *evaluated*, by the project's inverter for curves known as certified brackets
+    (:func:`~shufflesim.accounting.numerics.invert.bracket_illinois`) on the log of the candidates' largest certified
+    ends, so eps_hi − eps_lo is ~``rtol`` eps_hi (plus the ends' round-off)."""
     N = n - 1
     seen: dict[float, tuple[float, float, int]] = {}
 
@@ -369,16 +369,9 @@ def _root(n: int, eps0: float, ld: float, cands, rtol: float):
     lo0, up0, m0 = at(0.0)
     if up0 <= ld:
         return 0.0, 0.0, m0, evaluations()
-    # δ(eps0) = 0 <= δ: the upper end lies in (0, eps0], and its bracket's other end was evaluated above δ
-    up = calibrate(lambda c: at(c)[1], ld, 0.0, eps0, increasing=False, xtol=0.0, rtol=rtol)
-    if lo0 <= ld:
-        return 0.0, up.x, m0, evaluations()
-    below = 0.0 if up.x_unsafe is None else up.x_unsafe
-    if at(below)[0] > ld:  # the lower ends are within round-off of the upper ones: usually already above δ there
-        return below, up.x, at(below)[2], evaluations()
-    low = calibrate(lambda c: at(c)[0], ld, 0.0, below, increasing=False, xtol=0.0, rtol=rtol)
-    eps_lo = 0.0 if low.x_unsafe is None else low.x_unsafe
-    return eps_lo, up.x, at(eps_lo)[2], evaluations()
+    # δ(eps0) = 0 <= δ: the root lies in (0, eps0]; the one inverter's search for curves known as certified brackets
+    a, b, m_a = bracket_illinois(at, ld, 0.0, eps0, lo0, m0, rtol=rtol)
+    return a, b, m_a, evaluations()
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -658,3 +658,60 @@ def largest_feasible(fn: Callable[[float], float], target: float, start: float, 
         else:
             hi = mid
     return lo
+
+
+def bracket_illinois(at: Callable[[float], tuple[float, float, object]], target: float, a: float, b: float,
+                     lower_a: float, tag_a: object, *, rtol: float, max_steps: int = 200,
+                     probes: int = 40) -> tuple[float, float, object]:
+    """Safe-side root of a non-increasing curve known at each point only through a certified bracket:
+    ``at(c) -> (lower, upper, tag)`` with lower <= curve(c) <= upper (in any monotone scale, e.g. log δ; ``tag``
+    names what gave the lower end, e.g. the worst data set).  Starts from ``a`` (its ``lower_a``, ``tag_a``
+    evaluated) and ``b``, where the curve is known to be at or below ``target`` without an evaluation (e.g. δ = 0 at
+    ε = ε0).  Returns ``(a, b, tag_a)`` with lower(a) > target (or ``a`` the start) and upper(b) <= target (or ``b``
+    the start), ``b - a <= rtol b`` or as close as the ends' round-off allows.
+
+    Illinois steps (regula falsi halving the end that stays) on the ends' distances to the target, kept 1e-3 of
+    the width inside the bracket (a quarter of it near convergence, so that both ends move), bisection while an
+    end has no finite value; where a point's bracket straddles the target (within its round-off of the root) the
+    search probes on either side of it with doubling steps.  Both returned ends are evaluated points (or the
+    given start), so the answer is certified whatever the curve's shape (the exact shuffled binary RR,
+    :mod:`shufflesim.accounting.exact.exact_rr2`, where the two ends come from every data set's windows)."""
+    target = check_target(target)
+    ga, gb = lower_a - target, -math.inf
+    side = 0
+    for _ in range(max_steps):
+        if b - a <= rtol * b:
+            break
+        if math.isfinite(gb) and math.isfinite(ga) and ga > gb:
+            c = (a * gb - b * ga) / (gb - ga)
+            w = b - a
+            c = min(max(c, a + 1e-3 * w), b - 1e-3 * w)
+            if w <= 1e3 * rtol * b:  # near convergence, straddle the root so that both ends move
+                c = min(max(c, a + 0.25 * w), b - 0.25 * w)
+        else:
+            c = 0.5 * (a + b)
+        lo, up, tag = at(c)
+        if lo > target:
+            a, ga, tag_a = c, lo - target, tag
+            if side == -1:
+                gb *= 0.5  # Illinois: halve the end that stays
+            side = -1
+        elif up <= target:
+            b, gb = c, up - target
+            if side == 1:
+                ga *= 0.5
+            side = 1
+        else:  # c is within the ends' round-off of the root: probe on either side of it
+            h = max(rtol * b * 0.25, 1e-300)
+            for _ in range(probes):
+                lo_a, _, tag = at(max(a, c - h))
+                _, up_b, _ = at(min(b, c + h))
+                if lo_a > target:
+                    a, ga, tag_a = max(a, c - h), lo_a - target, tag
+                if up_b <= target:
+                    b, gb = min(b, c + h), up_b - target
+                if lo_a > target and up_b <= target:
+                    break
+                h *= 2.0
+            break
+    return a, b, tag_a
