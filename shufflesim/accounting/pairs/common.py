@@ -44,13 +44,14 @@ def ragged(lo: np.ndarray, hi: np.ndarray):
 ROW_CHUNK = 16384
 
 
-def by_row_chunks(fn, *arrays, chunk: int = ROW_CHUNK):
+def by_row_chunks(fn, *arrays, chunk: int | None = None):
     """``fn(*arrays)`` for an elementwise ``fn`` of 1-D arrays of one length (returning an array or a tuple of
-    arrays), computed on consecutive slices of ``chunk`` rows and concatenated.
+    arrays), computed on consecutive slices of ``chunk`` rows (default :data:`ROW_CHUNK`) and concatenated.
 
     The values are those of one call: every element of the binomial numerics (:func:`chernoff_window`,
     :func:`~shufflesim.accounting.numerics.binomial.log_binom_pmf`) depends on that element's arguments only
     (tests/test_pair_speed.py compares the two bit for bit); only the size of the temporaries changes."""
+    chunk = ROW_CHUNK if chunk is None else chunk
     arrays = np.broadcast_arrays(*(np.asarray(a) for a in arrays))
     size = arrays[0].size if arrays else 0
     if size <= chunk or arrays[0].ndim != 1:
