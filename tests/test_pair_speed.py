@@ -4,7 +4,7 @@ target <= 1 s): the mechanism of the speed-up, guarded without timing anything.
 Half of that CPU time was the kernel's: the binomial numerics over the weak pair's 259k latent rows and the exact
 row engine's per-row delta terms made 1-2 MB temporaries, which the allocator maps afresh at every step (a page
 fault per 4 kB).  Both now work on blocks of rows (:func:`shufflesim.accounting.pairs.common.by_row_chunks`,
-``rows_pld._ROW_CHUNK``); these tests check that they do, and that the blocks give the values of one pass, bit for
+``rows_pld.ROW_BLOCK``); these tests check that they do, and that the blocks give the values of one pass, bit for
 bit.
 """
 
@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from shufflesim.accounting.numerics.binomial import chernoff_window, log_binom_pmf
+from shufflesim.accounting.numerics.threads import run_blocks
 from shufflesim.accounting.pairs import common, krr_pair
 from shufflesim.accounting.pairs.common import ROW_CHUNK, by_row_chunks
 from shufflesim.accounting.pairs.variation import stronger_clones_pair
 from shufflesim.accounting.rows import rows_pld
-from shufflesim.accounting.rows.rows_pld import RowsDirection, RowsPLD
+from shufflesim.accounting.rows.rows_pld import RowsPLD
 
 
 def _same(a, b) -> bool:
@@ -80,20 +81,22 @@ def test_weak_pair_windows_are_computed_in_blocks(monkeypatch):
 
 
 def test_row_terms_are_computed_in_fixed_blocks(monkeypatch):
-    """The exact row engine's delta(eps) evaluates _ROW_CHUNK rows at a time whatever the number of threads; before
+    """The exact row engine's delta(eps) evaluates ROW_BLOCK rows at a time whatever the number of threads; before
     issue 28 each thread took 1/threads of the rows at once (fails there)."""
     monkeypatch.setenv("SHUFFLESIM_THREADS", "2")
-    monkeypatch.setattr(rows_pld, "_ROW_CHUNK", 256)
+    monkeypatch.setattr(rows_pld, "ROW_BLOCK", 256)
     pld = RowsPLD.from_rows(krr_pair(1000, 4, 0.25, "weak", as_rows=True))
-    seen = []
-    terms = RowsDirection._row_terms
+    n = pld.pq.n_rows
+    pld.pq.tables  # built first: their blocks are not the ones checked here
+    starts = []
 
-    def spy(self, eps, sl):
-        seen.append(sl.stop - sl.start)
-        return terms(self, eps, sl)
+    def spy(fn, blocks):
+        starts.extend(blocks)
+        return run_blocks(fn, blocks)
 
-    monkeypatch.setattr(RowsDirection, "_row_terms", spy)
+    monkeypatch.setattr(rows_pld, "run_blocks", spy)
     lo, up = pld.delta_interval([0.5])
-    assert pld.pq.n_rows > 4 * 256 and len(seen) >= 4
-    assert max(seen) <= 256
+    sizes = np.diff([*starts, n])
+    assert n > 4 * 256 and starts[0] == 0 and sizes.sum() == n
+    assert sizes.max() <= 256
     assert 0.0 < lo[0] <= up[0]

@@ -34,7 +34,7 @@ from shufflesim.accounting.pld.pmf_pair import PMFPair
 #: kept rows per block of :meth:`RowsDirection.log_delta_rows` (256 kB per float64 temporary).  Issue 28: one block
 #: per thread (130k rows each for the weak k-RR pair at n = 1e4) made ~1 MB temporaries that the allocator mapped
 #: afresh at every eps (a page fault per 4 kB: a third of the eps search's CPU time was the kernel's)
-_ROW_CHUNK = 32768
+ROW_BLOCK = 32768
 #: cells per block of :meth:`RowTables.build` (2 MB per float64 temporary: the ~10 passes over a block stay
 #: in cache; the tables are bit-identical for any block size, 1 << 20 cells was ~1.4x slower, issue 9)
 _TABLE_CELLS = 1 << 18
@@ -200,14 +200,14 @@ class RowsDirection:
     def log_delta_rows(self, eps: float) -> tuple[float, float]:
         """(log lower, log upper) of the rows' part of delta_{P||Q}(eps) (no extra atoms, no tail).
 
-        The per-row terms are computed in blocks of :data:`_ROW_CHUNK` rows on the accountant's threads (issue 9);
+        The per-row terms are computed in blocks of :data:`ROW_BLOCK` rows on the accountant's threads (issue 9);
         the blocks are concatenated in row order before the log-space sums, so the result is bit-identical
         to one pass over all rows."""
         self.tables
         if not np.any(self._kept):
             return NEG_INF, NEG_INF
         n = int(np.count_nonzero(self._kept))
-        step = _ROW_CHUNK
+        step = ROW_BLOCK
 
         def finite_terms(a: int):  # a block's finite terms (selected in the block: the same arrays, in row order)
             terms = self._row_terms(eps, slice(a, a + step))
