@@ -190,10 +190,8 @@ class RowsDirection:
         with np.errstate(over="ignore"):
             c = np.minimum(r.beta[keep] / a, 1e300)  # b/a beyond 1e300: the threshold is far above every column
         N = r.N[keep]
-        Nf, HI = N.astype(float), tab.HI[grp].astype(float)
-        # HI + 1, HI + 2 and N - HI - 2 do not depend on eps: computed here once, as :meth:`_row_terms` wrote them
-        return {"N": Nf, "c": c, "half": (N // 2 - 1).astype(float),
-                "LO": tab.LO[grp].astype(float), "HI": HI, "HI1": HI + 1.0, "HI2": HI + 2.0, "NH2": Nf - HI - 2.0,
+        return {"N": N.astype(float), "c": c, "half": (N // 2 - 1).astype(float),
+                "LO": tab.LO[grp].astype(float), "HI": tab.HI[grp].astype(float),
                 "base": (tab.off[grp] - tab.LO[grp]).astype(np.int64),
                 "pre": r.log_w[keep] + np.log(a) + tab.m[grp], "slack": tab.abs_slack[grp]}
 
@@ -208,20 +206,18 @@ class RowsDirection:
             return NEG_INF, NEG_INF
         n = int(np.count_nonzero(self._kept))
         step = ROW_BLOCK
-
-        def finite_terms(a: int):  # a block's finite terms (selected in the block: the same arrays, in row order)
-            terms = self._row_terms(eps, slice(a, a + step))
-            return None if terms is None else tuple(v[np.isfinite(v)] for v in terms)
-
-        parts = [p for p in run_blocks(finite_terms, list(range(0, n, step))) if p is not None]
+        parts = [p for p in run_blocks(lambda a: self._row_terms(eps, slice(a, a + step)), list(range(0, n, step)))
+                 if p is not None]
         if not parts:
             return NEG_INF, NEG_INF
-        fin = np.concatenate([p[1] for p in parts])
+        t_lo = np.concatenate([p[0] for p in parts])
+        t_up = np.concatenate([p[1] for p in parts])
+        fin = t_up[np.isfinite(t_up)]
         if fin.size == 0:
             return NEG_INF, NEG_INF
         # log-space sum: per-term rounding of the log and exp, pairwise summation (see module docstring)
         err = 8.0 * U * (float(np.max(np.abs(fin))) + math.log(fin.size) + 2.0) + (math.log2(fin.size) + 4.0) * U
-        lo = log_sum(np.concatenate([p[0] for p in parts]))
+        lo = log_sum(t_lo[np.isfinite(t_lo)])
         up = log_sum(fin)
         return (lo + math.log1p(-min(err * 1.01, 0.5)) if lo > NEG_INF else NEG_INF), up + 1.01 * err
 
@@ -242,24 +238,20 @@ class RowsDirection:
             e_t = 12.0 * U * t
             e_s = 12.0 * U * (s_pos + ct)
         # rows whose lowest possible threshold is above their last column contribute exactly 0
-        act = np.minimum(t - e_t, k["N"] - (s + e_s)) < k["HI1"]
-        n_act = int(np.count_nonzero(act))
-        if n_act == 0:
+        act = np.flatnonzero(np.minimum(t - e_t, k["N"] - (s + e_s)) < k["HI"] + 1.0)
+        if act.size == 0:
             return None
-        if n_act < act.size:  # (every row of most blocks is active: no copies then)
-            act = np.flatnonzero(act)
-            t, s, e_t, e_s = t[act], s[act], e_t[act], e_s[act]
-            k = {key: k[key][act] for key in ("N", "HI", "LO", "half", "base", "HI2", "NH2", "pre", "slack")}
-        N, HI, LO, half = k["N"], k["HI"], k["LO"], k["half"]
-        base = k["base"]
+        t, s, e_t, e_s = t[act], s[act], e_t[act], e_s[act]
+        N, HI, LO, half = k["N"][act], k["HI"][act], k["LO"][act], k["half"][act]
+        base = k["base"][act]
         use_s = e_s < e_t
 
         vals = []
-        for up in (True, False):  # threshold moved up (lower bound on delta), then down (upper bound)
+        for sign in (+1.0, -1.0):  # threshold moved up (lower bound on delta), then down (upper bound)
             # t >= 0 always; thresholds above HI + 1 contribute nothing, so only large values are clipped
-            tt = np.minimum(t + e_t if up else t - e_t, k["HI2"])
+            tt = np.minimum(t + sign * e_t, HI + 2.0)
             jt = np.floor(tt) + 1.0
-            ss = np.maximum(s - e_s if up else s + e_s, k["NH2"])  # threshold N - ss
+            ss = np.maximum(s - sign * e_s, N - HI - 2.0)  # threshold N - ss
             cs = np.ceil(ss)
             j = np.where(use_s, N - cs + 1.0, jt)
             d = np.where(use_s, ss + (1.0 - cs), jt - tt)  # ss + (1 - cs) is exact (Sterbenz), also for tiny ss
@@ -281,9 +273,9 @@ class RowsDirection:
         v_lo, v_up = vals
         v_lo *= 1.0 - tab.rel - 4 * U
         v_up *= 1.0 + tab.rel + 4 * U
-        v_up += k["slack"]
+        v_up += k["slack"][act]
         with np.errstate(divide="ignore"):
-            pre = k["pre"] + (eps + math.log1p(em))
+            pre = k["pre"][act] + (eps + math.log1p(em))
             t_lo = pre + np.log(v_lo)
             t_up = pre + np.log(v_up)
         return t_lo, t_up
