@@ -34,7 +34,7 @@ def _answers(pair):
 
 @pytest.mark.parametrize("name,make", GRID, ids=[g[0] for g in GRID])
 def test_threads_are_bit_identical(name, make, monkeypatch):
-    monkeypatch.setattr(rows_pld, "_ROW_CHUNK", 256)  # several row chunks even for small pairs
+    monkeypatch.setattr(rows_pld, "ROW_BLOCK", 256)  # several row chunks even for small pairs
     monkeypatch.setenv("SHUFFLESIM_THREADS", "1")
     serial = _answers(make())
     monkeypatch.setenv("SHUFFLESIM_THREADS", "2")

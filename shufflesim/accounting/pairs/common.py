@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from shufflesim.core.checks import check_real
-from shufflesim.accounting.numerics.binomial import chernoff_window
+from shufflesim.accounting.numerics.binomial import chernoff_window, log_binom_pmf
 
 #: Default bound on the dropped mass for pairs over a 1-D support (rr2, krr strong-1d, biswas count).
 #: A 1-D support costs O(width) with width ~ sqrt(2 log(1/tail)) standard deviations, so keeping every
@@ -37,15 +37,47 @@ def ragged(lo: np.ndarray, hi: np.ndarray):
     return rows, cols
 
 
+#: rows per call of the binomial numerics in :func:`by_row_chunks`: 128 kB per float64 temporary.  Issue 28: over
+#: the 259k latent rows of the weak pair at n = 1e4, one call made ~2 MB temporaries, which the allocator maps
+#: and unmaps afresh (a page fault per 4 kB: about half of the pair's CPU time was the kernel's) and which fall
+#: out of cache between the ~100 passes of a Chernoff window; much smaller slices pay numpy's per-call overhead
+ROW_CHUNK = 16384
+
+
+def by_row_chunks(fn, *arrays, chunk: int | None = None):
+    """``fn(*arrays)`` for an elementwise ``fn`` of 1-D arrays of one length (returning an array or a tuple of
+    arrays), computed on consecutive slices of ``chunk`` rows (default :data:`ROW_CHUNK`) and concatenated.
+
+    The values are those of one call: every element of the binomial numerics (:func:`chernoff_window`,
+    :func:`~shufflesim.accounting.numerics.binomial.log_binom_pmf`) depends on that element's arguments only
+    (tests/test_pair_speed.py compares the two bit for bit); only the size of the temporaries changes."""
+    chunk = ROW_CHUNK if chunk is None else chunk
+    arrays = np.broadcast_arrays(*(np.asarray(a) for a in arrays))
+    size = arrays[0].size if arrays else 0
+    if size <= chunk or arrays[0].ndim != 1:
+        return fn(*arrays)
+    parts = [fn(*(a[i:i + chunk] for a in arrays)) for i in range(0, size, chunk)]
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate(col) for col in zip(*parts))
+    return np.concatenate(parts)
+
+
 def row_windows(n_rows, p: float, log_budget_rows, q: float | None = None):
     """Chernoff windows for rows with Bin(n_rows[r], p) and per-row log budgets; rows whose budget is
-    >= 1 are dropped whole (returned empty: lo = 1 > hi = 0, log tail 0 = their whole mass)."""
-    lo, hi, lt = chernoff_window(n_rows, p, log_budget_rows, q)
+    >= 1 are dropped whole (returned empty: lo = 1 > hi = 0, log tail 0 = their whole mass).  Computed
+    :data:`ROW_CHUNK` rows at a time (:func:`by_row_chunks`): the same windows."""
+    lo, hi, lt = by_row_chunks(lambda n_, b_: chernoff_window(n_, p, b_, q), n_rows, log_budget_rows)
     drop = np.asarray(log_budget_rows) >= 0.0
     lo = np.where(drop, 1, lo)
     hi = np.where(drop, 0, hi)
     lt = np.where(drop, 0.0, lt)
     return lo, hi, lt
+
+
+def log_binom_pmf_rows(k, n, p: float, q: float | None = None) -> np.ndarray:
+    """log Bin(n[r], p)(k[r]) for many rows: :func:`~shufflesim.accounting.numerics.binomial.log_binom_pmf`,
+    :data:`ROW_CHUNK` rows at a time (:func:`by_row_chunks`): the same values."""
+    return by_row_chunks(lambda k_, n_: log_binom_pmf(k_, n_, p, q), k, n)
 
 
 def hull_rows(lo, hi, group_sizes):

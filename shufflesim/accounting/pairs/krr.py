@@ -23,6 +23,7 @@ from shufflesim.accounting.pairs.common import (
     check_tail_bound,
     finish,
     hull_rows,
+    log_binom_pmf_rows,
     log_budget,
     ragged,
     row_windows,
@@ -308,7 +309,7 @@ def krr_weak_pair(
         rb = np.where(lw_b > -np.inf, lb - math.log(b.size) - lw_b, np.inf)
     s_lo, s_hi, lt_s = row_windows(b, kk, rb)
     bi, s = ragged(s_lo, s_hi)  # latent rows (b index, s)
-    lw_bs = lw_b[bi] + log_binom_pmf(s, b[bi], kk)
+    lw_bs = lw_b[bi] + log_binom_pmf_rows(s, b[bi], kk)
     # level 3: U | S=s ~ Bin(s, 1/2)
     with np.errstate(invalid="ignore"):
         rbs = np.where(lw_bs > -np.inf, lb - math.log(max(bi.size, 1)) - lw_bs, np.inf)
@@ -322,7 +323,7 @@ def krr_weak_pair(
     sp_rows = s_lo[og] + ot  # s' = n1 + n2: the row's N
     t_rows = bb_rows + 1.0
     # row (b, s'): P = Bin(n-1,gamma)(b) Bin(b+1,2/k)(s') (k/t) Bin(s',1/2)(n1) [(1-gamma) n1 + (gamma/k) t]
-    log_w = lw_b[og] + log_binom_pmf(sp_rows, bb_rows + 1, kk) + np.log(k / t_rows)
+    log_w = lw_b[og] + log_binom_pmf_rows(sp_rows, bb_rows + 1, kk) + np.log(k / t_rows)
     log_tail = np.logaddexp(
         float(lt_b), np.logaddexp(log_tail_sum(lw_b + lt_s), log_tail_sum(lw_bs + lt_u))
     )

@@ -26,13 +26,15 @@ import numpy as np
 from shufflesim.errors import DataError, ParameterError
 from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, binom_rows, log_int_table, row_blocks
 from shufflesim.accounting.rows.binomial_rows import BinomialRows, bucket_rows
-from shufflesim.accounting.numerics.threads import n_threads, run_blocks
+from shufflesim.accounting.numerics.threads import run_blocks
 from shufflesim.accounting.numerics.logspace import NEG_INF, U, exp_down, exp_up, log_sum, sum_down, sum_up
 from shufflesim.accounting.pld.distribution import LossAtoms, PrivacyLossDistribution, TwoDirections
 from shufflesim.accounting.pld.pmf_pair import PMFPair
 
-#: fewest kept rows per thread in :meth:`RowsDirection.log_delta_rows` (below: one pass, no threads)
-_ROW_CHUNK = 32768
+#: kept rows per block of :meth:`RowsDirection.log_delta_rows` (256 kB per float64 temporary).  Issue 28: one block
+#: per thread (130k rows each for the weak k-RR pair at n = 1e4) made ~1 MB temporaries that the allocator mapped
+#: afresh at every eps (a page fault per 4 kB: a third of the eps search's CPU time was the kernel's)
+ROW_BLOCK = 32768
 #: cells per block of :meth:`RowTables.build` (2 MB per float64 temporary: the ~10 passes over a block stay
 #: in cache; the tables are bit-identical for any block size, 1 << 20 cells was ~1.4x slower, issue 9)
 _TABLE_CELLS = 1 << 18
@@ -196,14 +198,14 @@ class RowsDirection:
     def log_delta_rows(self, eps: float) -> tuple[float, float]:
         """(log lower, log upper) of the rows' part of delta_{P||Q}(eps) (no extra atoms, no tail).
 
-        The per-row terms are computed in chunks of rows on the accountant's threads (issue 9); the
-        chunks are concatenated in row order before the log-space sums, so the result is bit-identical
+        The per-row terms are computed in blocks of :data:`ROW_BLOCK` rows on the accountant's threads (issue 9);
+        the blocks are concatenated in row order before the log-space sums, so the result is bit-identical
         to one pass over all rows."""
         self.tables
         if not np.any(self._kept):
             return NEG_INF, NEG_INF
         n = int(np.count_nonzero(self._kept))
-        step = max(_ROW_CHUNK, -(-n // n_threads()))
+        step = ROW_BLOCK
         parts = [p for p in run_blocks(lambda a: self._row_terms(eps, slice(a, a + step)), list(range(0, n, step)))
                  if p is not None]
         if not parts:
