@@ -1063,3 +1063,18 @@ def test_compose_eps_with_closed_form_and_propagation():
     per_d = lambda e: bennett_delta(e, n=n, randomiser=KRRBlanket(k, gamma))  # noqa: E731
     ds = [compose_delta(per_d, 1.0, n_c, composition="best").delta_upper for n_c in (1, 2, 4, 8)]
     assert all(x <= y for x, y in zip(ds, ds[1:]))
+
+
+def test_numerical_blanket_bounds_above_their_double_range_report_the_trivial_delta():
+    # review of issue 28: bennett/hoeffding at eps > 354 overflowed (OverflowError from e^(2 eps)), so 'best' died on a
+    # valid mechanism (eps0 = 699 < 700); above MAX_NUMERIC_EPS they report the trivial delta = 1, which is sound
+    from shufflesim.accounting import account
+    from shufflesim.accounting.bounds.balle import MAX_NUMERIC_EPS
+    from shufflesim.mechanisms import RR2
+
+    mech = RR2(699, 699.0)
+    for method in ("bennett", "hoeffding"):
+        (r,) = account(mech, eps=[MAX_NUMERIC_EPS + 46.0], method=method).results
+        assert r.delta_upper == 1.0 and any("overflow" in nt for nt in r.notes)
+    (b,) = account(mech, eps=[400.0], method="best").results
+    assert b.delta_lower <= b.delta_upper <= 1.0

@@ -184,3 +184,14 @@ def test_krr_binary_exact_composed_takes_the_tight_upper_end():
     (t,) = account(m, method="tight", compositions=2, delta=[1e-9]).results
     assert e.eps_upper <= t.eps_upper and e.eps_lower <= e.eps_upper
     assert e.engine == "exact binary RR"
+
+
+def test_exact_binary_rr_refuses_beyond_its_n_composed_too():
+    # review of issue 28: the composed branch of the exact engine lost the n <= 1e6 refusal (a 5 s to 390 s run where
+    # b2b8780 refused in one line); the refusal names the tight method
+    from shufflesim.accounting import account
+    from shufflesim.errors import NotApplicableError
+    from shufflesim.mechanisms import RR2
+
+    with pytest.raises(NotApplicableError, match="--method tight"):
+        account(RR2(2_555_351, 1.768), method="exact", compositions=300, delta=1e-6)

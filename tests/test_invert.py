@@ -167,3 +167,16 @@ def test_bracket_illinois_returns_evaluated_ends_on_both_sides():
     assert a in seen and b in seen and a <= root <= b
     assert -3.0 * a - 1e-9 > t and -3.0 * b + 1e-9 <= t
     assert b - a <= 1e-9 * b + 2e-9 / 3.0 * 4 and tag == round(a, 6)
+
+
+def test_edges_of_the_newer_searches_are_refused_in_one_line():
+    # review of issue 28: a curve that never exceeds the target has no largest feasible point (it looped forever);
+    # a nan eps_max or a nan bracket is refused instead of returned as an answer
+    from shufflesim.accounting.numerics.invert import bracket_illinois, eps_interval_grid, largest_feasible
+
+    with pytest.raises(InfeasibleError, match="no largest feasible"):
+        largest_feasible(lambda v: 0.0, 1.0, 1.0)
+    with pytest.raises(ParameterError, match="eps_max"):
+        eps_interval_grid(lambda x: (np.zeros_like(x), np.zeros_like(x)), 1e-6, float("nan"), 0.0)
+    with pytest.raises(ParameterError, match="nan"):
+        bracket_illinois(lambda c: (math.nan, math.nan, None), -5.0, 0.0, 1.0, 0.0, None, rtol=1e-9)

@@ -382,6 +382,12 @@ def _hoeffding_log_delta(eps: float, n: int, r: BlanketRandomiser) -> float:
     return -math.log(gamma * n) + 2.0 * math.log(b) - math.log(4.0 * a) + n * log_base
 
 
+#: above this eps the numerical bounds' variance term (e^(2 eps)) overflows double precision (log(DBL_MAX) / 2 =
+#: 354.9): :func:`_numeric_delta` reports the trivial delta = 1 there (sound; an eps(delta) search treats it as
+#: above every target)
+MAX_NUMERIC_EPS = 354.0
+
+
 def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_delta_fn) -> DeltaBound:
     notes = [_REF_NUM, f"randomiser={r.name}, gamma={_fmt(r.gamma)}, eps0={_fmt(r.eps0)}"]
     eps0 = r.eps0
@@ -394,6 +400,10 @@ def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_de
     if eps < MIN_EPS:
         notes.append(f"eps = {_fmt(eps)} < {MIN_EPS:g}: the bound's terms underflow double precision; reported as the "
                      "trivial delta = 1")
+        return DeltaBound(eps=eps, delta_upper=1.0, delta_lower=None, method=method, notes=tuple(notes))
+    if eps > MAX_NUMERIC_EPS:
+        notes.append(f"eps = {_fmt(eps)} > {MAX_NUMERIC_EPS:g}: the bound's terms (e^(2 eps)) overflow double precision; "
+                     "reported as the trivial delta = 1")
         return DeltaBound(eps=eps, delta_upper=1.0, delta_lower=None, method=method, notes=tuple(notes))
     ld = log_delta_fn(eps)
     if not ld < 0.0:

@@ -9,6 +9,7 @@ answer binary RR's ``exact`` method (``rr2``, ``krr`` with k = 2 for the shuffle
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from shufflesim.accounting.exact import exact_rr2 as X
 from shufflesim.accounting.engines.choice import Engine, Question, answer, register
@@ -38,6 +39,7 @@ class ExactBinaryRREngine(Engine):
     def run(self, q):
         n, e_hi, e_lo = q.binary_rr
         k = q.compositions
+        X.check_exact(n, e_hi, k)  # single use or composed: refused beyond n = 1e6 (the lower end's cost) in one line
         out = []
         if k == 1:
             for v in q.values:
@@ -55,14 +57,15 @@ class ExactBinaryRREngine(Engine):
             if q.eps is not None:
                 up = r.delta_upper
                 low, m = X.composed_lower_delta(n, e_lo, v, k, X.lower_candidates(n, e_lo, v / k))
-                out.append(DeltaBound(v, up, min(low, up), "exact", (X.composed_note(k, m, "delta"),),
-                                      accuracy_met=r.accuracy_met))
+                face, what = DeltaBound, "delta"
             else:
                 up = r.eps_upper
                 guess = up / k if math.isfinite(up) else e_lo / 2
                 low, m = X.composed_lower_eps(n, e_lo, v, k, X.lower_candidates(n, e_lo, guess))
-                out.append(EpsBound(v, up, min(low, up), "exact", (X.composed_note(k, m, "eps"),),
-                                    accuracy_met=r.accuracy_met))
+                face, what = EpsBound, "eps"
+            ans = face.exact_bracket(v, min(low, up), up, worst=m, notes=(X.composed_note(k, m, what),),
+                                     engine=self.name)
+            out.append(replace(ans, accuracy_met=r.accuracy_met))
         return out, []
 
     def prefer(self, q):

@@ -30,9 +30,11 @@ and the mechanism's δ(ε) is max over m of max(δ(P_m‖Q_m), δ(Q_m‖P_m)) (d
 
 ``compositions > 1`` (the same mechanism used k times on the same data): the lower end is the composed δ
 of the worst single-use data set(s) — exact for that data set, hence a lower bound on the mechanism —
-and the upper end is Feldman, McMillan, Talwar's stronger clone pair composed by the PLD engine
-(:mod:`.tight`), a dominating pair for every data set (and for adaptive composition).  Only single use
-is exact; compositions are bracketed, and the bracket's notes say so.
+and the upper end is the tight method's answer on Feldman, McMillan, Talwar's stronger clone pair, a dominating
+pair for every data set (and for adaptive composition).  Only single use is exact; compositions are bracketed, and
+the bracket's notes say so.  This module gives the lower end's parts (:func:`composed_lower_delta`,
+:func:`composed_lower_eps`); the bracket itself is assembled in one place, the exact engine
+(:mod:`shufflesim.accounting.exact.exact_engine`, behind ``account(..., method="exact")``).
 """
 
 from __future__ import annotations
@@ -256,7 +258,15 @@ MAX_N_EXACT = 10**6
 DEFAULT_EXACT_MAX_N = 10**5
 
 
-def _check(n, eps0, compositions):
+#: the refusal of a composed bracket here: it has one home, the exact engine behind ``account`` (whose upper end is the
+#: tight method's answer, so that the default is never looser than a method it could have used; issue 28)
+COMPOSED_HERE = ("compositions > 1: the composed bracket is computed by account(RR2(n, eps0), method='exact', "
+                 "compositions=k) (shufflesim.accounting.exact.exact_engine), not by the single-use brackets")
+
+
+def check_exact(n, eps0, compositions):
+    """(n, eps0, compositions) checked for the exact worst case: n <= :data:`MAX_N_EXACT` (NotApplicableError
+    beyond, naming the tight method), eps0 finite in (0, 700], compositions >= 1 (ParameterError otherwise)."""
     n = check_int("n", n, minimum=1)
     if n > MAX_N_EXACT:
         raise NotApplicableError(f"the exact worst case over data sets needs n <= {MAX_N_EXACT:.0e} (up to a minute "
@@ -271,12 +281,12 @@ def _check(n, eps0, compositions):
 def delta_bracket(n: int, eps0: float, eps: float, *, compositions: int = 1, rtol: float = SEARCH_RTOL) -> Bracket:
     """Certified bracket of the mechanism's δ(ε): max over every neighbouring pair of data sets.
 
-    Single use: exact up to round-off and the search's ``rtol`` (notes give the width).  ``compositions``
-    > 1: the module docstring's bracket (worst single-use data sets composed / stronger clone pair)."""
-    n, eps0, compositions = _check(n, eps0, compositions)
+    Single use: exact up to round-off and the search's ``rtol`` (notes give the width).  ``compositions`` > 1 is
+    refused (:data:`COMPOSED_HERE`): the composed bracket is the exact engine's."""
+    n, eps0, compositions = check_exact(n, eps0, compositions)
     eps = check_real("eps", eps, low=0.0)
     if compositions > 1:
-        return _composed_delta(n, eps0, eps, compositions)
+        raise ParameterError(COMPOSED_HERE)
     if eps >= eps0:
         return Bracket(0.0, 0.0, 0, ("delta(eps) = 0 for eps >= eps0: every privacy loss is in [-eps0, eps0]",))
     s = _search(n, eps0, eps, rtol=rtol)
@@ -300,10 +310,10 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
 
     ``lower``: an ε at which some data set's certified δ exceeds ``delta``; ``upper``: an ε at which the
     branch and bound certifies δ <= ``delta`` for every data set.  Their relative gap is ~``rtol``."""
-    n, eps0, compositions = _check(n, eps0, compositions)
+    n, eps0, compositions = check_exact(n, eps0, compositions)
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     if compositions > 1:
-        return _composed_eps(n, eps0, delta, compositions)
+        raise ParameterError(COMPOSED_HERE)
     ld = math.log(delta)
     cands = {0, n - 1}
     evaluations = 0
@@ -487,25 +497,6 @@ def composed_note(k: int, m: int, what: str) -> str:
             "(the same data in every use: exact for that data set, so a genuine lower bound on the mechanism), "
             "upper end = Feldman-McMillan-Talwar's stronger clone pair composed by the PLD engine (a dominating "
             "pair for every data set); the mechanism's composed value is bracketed, not exact")
-
-
-def _composed_delta(n, eps0, eps, k) -> Bracket:
-    from shufflesim.accounting.pairs.variation import stronger_clones_pair
-    from shufflesim.accounting.engines.tight import tight_delta
-
-    (up,) = tight_delta(stronger_clones_pair(n, eps0), [eps], compositions=k)
-    best, best_m = composed_lower_delta(n, eps0, eps, k, lower_candidates(n, eps0, eps / k))
-    return Bracket(min(best, up.delta_upper), up.delta_upper, best_m, (composed_note(k, best_m, "delta"),))
-
-
-def _composed_eps(n, eps0, delta, k) -> Bracket:
-    from shufflesim.accounting.pairs.variation import stronger_clones_pair
-    from shufflesim.accounting.engines.tight import tight_epsilon
-
-    (up,) = tight_epsilon(stronger_clones_pair(n, eps0), [delta], compositions=k)
-    guess = up.eps_upper / k if math.isfinite(up.eps_upper) else eps0 / 2
-    best, best_m = composed_lower_eps(n, eps0, delta, k, lower_candidates(n, eps0, guess))
-    return Bracket(min(best, up.eps_upper), up.eps_upper, best_m, (composed_note(k, best_m, "eps"),))
 
 
 def data_sets_lower(n: int, eps0: float, *, eps: float | None = None, delta: float | None = None,

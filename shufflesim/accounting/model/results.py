@@ -43,9 +43,10 @@ class Answer:
     def _init(self, at, upper, lower, method, notes, applicable, accuracy_met, bound_pair, bound_lower,
               bound_upper, provenance) -> None:
         q, lo, up = self._ENDS
-        prov = provenance if provenance is not None else Provenance()
-        if notes:
-            prov = _with_notes(prov, notes)
+        if provenance is None:  # a fresh answer: its notes are free text (no record to match them against)
+            prov = Provenance(items=tuple(notes)) if notes else _NO_PROVENANCE
+        else:
+            prov = _with_notes(provenance, notes) if notes else provenance
         for name, value in ((q, at), (up, upper), (lo, lower), ("method", method), ("provenance", prov),
                             ("applicable", applicable), ("accuracy_met", accuracy_met), ("bound_pair", bound_pair),
                             ("bound_lower", bound_lower), ("bound_upper", bound_upper)):
@@ -111,6 +112,10 @@ class Answer:
         mechanism's view itself."""
         b = self.bound_pair  # type: ignore[attr-defined]
         return None if b is None else (b, self.bound_lower, self.bound_upper)  # type: ignore[attr-defined]
+
+
+#: the provenance of an answer constructed without one and without notes (frozen, so one instance serves all)
+_NO_PROVENANCE = Provenance()
 
 
 def _with_notes(prov: Provenance, notes) -> Provenance:

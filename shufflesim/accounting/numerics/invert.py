@@ -400,7 +400,7 @@ def eps_interval(
     if search not in EPS_SEARCHES:
         raise ParameterError(f"search must be one of {', '.join(EPS_SEARCHES)}; got {search!r}")
     delta = check_target(delta)
-    hi = max(float(eps_max), 0.0) or 1e-300
+    hi = max(check_real("eps_max", eps_max), 0.0) or 1e-300
     seen: list[float] = []  # the points the upper end's search evaluated (search "log")
 
     def up(x: float) -> float:
@@ -472,7 +472,7 @@ def eps_interval_grid(both: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]
     lower bound exceeds it; each pass puts ``points`` points into each end's open bracket (geometrically
     spaced while it starts at 0, where eps(delta) may be many orders below eps_max)."""
     delta = check_target(delta)
-    hi = max(float(eps_max), 0.0) or 1e-300
+    hi = max(check_real("eps_max", eps_max), 0.0) or 1e-300
 
     def values(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lv, uv = both(x)
@@ -649,6 +649,9 @@ def largest_feasible(fn: Callable[[float], float], target: float, start: float, 
     lo, hi = 0.0, check_real("start", start, low=0.0, low_open=True)
     while value_at(fn, hi) <= target:
         lo, hi = hi, 2.0 * hi
+        if not math.isfinite(hi):
+            raise InfeasibleError(f"no x up to {lo:.3g} exceeds the target {target!r}: the curve stays at or below "
+                                  "it, so there is no largest feasible x")
     for _ in range(max_iter):
         if hi - lo <= rtol * hi:
             break
@@ -679,6 +682,12 @@ def bracket_illinois(at: Callable[[float], tuple[float, float, object]], target:
     target = check_target(target)
     ga, gb = lower_a - target, -math.inf
     side = 0
+
+    def at(c: float, _at=at) -> tuple[float, float, object]:
+        lo, up, tag = _at(c)
+        if math.isnan(lo) or math.isnan(up):
+            raise ParameterError("the certified bracket is nan in the search: no safe-side inverse")
+        return lo, up, tag
     for _ in range(max_steps):
         if b - a <= rtol * b:
             break
