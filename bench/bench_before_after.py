@@ -5,7 +5,8 @@ against a checkout of ``--base`` and against this working tree, interleaved (bas
 both see the same machine load, ``--reps`` times each, and prints
 
 * the median wall seconds and the median CPU seconds (user + system of the child) of each side, and their ratio
-  head / base (below 1: faster now);
+  head / base (below 1: faster now), after one warm-up run per side (which compiles and caches the bytecode of
+  both, as an installed package has it);
 * whether the two sides printed the same JSON answer: ``same`` (equal, the ``seconds`` fields aside), or the
   largest relative difference of any number in it and its path.
 
@@ -57,7 +58,10 @@ COMMANDS = [
 
 
 def _run(tree: str, argv: list[str]) -> tuple[float, float, str, int]:
-    env = dict(os.environ, PYTHONPATH=tree)
+    # bytecode is cached as in an installed package (a machine that sets PYTHONDONTWRITEBYTECODE would otherwise
+    # charge every run the compilation of every module it imports, which grows with the source, not the work)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = tree
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-P", "-m", "shufflesim", *argv, "--json"], cwd=tree, env=env,
@@ -126,6 +130,8 @@ def main(argv=None) -> None:
             argv_ = cmd.split()
             t = {"base": [], "head": []}
             outs = {}
+            for tree in (base, ROOT):  # warm-up: bytecode compiled and the file cache filled on both sides
+                _run(tree, argv_)
             for _ in range(args.reps):
                 for side, tree in (("base", base), ("head", ROOT)):
                     wall, cpu, out, rc = _run(tree, argv_)
