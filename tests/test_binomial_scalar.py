@@ -104,3 +104,22 @@ def test_point_mass_window_and_exact_rr2_at_an_underflowing_tilt():
     assert 0.0 < b.lower <= b.upper <= 699.0
     d = X.delta_bracket(1000, 699.0, b.upper)
     assert d.upper <= 1e-300
+
+
+def test_scalar_window_skips_the_mean_only_where_it_cannot_hold():
+    # the scalar window does not evaluate n KL at floor/ceil(mean) when 1.01/x + 1.01/(n - x) + 1e-6 < need proves it
+    # below need (bd0(x, m) <= (x - m)^2 / x for x/m <= 3); the windows equal the vectorised ones either way, and the
+    # bound itself holds where the skip applies (checked against the kernel at the mean for many n, p)
+    import math
+
+    from shufflesim.accounting.numerics import binomial as B
+
+    rng = np.random.default_rng(28)
+    for n in rng.integers(4, 10**7, size=300):
+        p = float(rng.uniform(1e-6, 1 - 1e-6))
+        for x in (math.floor(n * p), math.ceil(n * p)):
+            if 2 <= x <= n - 2:
+                assert B.binom_log_kl_scalar(x, int(n), p) < 1.01 / x + 1.01 / (n - x)
+        lo, hi, lt = B.chernoff_window_scalar(int(n), p, -40.0)
+        vlo, vhi, vlt = B.chernoff_window(np.array([n]), p, -40.0)
+        assert (lo, hi) == (int(vlo[0]), int(vhi[0])) and lt == float(vlt[0])

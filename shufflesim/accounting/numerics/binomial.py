@@ -438,9 +438,17 @@ def chernoff_window_scalar(n: int, p: float, log_budget: float, q: float | None 
     def sat(x: int) -> bool:
         return kl_at(min(max(x, 0), n)) >= need
 
+    def surely_unsat(x: int) -> bool:
+        """sat(x) is False, known without evaluating it, for x within 1 of the mean (floor or ceil) with
+        2 <= x <= n - 2: bd0(x, m) = m phi(x/m) <= (x - m)^2 / x where x/m <= 3 (phi(t) = t log t - t + 1 <=
+        (t - 1)^2 / t on (0, 3]), so n KL(x/n || p) < 1/x + 1/(n - x), widened by 1% for q given apart from 1 - p
+        and by 1e-6 for the kernels' rounding (their error model is ~1e-13 here).  Saves the two evaluations at the
+        mean that a window with a budget below e^-2 always fails (the exact binary RR's windows)."""
+        return 2 <= x <= n - 2 and need > 1.01 / x + 1.01 / (n - x) + 1e-6
+
     fine = math.isfinite(need) and need > 0
     b = min(int(math.floor(mean)), n)
-    if sat(b):
+    if not surely_unsat(b) and sat(b):
         x_lo = b
     elif b <= 0:
         x_lo = -1
@@ -451,7 +459,7 @@ def chernoff_window_scalar(n: int, p: float, log_budget: float, q: float | None 
         x_hi = n - x_lo
     else:
         c = min(int(math.ceil(mean)), n)
-        if sat(c):
+        if not surely_unsat(c) and sat(c):
             x_hi = c
         elif c >= n:
             x_hi = n + 1
