@@ -266,7 +266,7 @@ def choose(q: Question) -> Choice:
 
 
 def _rel_width(r) -> float:
-    up, lo = (r.eps_upper, r.eps_lower) if isinstance(r, EpsBound) else (r.delta_upper, r.delta_lower)
+    up, lo = r.upper, r.lower  # either face of the one answer type
     if lo is None or not math.isfinite(up):
         return math.inf
     return 0.0 if up <= 0 else (up - lo) / up
