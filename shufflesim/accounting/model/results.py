@@ -64,6 +64,18 @@ class Answer:
     def upper(self) -> float:
         return getattr(self, self._ENDS[2])
 
+    def to_dict(self) -> dict:
+        """The answer as JSON: the question's value, the upper and lower ends, accuracy_met; the dominating pair's
+        bracket where there is one; the engine and why it was chosen where one was recorded."""
+        q, lo, up = self._ENDS
+        d = {q: self.at, up: self.upper, lo: self.lower, "accuracy_met": self.accuracy_met}  # type: ignore[attr-defined]
+        if self.bound_pair is not None:  # type: ignore[attr-defined]
+            d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower,  # type: ignore[attr-defined]
+                     bound_upper=self.bound_upper)  # type: ignore[attr-defined]
+        if self.provenance.engine is not None:  # type: ignore[attr-defined]
+            d.update(engine=self.engine, engine_reason=self.engine_reason)
+        return d
+
     @property
     def engine(self) -> str | None:
         """The engine that computed this answer (its provenance's)."""
@@ -169,15 +181,6 @@ class DeltaBound(Answer):
         self._init(eps, delta_upper, delta_lower, method, notes, applicable, accuracy_met, bound_pair,
                    bound_lower, bound_upper, provenance)
 
-    def to_dict(self) -> dict:
-        d = {"eps": self.eps, "delta_upper": self.delta_upper, "delta_lower": self.delta_lower,
-             "accuracy_met": self.accuracy_met}
-        if self.bound_pair is not None:
-            d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower, bound_upper=self.bound_upper)
-        if self.provenance.engine is not None:
-            d.update(engine=self.provenance.engine, engine_reason=self.provenance.engine_reason)
-        return d
-
 
 @dataclass(frozen=True, init=False)
 class EpsBound(Answer):
@@ -206,15 +209,6 @@ class EpsBound(Answer):
                  bound_pair=None, bound_lower=None, bound_upper=None, *, provenance=None):
         self._init(delta, eps_upper, eps_lower, method, notes, applicable, accuracy_met, bound_pair,
                    bound_lower, bound_upper, provenance)
-
-    def to_dict(self) -> dict:
-        d = {"delta": self.delta, "eps_upper": self.eps_upper, "eps_lower": self.eps_lower,
-             "accuracy_met": self.accuracy_met}
-        if self.bound_pair is not None:
-            d.update(bound_pair=self.bound_pair, bound_lower=self.bound_lower, bound_upper=self.bound_upper)
-        if self.provenance.engine is not None:
-            d.update(engine=self.provenance.engine, engine_reason=self.provenance.engine_reason)
-        return d
 
 
 DeltaBound.__doc__ += _FACE_DOC.format(cls="DeltaBound", q="eps", up="delta_upper", lo="delta_lower")
