@@ -12,7 +12,8 @@ command line (``shufflesim account``) and the scenario files (``[[curve]]`` step
   no answer to it would mean the same on every path; delta = 1 is vacuous (every mechanism meets it);
 * compositions: an integer >= 1; at most :data:`MAX_COMPOSITIONS` for the pair-based engines (beyond: hours of
   FFT grids, and integer overflow in the grid sizes), unbounded for the published bounds' composition theorems;
-* relation: one of :class:`~shufflesim.accounting.model.mechanism.Relation` (its own ``parse``).
+* relation: one of :class:`~shufflesim.accounting.model.mechanism.Relation`, checked by ``Relation.parse`` where a
+  description is built (the one parser of relation names).
 """
 
 from __future__ import annotations
@@ -88,13 +89,6 @@ def check_compositions(compositions, *, pair_based: bool = False) -> int:
         shown = c if c < 10**15 else f"{float(c):.6g}"
         raise ParameterError(f"compositions must be <= {MAX_COMPOSITIONS:.0e} for {PAIR_BASED}; got {shown}")
     return c
-
-
-def check_relation(relation):
-    """The neighbouring relation / adversary model (:meth:`~shufflesim.accounting.model.mechanism.Relation.parse`)."""
-    from shufflesim.accounting.model.mechanism import Relation  # the same layer; imported on use (mechanism is larger)
-
-    return Relation.parse(relation)
 
 
 def check_question(*, eps=None, delta=None, compositions=1, pair_based: bool = False):
