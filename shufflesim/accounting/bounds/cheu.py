@@ -37,7 +37,7 @@ import numpy as np
 
 from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, binom_log_kl_scalar, certified_tail, chernoff_window_scalar,
                                             log_binom_pmf, log_binom_window, log_ratio_pq)
-from shufflesim.accounting.bounds.transforms import invert_delta_curve
+from shufflesim.accounting.numerics.invert import eps_bracket
 from shufflesim.accounting.numerics.logspace import U, log_sum_rows
 
 #: n·r up to which the lower end is the all-zeros pair from its mass functions and the bound uses 64 bins of M;
@@ -460,32 +460,31 @@ class CheuCurves:
         self._pq = lower_pair(self.n, self.r, self.gamma) if self.n * self.r <= MAX_CHEU_BITS else None
         self._ready = True
 
-    def delta(self, eps: float) -> tuple[float, float]:
-        """(upper, lower) bounds on δ(ε), lower <= upper."""
+    def delta_upper(self, eps: float) -> float:
+        """The blanket-binomial upper bound on δ(ε)."""
         self._prepare()
-        up = 0.0 if self._c is None else cheu_delta_from(self._c, eps)
+        return 0.0 if self._c is None else cheu_delta_from(self._c, eps)
+
+    def delta_lower(self, eps: float) -> float:
+        """The all-zeros lower end on δ(ε), never above the upper bound."""
+        self._prepare()
         if self._pq is None:
             low = cheu_lower_delta(self.n, self.r, self.gamma, eps)
         else:
             P, Q = self._pq
             exact = max(hockey(P, Q, eps), hockey(Q, P, eps))
             low = max(0.0, exact - PMF_RTOL * (1.0 + math.exp(min(eps, 700.0))))
-        return up, min(low, up)
+        return min(low, self.delta_upper(eps))
+
+    def delta(self, eps: float) -> tuple[float, float]:
+        """(upper, lower) bounds on δ(ε), lower <= upper."""
+        return self.delta_upper(eps), self.delta_lower(eps)
 
     def eps(self, delta: float, eps_max: float) -> tuple[float, float]:
-        """(upper, lower) bounds on ε(δ) over [0, ``eps_max``], beyond which δ(ε) = 0 (the local guarantee):
-        each end is :func:`~shufflesim.accounting.bounds.transforms.invert_delta_curve` of its δ curve (the upper
-        end inf when even ``eps_max`` leaves more than δ in the bound's truncated mass; the lower end
-        ``eps_max`` when the lower curve still exceeds δ there)."""
-        up = math.inf
-        if self.delta(eps_max)[0] <= delta:
-            up, _, _ = invert_delta_curve(lambda e: self.delta(e)[0], delta, lo=0.0, hi=eps_max, rtol=1e-9)
-        low = 0.0
-        if self.delta(0.0)[1] > delta:
-            if self.delta(eps_max)[1] > delta:
-                low = eps_max
-            else:
-                _, below, _ = invert_delta_curve(lambda e: self.delta(e)[1], delta, lo=0.0, hi=eps_max, rtol=1e-9)
-                low = 0.0 if below is None else below
+        """(upper, lower) bounds on ε(δ) over [0, ``eps_max``], beyond which δ(ε) = 0 (the local guarantee), by the
+        one inverter's bracket of a closed-form profile (:func:`~shufflesim.accounting.numerics.invert.eps_bracket`):
+        the upper end inf when even ``eps_max`` leaves more than δ in the bound's truncated mass, the lower end
+        ``eps_max`` when the lower curve still exceeds δ there."""
+        low, up = eps_bracket(self.delta_upper, self.delta_lower, delta, hi=eps_max, rtol=1e-9)
         return up, min(low, up)
 

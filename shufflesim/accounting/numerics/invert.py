@@ -595,6 +595,7 @@ def eps_bracket(
     *,
     hi: float,
     hi_lower: float | None = None,
+    rtol: float = 1e-10,
 ) -> tuple[float | None, float]:
     """Certified (eps_lower, eps_upper) for eps(delta) of a closed-form profile, by :func:`bisect_decreasing`.
 
@@ -610,13 +611,13 @@ def eps_bracket(
     delta = check_target(delta)
     up = math.inf
     if value_at(delta_upper, hi) <= delta:
-        up, _, _ = bisect_decreasing(delta_upper, delta, lo=0.0, hi=hi)
+        up, _, _ = bisect_decreasing(delta_upper, delta, lo=0.0, hi=hi, rtol=rtol)
     if delta_lower is None:
         return None, up
     hi_lower = hi if hi_lower is None else hi_lower
     if not value_at(delta_lower, hi_lower) <= delta:
         return min(hi_lower, up), up  # even the lower curve exceeds delta at the end: eps(delta) > hi_lower
-    _, below, _ = bisect_decreasing(delta_lower, delta, lo=0.0, hi=hi_lower)
+    _, below, _ = bisect_decreasing(delta_lower, delta, lo=0.0, hi=hi_lower, rtol=rtol)
     return (0.0 if below is None else min(below, up)), up
 
 
