@@ -252,3 +252,13 @@ def test_no_code_decides_by_a_note():
             if _NOTE_READ.search(line):
                 hits.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not hits, "\n".join(hits)
+
+
+def test_a_lower_end_that_could_not_be_evaluated_is_recorded_as_none_with_its_reason():
+    # review of issue 28: the matrix sampler's reason ("no lower end: ...") was recorded as if it named data sets
+    from shufflesim.mechanisms.matrix import ShuffledMatrix
+
+    rep = account(ShuffledMatrix(4, None, eps0=1.0), eps=[0.3])
+    end = rep.results[0].provenance.lower_end
+    assert end.data_sets is None and end.none and "needs its matrix" in end.why
+    assert rep.results[0].delta_lower is None and P.render(end)[0] in rep.notes

@@ -181,7 +181,7 @@ def _honest(mechanism: Mechanism, method: str, results, eps_l, delta_l, composit
     if got is None:
         lowers, what = [None] * len(results), LowerEnd(None)
     else:
-        lowers, what = got[0], LowerEnd(got[1])
+        lowers, what = got[0], got[1] if isinstance(got[1], LowerEnd) else LowerEnd(got[1])
     note = (f"the evaluated pair ({pair}) is not the law of the mechanism's view on any data set: its own "
             "bracket is bound_lower/bound_upper, and the upper end is that pair's (an upper bound where the pair "
             "dominates the view; docs/theory.md#lower-ends)")

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shufflesim.accounting.model.mechanism import Flag, Mechanism
+from shufflesim.accounting.model.provenance import LowerEnd
 from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import NotApplicableError, ParameterError
@@ -139,6 +140,8 @@ class ShuffledMatrix(Mechanism):
                  else [EpsBound(float(d), math.inf, None, method) for d in delta])
         out, lower_ends = self.lower_ends(stubs, compositions, {})
         lows = [r.lower for r in out]
+        if all(lo is None for lo in lows):  # no explicit data set could be evaluated: the text says why
+            return lows, LowerEnd(None, why="; ".join(lower_ends))
         return lows, "; ".join(lower_ends)
 
     def lower_ends(self, results: list, compositions: int, numerics: dict) -> tuple[list, list[str]]:

@@ -176,8 +176,10 @@ class Mechanism(ABC):
 
     def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
         """Mechanism-level lower ends for a method whose pair only dominates: (one lower end per value of
-        ``eps`` — on δ — or ``delta`` — on ε —, a note naming the data sets), each the certified δ (ε) of an
-        explicit neighbouring pair of data sets of this mechanism used ``compositions`` times; None: none."""
+        ``eps`` — on δ — or ``delta`` — on ε —, a note naming the data sets, or a
+        :class:`~shufflesim.accounting.model.provenance.LowerEnd` with ``data_sets=None`` and the reason when no data
+        set could be evaluated), each the certified δ (ε) of an explicit neighbouring pair of data sets of this
+        mechanism used ``compositions`` times; None: none."""
         return None
 
     def local_guarantee(self) -> float | None:

@@ -51,10 +51,11 @@ class LocalGuarantee:
 @dataclass(frozen=True)
 class LowerEnd:
     """Where the mechanism-level lower end of an answer whose pair only dominates the view comes from:
-    ``data_sets`` describes the explicit neighbouring data sets evaluated, None when there are none
-    (docs/theory.md#lower-ends)."""
+    ``data_sets`` describes the explicit neighbouring data sets evaluated, None when there are none, and then
+    ``why`` may say why none could be evaluated (docs/theory.md#lower-ends)."""
 
     data_sets: str | None
+    why: str | None = None
 
     @property
     def none(self) -> bool:
@@ -188,8 +189,9 @@ def _local(r: LocalGuarantee) -> tuple[str, ...]:
 
 
 def _lower_end(r: LowerEnd) -> tuple[str, ...]:
-    return ("lower end: none (no explicit data sets are evaluated for this method)" if r.data_sets is None
-            else f"lower end: {r.data_sets}",)
+    if r.data_sets is not None:
+        return (f"lower end: {r.data_sets}",)
+    return (f"lower end: {r.why}" if r.why else "lower end: none (no explicit data sets are evaluated for this method)",)
 
 
 def _borrowed(r: BorrowedLower) -> tuple[str, ...]:
