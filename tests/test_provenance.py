@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from shufflesim.accounting.model import provenance as P
@@ -262,3 +263,22 @@ def test_a_lower_end_that_could_not_be_evaluated_is_recorded_as_none_with_its_re
     end = rep.results[0].provenance.lower_end
     assert end.data_sets is None and end.none and "needs its matrix" in end.why
     assert rep.results[0].delta_lower is None and P.render(end)[0] in rep.notes
+
+
+def test_accuracy_field_and_recorded_verdict_agree_after_the_monotone_tightening(monkeypatch):
+    # review of issue 28: tight's delta() re-judged accuracy_met on the monotone-tightened interval but kept the
+    # earlier verdict. Two answers where the second's wide interval is narrowed by the first's upper end (delta is
+    # non-increasing): the field and the recorded verdict must both say "met"
+    from shufflesim.accounting.engines.tight import TightAccountant
+    from shufflesim.accounting.pairs import rr2_pair
+
+    acc = TightAccountant(rr2_pair(50, 1.0))
+
+    def answers(eps, tau=None):
+        wide = acc._judge(float(eps[1]), 1e-3 * (1 - 1e-7), 2e-3, (), False, 0.0)  # relative width 0.5: not met
+        return [acc._judge(float(eps[0]), 1e-3 * (1 - 1e-6), 1e-3, (), False, 0.0), wide]
+
+    monkeypatch.setattr(acc, "answers", answers)
+    first, second = acc.delta([0.1, 0.2])
+    assert second.delta_upper == 1e-3 and second.accuracy_met
+    assert second.provenance.accuracy.met and second.provenance.accuracy.upper == second.delta_upper

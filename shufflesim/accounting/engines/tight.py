@@ -767,11 +767,13 @@ class TightAccountant:
         out: list[DeltaBound | None] = [None] * eps_arr.size
         for rank, idx in enumerate(order):
             a = ans[rank]
-            # the monotone tightening can only narrow an interval: re-judge the accuracy on the result
-            met = a.accuracy_met or self._judge(float(eps_arr[idx]), float(lo[rank]), float(up[rank]), (), False,
-                                                0.0).accuracy_met
+            met, prov = a.accuracy_met, a.provenance
+            if not met:  # the monotone tightening can only narrow an interval: re-judge the accuracy on the result
+                j = self._judge(float(eps_arr[idx]), float(lo[rank]), float(up[rank]), (), False, 0.0)
+                if j.accuracy_met:  # the verdict recorded is the one the field says (not the earlier interval's)
+                    met, prov = True, prov.without(Accuracy).add(*([j.provenance.accuracy] if j.provenance.accuracy else []))
             out[idx] = DeltaBound(float(eps_arr[idx]), float(up[rank]), float(lo[rank]), "tight", accuracy_met=met,
-                                  provenance=a.provenance)
+                                  provenance=prov)
         return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ epsilon
