@@ -142,3 +142,18 @@ def test_rr2_all_zeros_pair_is_listed_not_compared():
     assert rows["tight"].valid
     assert cmp.best[0][0] in ("tight", "exact", "stronger-clones", "variation-ratio")
     assert cmp.best[0][1].eps_upper >= rows["tight-koskela"].results[0].eps_lower  # issue 17: a lower end only
+
+
+def test_best_and_compare_take_any_form_of_the_question_values():
+    # review of issue 28: a numpy array of eps gave compare one best for two values and crashed best (f"{v:.6g}" on an
+    # ndarray); every form is validated once by the one question validator and answered per value
+    import numpy as np
+
+    from shufflesim.accounting import account
+    from shufflesim.mechanisms import RR2
+
+    mech = RR2(100, 1.0)
+    as_list = account(mech, eps=[0.3, 0.6], method="best")
+    as_array = account(mech, eps=np.array([0.3, 0.6]), method="best")
+    assert [r.to_dict() for r in as_array.results] == [r.to_dict() for r in as_list.results]
+    assert len(as_array.results) == 2

@@ -33,9 +33,10 @@ from typing import Any
 
 from shufflesim.accounting.model.mechanism import PAIR_METHODS, Composition, Mechanism, Relation
 from shufflesim.accounting.model.provenance import BorrowedLower
+from shufflesim.accounting.model.queries import check_question
 from shufflesim.accounting.model.results import (AccountReport, NotApplicable, as_dominating, lower_of,
-                                           question_values, upper_of)
-from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
+                                           upper_of)
+from shufflesim.errors import NotApplicableError, ShufflesimError
 
 #: published methods that are not certified upper bounds (listed, never the best)
 NOT_CERTIFIED = {"biswas": "Biswas et al.'s eq 6 as published: not a certified bound (docs/theory.md#bounds-biswas)",
@@ -174,12 +175,7 @@ def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: in
             numerics: dict | None = None) -> Comparison:
     """Every applicable method on one question (module docstring); ``run`` is the accountant
     (:func:`shufflesim.accounting.account.account`, passed in so that this module does not import it)."""
-    if (eps is None) == (delta is None):
-        raise ParameterError("give either eps values (to get delta) or delta values (to get eps), not both")
-    if eps is not None:
-        question_values("eps", eps)
-    else:
-        question_values("delta", delta)
+    eps, delta, compositions = check_question(eps=eps, delta=delta, compositions=compositions)  # the one validator
     rows: list[Row] = []
     for label, mech, method, variant, validity, valid, reason in _candidates(mechanism):
         if method is None:
@@ -202,8 +198,7 @@ def compare(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: in
                             reason="; ".join(dict.fromkeys(getattr(r, "reason", "") for r in res))))
             continue
         rows.append(Row(label, True, valid, validity, res, time.perf_counter() - t0, runs=method))
-    n_values = len(eps if isinstance(eps, (list, tuple)) else [eps]) if eps is not None else \
-        len(delta if isinstance(delta, (list, tuple)) else [delta])
+    n_values = len(eps if eps is not None else delta)
     best: list = []
     for i in range(n_values):
         cands = [(_upper(r.results[i]), r.method, r.results[i]) for r in rows
@@ -234,12 +229,11 @@ def best(mechanism: Mechanism, *, run, eps=None, delta=None, compositions: int =
          numerics: dict | None = None):
     """The ``best`` method: per value, the smallest certified upper bound of :func:`compare`, naming the winner."""
     t0 = time.perf_counter()
+    eps, delta, compositions = check_question(eps=eps, delta=delta, compositions=compositions)  # lists of floats
     cmp = compare(mechanism, run=run, eps=eps, delta=delta, compositions=compositions, composition=composition,
                   numerics=numerics)
     results, notes = [], []
-    for b, v in zip(cmp.best, (eps if eps is not None else delta) if isinstance(eps if eps is not None else delta,
-                                                                                (list, tuple)) else
-                    [eps if eps is not None else delta]):
+    for b, v in zip(cmp.best, eps if eps is not None else delta):
         if b is None:
             kw = {"eps": v} if eps is not None else {"delta": v}
             results.append(NotApplicable("best", "no certified method applies", **kw))

@@ -311,11 +311,3 @@ class AccountReport:
         if self.composition is not None:
             d["composition"] = self.composition
         return d
-
-
-def question_values(name: str, values) -> list[float]:
-    """The eps (or delta) values of a question as floats; ParameterError for anything else (the one validator,
-    :mod:`.queries`)."""
-    from shufflesim.accounting.model.queries import delta_values, eps_values
-
-    return delta_values(values) if name == "delta" else eps_values(values)
