@@ -88,15 +88,14 @@ def test_row_terms_are_computed_in_fixed_blocks(monkeypatch):
     pld = RowsPLD.from_rows(krr_pair(1000, 4, 0.25, "weak", as_rows=True))
     n = pld.pq.n_rows
     pld.pq.tables  # built first: their blocks are not the ones checked here
-    starts = []
+    calls = []
 
     def spy(fn, blocks):
-        starts.extend(blocks)
+        calls.append(list(blocks))
         return run_blocks(fn, blocks)
 
     monkeypatch.setattr(rows_pld, "run_blocks", spy)
     lo, up = pld.delta_interval([0.5])
-    sizes = np.diff([*starts, n])
-    assert n > 4 * 256 and starts[0] == 0 and sizes.sum() == n
-    assert sizes.max() <= 256
+    assert n > 4 * 256 and calls
+    assert all(c == list(range(0, n, 256)) for c in calls), calls  # every pass: blocks of ROW_BLOCK rows
     assert 0.0 < lo[0] <= up[0]

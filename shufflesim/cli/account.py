@@ -340,8 +340,7 @@ def _warn_slow(args: argparse.Namespace, mech) -> None:
     from shufflesim.accounting.model.mechanism import PAIR_METHODS
 
     method = args.method or mech.default_method
-    # no warning before an error: a request the accountant refuses is refused first (issue 18)
-    queries.check_compositions(args.compositions)
+    # no warning before an error: a request the accountant refuses was refused first, by run()'s check_question
     if method in PAIR_METHODS and queries.MAX_COMPOSITIONS >= args.compositions >= SLOW_COMPOSITIONS \
             and mech.n <= mech.max_n_pairs:
         print(f"warning: {args.compositions} compositions with the pair-based method {method!r} may take a minute "

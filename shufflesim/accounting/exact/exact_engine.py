@@ -79,7 +79,7 @@ def _as_answer(face, at: float, hi, lo):
     :class:`~.exact_rr2.Bracket` becomes an answer (:meth:`~shufflesim.accounting.model.results.Answer.exact_bracket`,
     which records the worst data set found and the search's evaluations)."""
     return face.exact_bracket(at, min(lo.lower, hi.upper), hi.upper, worst=lo.m, evaluations=hi.evaluations,
-                              notes=hi.notes, engine="exact binary RR")
+                              notes=hi.notes, engine=ExactBinaryRREngine.name)
 
 
 EXACT_BINARY_RR = register(ExactBinaryRREngine())
