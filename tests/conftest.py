@@ -63,7 +63,10 @@ def auto_against_named():
         assert explicit, auto.params
         again = registry.create(name, n, eps=eps, mode=mode, **explicit, **kw)
         assert again.mse_worst() == auto.mse_worst(), (again.params, auto.params)
-        (r,) = account(auto.mechanism(), eps=[eps], numerics={"target_accuracy": 1e-4}).results
+        from shufflesim.accounting.engines.tight import Numerics
+
+        finer = {"target_accuracy": Numerics.target_accuracy / 10}
+        (r,) = account(auto.mechanism(), eps=[eps], numerics=finer).results
         assert r.delta_upper <= 1.0 / n**2, (r, auto.params)
         return auto.mse_worst()
 

@@ -109,8 +109,6 @@ def violations() -> list[str]:
     return out
 
 
-# Being fixed by the other parts of issue 28 (the accounting core and the mechanisms' bound engines):
-# the lead removes this mark at merge time, when the scan finds nothing.
 def test_no_private_name_imported_across_modules():
     found = _scan()
     assert not found, "private names reached across modules:\n" + "\n".join(found)

@@ -279,12 +279,13 @@ def test_weak_adversary_calibrated_on_weak_pairs_after_strong_search():
     # calibration's (another discretisation, no shared cache) are certified at the target, and the calibration's
     # certified upper end is not below the fresh lower end
     from shufflesim.accounting.account import account
+    from shufflesim.accounting.engines.tight import Numerics
     from shufflesim.accounting.model.mechanism import Composition, Relation
     from shufflesim.mechanisms.krr import KRR
 
     comp = Composition(tuple((KRR(n, len(lv.report_probabilities(0)), lv.gamma, Relation.WEAK), 1)
                              for lv in levels_for(weak.precisions, weak.gammas)))
-    (r,) = account(comp, eps=[eps], numerics={"target_accuracy": 1e-4}).results
+    (r,) = account(comp, eps=[eps], numerics={"target_accuracy": Numerics.target_accuracy / 10}).results
     assert r.delta_upper <= delta and r.delta_lower <= composed_delta(n, weak.precisions, weak.gammas, eps, "weak")
     # the final nu is calibrated on the weak pairs: less blanket than the strong adversary needs
     assert all(w < s for w, s in zip(weak.gammas, strong.gammas))

@@ -39,7 +39,7 @@ def _cli(capsys, *argv):
 def test_the_issue_command_is_refused_in_one_line(capsys, eps):
     code, out, err = _cli(capsys, "simulate", "recursive-sum", "--n", "20000", "--eps", repr(eps), "--trials", "3")
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
-    assert "eps must be >= 1e-150" in err and "Traceback" not in err + out
+    assert f"eps must be >= {balle.MIN_EPS:g}" in err and "Traceback" not in err + out
 
 
 @pytest.mark.parametrize("eps", TINY)
@@ -53,7 +53,7 @@ def test_every_summation_protocol_refuses_a_tiny_eps_in_one_line(capsys, protoco
 def test_recursive_sum_every_mode_refuses(mode):
     from shufflesim.pipeline import registry
 
-    with pytest.raises(ParameterError, match="eps must be >= 1e-150"):
+    with pytest.raises(ParameterError, match=f"eps must be >= {balle.MIN_EPS:g}"):
         registry.create("recursive-sum", 20000, eps=1e-310, mode=mode)
 
 
@@ -98,16 +98,21 @@ def test_recursive_pmax_is_zero_not_a_division_by_zero(eps_j):
 
 
 def test_the_formula_is_computed_once():
-    """balle_gamma is the maximum of c1_gamma_terms (bit for bit); the blanket protocols' Bennett-γ search and the
-    recursive rule's p_max come from the same place."""
+    """balle_gamma and the recursive rule's p_max are Theorem C.1's formula, written out here independently
+    (gamma = max(14 k log(2/delta)/((n-1) eps^2), 27 k/((n-1) eps)); p_max = the largest real k with gamma <= 1), and
+    the blanket protocols' Bennett-gamma search is balle's."""
     from shufflesim.protocols import _blanket
     from shufflesim.protocols.recursive_sum import closed_form_pmax
 
+    def c1(n, k, eps, delta):
+        return max(14.0 * k * math.log(2.0 / delta) / ((n - 1) * eps * eps), 27.0 * k / ((n - 1) * eps))
+
     assert _blanket.bennett_gamma_near is balle.bennett_gamma_near
     for n, k, eps, delta in [(10**4, 3, 0.5, 1e-8), (10**6, 17, 1.0, 1e-12), (5000, 2, 0.05, 1e-3)]:
-        try:
-            g = balle.balle_gamma(n, k, eps, delta)
-        except InfeasibleError:
-            continue
-        assert g == max(balle.c1_gamma_terms(n, k, eps, delta))
-        assert math.floor(closed_form_pmax(n, eps, delta)) >= k  # this k's gamma <= 1, so p_max >= k
+        want = c1(n, k, eps, delta)
+        if want > 1.0:
+            with pytest.raises(InfeasibleError):
+                balle.balle_gamma(n, k, eps, delta)
+        else:
+            assert balle.balle_gamma(n, k, eps, delta) == pytest.approx(want, rel=1e-15)
+        assert closed_form_pmax(n, eps, delta) == pytest.approx(1.0 / c1(n, 1, eps, delta), rel=1e-15)

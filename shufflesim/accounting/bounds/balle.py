@@ -33,6 +33,7 @@ safe-side calibrator, which never overshoots; the second places its evaluations 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Union
@@ -385,7 +386,7 @@ def _hoeffding_log_delta(eps: float, n: int, r: BlanketRandomiser) -> float:
 #: above this eps the numerical bounds' variance term (e^(2 eps)) overflows double precision (log(DBL_MAX) / 2 =
 #: 354.9): :func:`_numeric_delta` reports the trivial delta = 1 there (sound; an eps(delta) search treats it as
 #: above every target)
-MAX_NUMERIC_EPS = 354.0
+MAX_NUMERIC_EPS = float(math.floor(math.log(sys.float_info.max) / 2.0))
 
 
 def _numeric_delta(method: str, eps: float, n: int, r: BlanketRandomiser, log_delta_fn) -> DeltaBound:
