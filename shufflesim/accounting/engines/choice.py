@@ -211,9 +211,11 @@ class Choice:
     engine: Engine
     reason: str
     fallback: Engine | None = None
+    #: the chosen engine's estimate where the choice already computed it (None: computed on demand)
+    cost: Estimate | None = None
 
     def estimate(self, q: Question) -> Estimate:
-        return self.engine.estimate(q)
+        return self.cost if self.cost is not None else self.engine.estimate(q)
 
 
 def _exact_rows_fit(q: Question) -> Estimate | None:
@@ -261,8 +263,9 @@ def choose(q: Question) -> Choice:
     if exact is not None and two_parameter(q.pair_list[0]):
         return Choice(PLD, "single use of rows whose lambda varies independently of N (bucket rows narrow only like "
                       f"blocks^-1/2): the exact row engine fits ({exact.describe()})")
-    return Choice(BUCKET_ROWS, f"a pair in row form too large for the exact engines ({BUCKET_ROWS.estimate(q).describe()})",
-                  PLD if exact is not None else None)
+    cost = BUCKET_ROWS.estimate(q)
+    return Choice(BUCKET_ROWS, f"a pair in row form too large for the exact engines ({cost.describe()})",
+                  PLD if exact is not None else None, cost)
 
 
 def _rel_width(r) -> float:
