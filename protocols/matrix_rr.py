@@ -27,8 +27,9 @@ from shufflesim.maths.simplex import project_to_simplex
 from shufflesim.mechanisms.matrix import ShuffledMatrix
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.histogram import HistogramEstimate, HistogramProtocol
-from shufflesim.pipeline.matrix import (MatrixRandomiser, SamplerRandomiser, check_matrix, inversion_mse_terms,
-                                        inversion_operator, matrix_histogram, matrix_histogram_batch, read_matrix)
+from shufflesim.pipeline.matrix import (MatrixRandomiser, SamplerRandomiser, check_matrix, inversion_bias,
+                                        inversion_mse_terms, inversion_mse_worst, inversion_operator,
+                                        matrix_histogram, matrix_histogram_batch, read_matrix, unidentifiable_inputs)
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.registry import register
 from shufflesim.pipeline.shuffler import SingleShuffler, View
@@ -125,29 +126,40 @@ class MatrixProtocol(_WithDelta):
         resolved = {**params, "k": rand.k, "m": rand.m, "eps0": rand.eps0, "delta": _resolve_delta(n, delta)}
         if declared is not None:
             resolved["eps0_declared"] = float(declared)
-        return cls(n=n, randomiser=rand, shuffler=SingleShuffler(), analyser=InversionAnalyser(
-            inversion_operator(rand.matrix), n), params=resolved)
+        A = inversion_operator(rand.matrix)
+        biased = unidentifiable_inputs(inversion_bias(rand.matrix, A))
+        if biased:  # rank < k: the estimate is biased for these inputs, and the exact MSE includes the bias
+            resolved["unidentifiable_inputs"] = biased
+        return cls(n=n, randomiser=rand, shuffler=SingleShuffler(), analyser=InversionAnalyser(A, n), params=resolved)
 
     @property
     def matrix(self) -> np.ndarray:
         return self.randomiser.matrix
 
-    # --- theory: channel inversion's exact MSE --------------------------------------------------------------
+    # --- theory: channel inversion's exact MSE (variance + squared bias; pipeline.matrix docstring) -----------
     def _terms(self) -> np.ndarray:
         if getattr(self, "_mse_terms", None) is None:
             self._mse_terms = inversion_mse_terms(self.matrix, self.analyser.A)
+            self._bias = inversion_bias(self.matrix, self.analyser.A)
         return self._mse_terms
 
     def mse_expected(self, data: np.ndarray) -> float:
-        """Exact E Σ_j (ĉ_j − c_j)² for this data (pipeline.matrix.inversion_mse)."""
+        """Exact E Σ_j (ĉ_j − c_j)² for this data: Σ_x c_x t_x + ‖B c‖² (pipeline.matrix.inversion_mse; the
+        bias term is 0 unless some input is not identifiable)."""
         counts = getattr(data, "counts", None)  # a DataSummary (counts input, issue 21) or the users' inputs
         if counts is None:
             counts = np.bincount(np.asarray(data), minlength=self.k)
-        return float(np.asarray(counts, dtype=float) @ self._terms())
+        c = np.asarray(counts, dtype=float)
+        var = float(c @ self._terms())
+        if not self._bias.any():
+            return var
+        b = self._bias @ c
+        return var + float(b @ b)
 
     def mse_worst(self) -> float:
-        """n times the largest per-user term: every user holding the worst input."""
-        return float(self.n * np.max(self._terms()))
+        """The exact worst case over data sets of n users (every user holding the worst input;
+        pipeline.matrix.inversion_mse_worst)."""
+        return inversion_mse_worst(self.matrix, self.analyser.A, self.n)
 
     # --- the exact fast engine ------------------------------------------------------------------------------
     def sample_fast(self, summary, rng: np.random.Generator) -> HistogramEstimate:

@@ -10,9 +10,15 @@ law of the report of a user holding x, rows summing to 1).  From the matrix alon
   N = Σ_x Multinomial(c_x, R[x]), independent over x (users with the same input are exchangeable), drawn
   directly in O(k·m) (:func:`matrix_histogram`, :func:`matrix_histogram_batch`);
 * **frequency estimation by channel inversion**: E[N] = Rᵀc, so ĉ = A N with A = (Rᵀ)⁺ (the
-  Moore–Penrose pseudo-inverse, least squares) is unbiased when R has rank k, with the exact MSE
-  E‖ĉ − c‖² = Σ_x c_x (Σ_y R[x,y] ‖A_{·y}‖² − ‖A R[x]ᵀ‖²)  (:func:`inversion_mse`; Cov N =
-  Σ_x c_x (diag R[x] − R[x]ᵀR[x]), and E‖A(N − EN)‖² = tr(A Cov N Aᵀ)).
+  Moore–Penrose pseudo-inverse, least squares).  Its exact MSE is variance plus squared bias,
+  E‖ĉ − c‖² = Σ_x c_x (Σ_y R[x,y] ‖A_{·y}‖² − ‖A R[x]ᵀ‖²) + ‖B c‖²,  B = A Rᵀ − I  (:func:`inversion_mse`;
+  ĉ − c = A(N − EN) + B c, Cov N = Σ_x c_x (diag R[x] − R[x]ᵀR[x]) and E‖A(N − EN)‖² = tr(A Cov N Aᵀ)).
+  **Identifiability**: when R has rank k, A Rᵀ = I and B = 0 (unbiased).  With rank < k — more inputs than
+  outputs, or equal (linearly dependent) rows — A Rᵀ is the orthogonal projection onto the range of R, so ĉ
+  estimates that projection of c: input x is *not identifiable* when column x of B is not 0
+  (:func:`inversion_bias`), and the estimate is biased by B c (the inputs with equal report laws share their
+  total equally, e.g.).  The worst case over data sets of n users, Σ_x c_x t_x + ‖B c‖² (convex in c), is
+  attained at a vertex c = n e_x: max_x n t_x + n² ‖B_{·x}‖²  (:func:`inversion_mse_worst`).
 
 A randomiser known only as code (:class:`SamplerRandomiser`) gets the faithful engine; its ε0 must be
 declared (and is reported as declared, not derived).  The accounting of both lives in
@@ -89,7 +95,23 @@ def check_matrix(matrix: Any, *, name: str = "matrix") -> np.ndarray:
         i = int(bad[0])
         raise ParameterError(f"every row of {name} must sum to 1 (it is the law of one input's report); row {i} "
                              f"sums to {s[i]:.12g}" + (f" ({bad.size} rows off)" if bad.size > 1 else ""))
-    return R / s[:, None]
+    R = R / s[:, None]
+    check_ldp(R, name=name)
+    return R
+
+
+def check_ldp(R: np.ndarray, *, name: str = "matrix") -> float:
+    """ε0 of R (:func:`matrix_eps0`), or ParameterError naming the witness when R is not ε0-LDP for any finite
+    ε0 (a report impossible for one input and possible for another, e.g. the identity).  Every matrix path
+    (:func:`check_matrix`: simulate, validate, audit, account, scenario files, the Python API) refuses such a
+    matrix: the shuffled accounting needs LDP (docs/plugins.md#what-you-give-what-you-get)."""
+    eps0 = matrix_eps0(R)
+    if math.isinf(eps0):
+        x, x2, y = eps0_witness(R)
+        raise ParameterError(f"{name} is not eps0-LDP for any finite eps0: report {y} has probability {R[x, y]:g} "
+                             f"for input {x} and 0 for input {x2}; every report must be possible for all inputs or "
+                             "for none")
+    return eps0
 
 
 def matrix_eps0(R: np.ndarray) -> float:
@@ -211,26 +233,49 @@ def matrix_histogram_batch(counts: np.ndarray, R: np.ndarray, rng: np.random.Gen
 # --- channel inversion ------------------------------------------------------------------------------------------
 def inversion_operator(R: np.ndarray) -> np.ndarray:
     """A = (Rᵀ)⁺ (k × m): ĉ = A N is the least-squares estimate of the input counts from the histogram N.
-    ParameterError when R has rank < k (two inputs' report laws are linearly dependent: the counts are not
-    identifiable from the histogram)."""
+    Singular values below :data:`RANK_RTOL` × the largest count as 0 (the rank of :func:`inversion_bias`)."""
+    return np.linalg.pinv(R.T, rcond=RANK_RTOL * max(R.shape))
+
+
+#: relative singular-value cut (× max(k, m)) below which R counts as rank-deficient
+RANK_RTOL = 16 * np.finfo(float).eps
+
+
+def inversion_bias(R: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """B = A Rᵀ − I (k × k): E[ĉ] − c = B c (module docstring).  Exactly 0 when R has rank k (every input
+    identifiable: more outputs than inputs is necessary, linearly independent rows sufficient)."""
     k = R.shape[0]
     sv = np.linalg.svd(R, compute_uv=False)
-    if sv[-1] <= sv[0] * max(R.shape) * np.finfo(float).eps * 16:
-        raise ParameterError(f"the matrix has rank < {k} (its rows are linearly dependent), so the input counts "
-                             "cannot be estimated by channel inversion; merge the inputs with equal report laws")
-    return np.linalg.pinv(R.T)
+    rank = int(np.sum(sv > sv[0] * RANK_RTOL * max(R.shape)))
+    if rank == k:
+        return np.zeros((k, k))
+    return A @ R.T - np.eye(k)
+
+
+def unidentifiable_inputs(B: np.ndarray) -> list[int]:
+    """The inputs x whose count channel inversion cannot estimate without bias: column x of B is not 0."""
+    return [int(x) for x in np.flatnonzero(np.linalg.norm(B, axis=0) > 1e-9)]
 
 
 def inversion_mse_terms(R: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """Per input x: a user holding x adds Σ_y R[x,y]‖A_{·y}‖² − ‖A R[x]ᵀ‖² to E‖ĉ − c‖² (module docstring)."""
+    """Per input x: a user holding x adds Σ_y R[x,y]‖A_{·y}‖² − ‖A R[x]ᵀ‖² to the variance part of
+    E‖ĉ − c‖² (module docstring)."""
     col = np.sum(A * A, axis=0)  # ‖A_{·y}‖²
     mean = R @ A.T  # row x: (A R[x]ᵀ)ᵀ
     return R @ col - np.sum(mean * mean, axis=1)
 
 
 def inversion_mse(R: np.ndarray, A: np.ndarray, counts: np.ndarray) -> float:
-    """Exact E‖ĉ − c‖² of channel inversion on data with input counts ``counts`` (bias 0 when A Rᵀ = I)."""
-    return float(np.asarray(counts, dtype=float) @ inversion_mse_terms(R, A))
+    """Exact E‖ĉ − c‖² of channel inversion on data with input counts ``counts``: variance + ‖B c‖²."""
+    c = np.asarray(counts, dtype=float)
+    bias = inversion_bias(R, A) @ c
+    return float(c @ inversion_mse_terms(R, A) + bias @ bias)
+
+
+def inversion_mse_worst(R: np.ndarray, A: np.ndarray, n: int) -> float:
+    """Exact max over data sets of n users of E‖ĉ − c‖²: max_x n t_x + n² ‖B_{·x}‖² (module docstring)."""
+    B = inversion_bias(R, A)
+    return float(np.max(n * inversion_mse_terms(R, A) + float(n) ** 2 * np.sum(B * B, axis=0)))
 
 
 # --- randomisers ------------------------------------------------------------------------------------------------

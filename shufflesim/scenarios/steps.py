@@ -225,13 +225,16 @@ def _check_protocol_step(where: str, step: dict, sc: dict, section: str, quick: 
 
     seen: set = set()
     for p in sorted(points, key=lambda p: -(p.n or 0)):
-        key = (p.data, p.params.get("k"))
+        try:  # k as the run loads the data: the protocol's data_k (a matrix's rows for matrix-rr)
+            k = cls.data_k(p.params) if cls.data_kind == "categorical" else None
+        except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:
+            raise ScenarioError(f"{where}: params {dict(p.params)}: {exc}") from None
+        key = (p.data, k)
         if key in seen:
             continue
         seen.add(key)
         try:
-            load_data(p.data, data_kind=cls.data_kind, n=p.n, k=p.params.get("k"), rng=0, lower=p.lower,
-                      upper=p.upper)
+            load_data(p.data, data_kind=cls.data_kind, n=p.n, k=k, rng=0, lower=p.lower, upper=p.upper)
         except (ShufflesimError, TypeError, ValueError, OverflowError) as exc:  # a parameter of the wrong type
             raise ScenarioError(f"{where}.data: {shown_data(p.data)!r}: {exc}") from None
     # the points are built (the protocol checks its parameters' values) for steps of this mode that declare a

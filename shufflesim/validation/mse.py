@@ -15,8 +15,10 @@ violated in expectation at these data, one below ``mse_worst`` at the worst-case
   that band; ``undecided`` otherwise.
 * ``mse_worst`` / ``mse_bound`` not settled exactly (no ``mse_expected``) — **one-sided** checks of
   E[squared error] ≤ value: ``violated`` when the confidence set lies above it, ``holds`` when below.
-  A bound settled exactly is not simulated: whether the implementation matches the theory is the
-  equivalence check's question (testing a bound equal to the expectation would only add false alarms).
+  A bound settled exactly draws no trials of its own, but its exact verdict is checked against the
+  confidence set of the trials drawn: where the verdict asserts E[squared error] ≤ value at these data and
+  the set lies above the value (or asserts > and the set lies at or below it), the check is ``disagrees``
+  (basis "exact vs simulation"), never "holds (exact)": theory is tested, not trusted (issue 29).
 
 Every decision comes from one confidence set for the one mean μ = E[squared error]; a wrong decision of any
 check needs that set to miss μ, so the family-wise error of all checks is at most α without correction.
@@ -76,21 +78,23 @@ def theory_checks(expected: float | None, worst: float | None, bound: float | No
             continue
         c = {"check": name, "kind": "bound", "theory": v, "hypothesis": f"E[sq error] <= {name}",
              "verdict": "undecided", "basis": "simulation", "reason": ""}
+        # "at_data": what the exact verdict asserts about E[sq error] at these data ("le": at most the value,
+        # "gt": above it, None: nothing, the verdict is about other data) -- decide() tests it on the simulation
         if e is not None and below(v, e):
-            c.update(verdict="violated", basis="exact",
+            c.update(verdict="violated", basis="exact", at_data="gt",
                      reason=f"{name} {v:.6g} < exact mse_expected {e:.6g} of these data (violated in expectation)")
         elif name == "mse_worst" and e is not None:
-            c.update(verdict="holds", basis="exact",
+            c.update(verdict="holds", basis="exact", at_data="le",
                      reason=f"exact mse_expected {e:.6g} <= mse_worst {v:.6g} at these data")
         elif name == "mse_bound" and w is not None and below(v, w):
-            c.update(verdict="violated", basis="exact",
+            c.update(verdict="violated", basis="exact", at_data=None,
                      reason=f"mse_bound {v:.6g} < mse_worst {w:.6g}, the exact worst case (violated at the "
                             "worst-case data)")
         elif name == "mse_bound" and w is not None:
-            c.update(verdict="holds", basis="exact",
+            c.update(verdict="holds", basis="exact", at_data="le",
                      reason=f"mse_bound {v:.6g} >= mse_worst {w:.6g}, the exact worst case (every data set)")
         elif name == "mse_bound" and e is not None:
-            c.update(verdict="holds", basis="exact",
+            c.update(verdict="holds", basis="exact", at_data="le",
                      reason=f"exact mse_expected {e:.6g} <= mse_bound {v:.6g} at these data")
         checks.append(c)
     return checks
@@ -115,8 +119,16 @@ def decide(checks: list[dict[str, Any]], lo: float, hi: float, level: float) -> 
                 c.update(verdict="violated", reason=f"{iv} lies outside [{a:.6g}, {b:.6g}] (mse_expected ± margin)")
             else:
                 c.update(verdict="undecided", reason=f"{iv} overlaps the edge of [{a:.6g}, {b:.6g}]")
-        elif c["basis"] == "exact":
-            continue  # theory decided it; whether the implementation matches the theory is mse_expected's check
+        elif c["basis"] in ("exact", "exact vs simulation"):
+            # theory decided it, but theory is checked, not trusted: a simulation interval on the other side of
+            # the value contradicts the exact verdict, and the check says so ("disagrees")
+            at = c.get("at_data")
+            if (at == "le" and lo > v) or (at == "gt" and hi <= v):
+                exact = c.setdefault("exact_reason", c["reason"])
+                side = "above" if at == "le" else "at or below"
+                c.update(verdict="disagrees", basis="exact vs simulation",
+                         reason=f"exact theory says {exact}, but {iv} lies {side} {c['check']} {v:.6g}: theory "
+                                "and simulation disagree (the theory values or the implementation are wrong)")
         else:
             if lo > v:
                 c.update(verdict="violated", reason=f"{iv} lies above {c['check']} {v:.6g}")
@@ -138,7 +150,7 @@ def required_radius(c: dict[str, Any], mean: float) -> float | None:
 
 def overall(checks: list[dict[str, Any]]) -> str:
     verdicts = [c["verdict"] for c in checks]
-    if "violated" in verdicts:
+    if "violated" in verdicts or "disagrees" in verdicts:
         return "violated"
     if "undecided" in verdicts or not verdicts:
         return "undecided"
@@ -147,7 +159,8 @@ def overall(checks: list[dict[str, Any]]) -> str:
 
 def _meaning(margin: float, level: float) -> str:
     return (f"'agrees': the {level:g} confidence set for E[sq error] lies within ±{_pct(margin)} of mse_expected; "
-            "'holds'/'violated' for a bound: the set lies below/above it, or theory decides exactly")
+            "'holds'/'violated' for a bound: the set lies below/above it, or theory decides exactly; 'disagrees': "
+            "theory decided exactly but the set lies on the other side")
 
 
 def validate_errors(sq_errors: np.ndarray, *, expected: float | None, worst: float | None = None,
