@@ -21,8 +21,9 @@ from shufflesim.mechanisms import KRR
 from shufflesim.mechanisms.matrix import ShuffledMatrix
 from shufflesim.pipeline import registry
 from shufflesim.pipeline.fast import DataSummary
-from shufflesim.pipeline.matrix import (MatrixRandomiser, SamplerRandomiser, check_matrix, inversion_operator,
-                                        matrix_eps0, matrix_histogram, matrix_histogram_batch, read_matrix)
+from shufflesim.pipeline.matrix import (MatrixRandomiser, SamplerRandomiser, check_matrix, inversion_bias,
+                                        inversion_operator, matrix_eps0, matrix_histogram, matrix_histogram_batch,
+                                        read_matrix, unidentifiable_inputs)
 
 
 def exact_eps0(R: np.ndarray) -> Decimal:
@@ -79,8 +80,11 @@ def test_declared_eps0_is_checked_not_trusted():
         MatrixRandomiser(R, 0.9)
     with pytest.raises(ParameterError, match="not eps0-LDP"):
         ShuffledMatrix(10, [[1.0, 0.0], [0.5, 0.5]])
-    with pytest.raises(ParameterError, match="rank"):
-        inversion_operator(np.array([[0.5, 0.5], [0.5, 0.5]]))
+    # rank < k is not refused (issue 29): the inputs that cannot be told apart are named, the estimate is biased
+    # and its exact MSE carries the squared bias (tests/test_matrix_checks.py)
+    R0 = np.array([[0.5, 0.5], [0.5, 0.5]])
+    assert unidentifiable_inputs(inversion_bias(R0, inversion_operator(R0))) == [0, 1]
+    assert unidentifiable_inputs(inversion_bias(R, inversion_operator(R))) == []
 
 
 def test_read_matrix_files(tmp_path):

@@ -166,6 +166,7 @@ def test_guide_in_process(tmp_path, monkeypatch, capsys, fresh_registry):
         ran += 1
     assert ran >= 10
     assert (tmp_path / "run-subsets" / "report.md").is_file()
+    assert (tmp_path / "run-abstain" / "report.md").is_file()  # matrix-rr in a scenario file, as the guide shows
     for lang, body in blocks():
         if lang == "python" and not body.startswith("# file: "):
             exec(compile(body, "docs/plugins.md", "exec"), {})

@@ -806,7 +806,7 @@ def generic_mse_validation(params, paper_value) -> Outcome:
     focus = params.get("focus")  # the theory value the claim is about (default: every check of the run)
     decided = checks[focus]["verdict"] if focus else res["verdict"]
     verdict = {"agrees": "reproduced", "holds": "reproduced", "consistent": "reproduced", "violated": "refuted",
-               "undecided": "not-checkable"}[decided]
+               "disagrees": "refuted", "undecided": "not-checkable"}[decided]
     v = {f"{k}_theory": c["theory"] for k, c in checks.items()} | {"mse": res["mse"], "trials": res["trials"]}
     lo, hi = res["interval"]
     text = "; ".join(f"{k}: theory {c['theory']:.6g}, {c['verdict']} ({c['basis']})" for k, c in checks.items())
