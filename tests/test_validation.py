@@ -16,7 +16,7 @@ from scipy.stats import binom, norm
 from shufflesim.experiments.data import load_data
 from shufflesim.pipeline import registry
 from shufflesim.validation.error_rates import run_rates
-from shufflesim.validation.mse import (ROUNDOFF, decide, theory_checks, validate_errors, validate_protocol,
+from shufflesim.validation.mse import (ROUNDOFF, decide, overall, theory_checks, validate_errors, validate_protocol,
                                        validate_sequential)
 from shufflesim.validation.sequential import AsympCS, RunningMoments, next_look
 from shufflesim.validation.stats import bootstrap_t, holm
@@ -123,11 +123,14 @@ def test_decisions_from_one_interval():
     assert b[0]["verdict"] == "violated"
     decide(b, 9.0, 9.9, 0.95)
     assert b[0]["verdict"] == "holds"
-    # a bound settled exactly is not re-decided by simulation; the equivalence check carries the mismatch
+    # a bound settled exactly is checked, not trusted (issue 29): an interval inside it keeps "holds (exact)", an
+    # interval on the other side says that theory and simulation disagree
     h = {c["check"]: c for c in theory_checks(100.0, None, 101.0)}
-    decide(list(h.values()), 102.5, 103.0, 0.95)
+    decide(list(h.values()), 99.5, 100.5, 0.95)
     assert (h["mse_bound"]["verdict"], h["mse_bound"]["basis"]) == ("holds", "exact")
-    assert h["mse_expected"]["verdict"] == "violated"
+    decide(list(h.values()), 102.5, 103.0, 0.95)
+    assert (h["mse_bound"]["verdict"], h["mse_bound"]["basis"]) == ("disagrees", "exact vs simulation")
+    assert h["mse_expected"]["verdict"] == "violated" and overall(list(h.values())) == "violated"
 
 
 # --- error rates of the whole sequential procedure (known mean, skewed data) --------------------------------
