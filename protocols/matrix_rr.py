@@ -38,12 +38,14 @@ DELTA_OPTION = Option("delta", float, "delta at which the central eps is reporte
 
 
 class InversionAnalyser(Analyser):
-    """The shuffled histogram N, the counts ĉ = A N (A = (Rᵀ)⁺) and their projection onto the simplex."""
+    """The shuffled histogram N, the counts ĉ = A N (A = (Rᵀ)⁺) and their projection onto the simplex; ``B``:
+    the bias operator A Rᵀ − I (0 unless some input is not identifiable; pipeline.matrix.inversion_bias)."""
 
     name = "channel-inversion"
 
-    def __init__(self, A: np.ndarray, n: int):
+    def __init__(self, A: np.ndarray, n: int, B: np.ndarray | None = None):
         self.A, self.n = A, n
+        self.B = np.zeros((A.shape[0], A.shape[0])) if B is None else B
 
     def estimate(self, hist: np.ndarray) -> HistogramEstimate:
         counts = np.asarray(hist, dtype=float) @ self.A.T
@@ -127,10 +129,12 @@ class MatrixProtocol(_WithDelta):
         if declared is not None:
             resolved["eps0_declared"] = float(declared)
         A = inversion_operator(rand.matrix)
-        biased = unidentifiable_inputs(inversion_bias(rand.matrix, A))
+        B = inversion_bias(rand.matrix, A)
+        biased = unidentifiable_inputs(B)
         if biased:  # rank < k: the estimate is biased for these inputs, and the exact MSE includes the bias
             resolved["unidentifiable_inputs"] = biased
-        return cls(n=n, randomiser=rand, shuffler=SingleShuffler(), analyser=InversionAnalyser(A, n), params=resolved)
+        return cls(n=n, randomiser=rand, shuffler=SingleShuffler(), analyser=InversionAnalyser(A, n, B),
+                   params=resolved)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -140,7 +144,6 @@ class MatrixProtocol(_WithDelta):
     def _terms(self) -> np.ndarray:
         if getattr(self, "_mse_terms", None) is None:
             self._mse_terms = inversion_mse_terms(self.matrix, self.analyser.A)
-            self._bias = inversion_bias(self.matrix, self.analyser.A)
         return self._mse_terms
 
     def mse_expected(self, data: np.ndarray) -> float:
@@ -151,15 +154,15 @@ class MatrixProtocol(_WithDelta):
             counts = np.bincount(np.asarray(data), minlength=self.k)
         c = np.asarray(counts, dtype=float)
         var = float(c @ self._terms())
-        if not self._bias.any():
+        if not self.analyser.B.any():
             return var
-        b = self._bias @ c
+        b = self.analyser.B @ c
         return var + float(b @ b)
 
     def mse_worst(self) -> float:
         """The exact worst case over data sets of n users (every user holding the worst input;
         pipeline.matrix.inversion_mse_worst)."""
-        return inversion_mse_worst(self.matrix, self.analyser.A, self.n)
+        return inversion_mse_worst(self._terms(), self.analyser.B, self.n)
 
     # --- the exact fast engine ------------------------------------------------------------------------------
     def sample_fast(self, summary, rng: np.random.Generator) -> HistogramEstimate:

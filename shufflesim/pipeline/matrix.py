@@ -272,10 +272,11 @@ def inversion_mse(R: np.ndarray, A: np.ndarray, counts: np.ndarray) -> float:
     return float(c @ inversion_mse_terms(R, A) + bias @ bias)
 
 
-def inversion_mse_worst(R: np.ndarray, A: np.ndarray, n: int) -> float:
-    """Exact max over data sets of n users of E‖ĉ − c‖²: max_x n t_x + n² ‖B_{·x}‖² (module docstring)."""
-    B = inversion_bias(R, A)
-    return float(np.max(n * inversion_mse_terms(R, A) + float(n) ** 2 * np.sum(B * B, axis=0)))
+def inversion_mse_worst(terms: np.ndarray, B: np.ndarray, n: int) -> float:
+    """Exact max over data sets of n users of E‖ĉ − c‖² = Σ_x c_x t_x + ‖B c‖² (``terms`` = t:
+    :func:`inversion_mse_terms`; B: :func:`inversion_bias`): convex in c, so attained at a vertex c = n e_x,
+    max_x n t_x + n² ‖B_{·x}‖² (module docstring)."""
+    return float(np.max(n * np.asarray(terms) + float(n) ** 2 * np.sum(B * B, axis=0)))
 
 
 # --- randomisers ------------------------------------------------------------------------------------------------
