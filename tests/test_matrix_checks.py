@@ -8,6 +8,7 @@ shows.
 from __future__ import annotations
 
 import itertools
+import warnings
 import math
 from pathlib import Path
 
@@ -211,3 +212,14 @@ def test_validate_cli_says_theory_and_simulation_disagree(capsys):
     line = next(ln for ln in out.splitlines() if ln.startswith("mse_worst"))
     assert "holds" not in line and "disagrees (exact vs simulation)" in line, out
     assert "verdict  violated" in out
+
+
+def test_ratio_beyond_double_precision_is_named_not_called_zero(tmp_path, capsys):
+    """An entry near the subnormal range makes a column's ratio overflow: refused in one line that says so (not
+    "probability 0"), with no RuntimeWarning on the way."""
+    f = tmp_path / "m.csv"
+    f.write_text("0.5,0.5\n1e-320,1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run_cli(capsys, "simulate", "matrix-rr", "--matrix", f, "--n", 100, "--trials", 3)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "beyond double precision" in err, err

@@ -108,6 +108,11 @@ def check_ldp(R: np.ndarray, *, name: str = "matrix") -> float:
     eps0 = matrix_eps0(R)
     if math.isinf(eps0):
         x, x2, y = eps0_witness(R)
+        if R[x2, y] > 0.0:  # a ratio beyond double precision (an entry near the subnormal range)
+            raise ParameterError(f"{name}: report {y} has probability {R[x, y]:g} for input {x} and {R[x2, y]:g} for "
+                                 f"input {x2}, a ratio beyond double precision (eps0 = "
+                                 f"{math.log(R[x, y]) - math.log(R[x2, y]):.6g}); entries must keep every column's "
+                                 "ratio below 1e308")
         raise ParameterError(f"{name} is not eps0-LDP for any finite eps0: report {y} has probability {R[x, y]:g} "
                              f"for input {x} and 0 for input {x2}; every report must be possible for all inputs or "
                              "for none")
@@ -126,14 +131,15 @@ def matrix_eps0(R: np.ndarray) -> float:
     if np.any(lo[used] == 0.0):
         return math.inf
     hi, lo = hi[used], lo[used]
-    return float(np.max(np.log1p((hi - lo) / lo)))
+    with np.errstate(over="ignore"):  # a ratio beyond double precision is inf (check_ldp says so)
+        return float(np.max(np.log1p((hi - lo) / lo)))
 
 
 def eps0_witness(R: np.ndarray) -> tuple[int, int, int]:
     """(x, x', y) attaining ε0: R[x, y]/R[x', y] is largest."""
     R = np.asarray(R, dtype=float)
     hi, lo = R.max(axis=0), R.min(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = np.where(hi > 0, np.where(lo > 0, hi / np.where(lo > 0, lo, 1.0), np.inf), 0.0)
     y = int(np.argmax(ratio))
     return int(np.argmax(R[:, y])), int(np.argmin(R[:, y])), y
