@@ -85,6 +85,13 @@ def test_non_ldp_matrix_refused_from_python(tmp_path, matrix):
             make()
 
 
+def test_non_ldp_matrix_refused_by_sweep_before_writing(tmp_path, capsys):
+    f = write_csv(tmp_path / "m.csv", IDENTITY)
+    assert_refused(*run_cli(capsys, "sweep", "matrix-rr", "--set", f"matrix={f}", "--n", 100, "--trials", 3,
+                            "--output", tmp_path / "sw"))
+    assert not (tmp_path / "sw").exists()
+
+
 def scenario(tmp_path: Path, matrix_file: str) -> Path:
     f = tmp_path / "sc.toml"
     f.write_text(f"""title = "a matrix in a scenario"
