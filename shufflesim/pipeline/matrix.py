@@ -16,8 +16,8 @@ law of the report of a user holding x, rows summing to 1).  From the matrix alon
   **Identifiability**: when R has rank k, A Rᵀ = I and B = 0 (unbiased).  With rank < k — more inputs than
   outputs, or equal (linearly dependent) rows — A Rᵀ is the orthogonal projection onto the range of R, so ĉ
   estimates that projection of c: input x is *not identifiable* when column x of B is not 0
-  (:func:`inversion_bias`), and the estimate is biased by B c (the inputs with equal report laws share their
-  total equally, e.g.).  The worst case over data sets of n users, Σ_x c_x t_x + ‖B c‖² (convex in c), is
+  (:func:`inversion_bias`), and the estimate is biased by B c (two inputs with equal rows, e.g., each get
+  half of their joint count).  The worst case over data sets of n users, Σ_x c_x t_x + ‖B c‖² (convex in c), is
   attained at a vertex c = n e_x: max_x n t_x + n² ‖B_{·x}‖²  (:func:`inversion_mse_worst`).
 
 A randomiser known only as code (:class:`SamplerRandomiser`) gets the faithful engine; its ε0 must be
@@ -239,7 +239,8 @@ def matrix_histogram_batch(counts: np.ndarray, R: np.ndarray, rng: np.random.Gen
 # --- channel inversion ------------------------------------------------------------------------------------------
 def inversion_operator(R: np.ndarray) -> np.ndarray:
     """A = (Rᵀ)⁺ (k × m): ĉ = A N is the least-squares estimate of the input counts from the histogram N.
-    Singular values below :data:`RANK_RTOL` × the largest count as 0 (the rank of :func:`inversion_bias`)."""
+    Singular values below :data:`RANK_RTOL` × max(k, m) × the largest count as 0, as in :func:`inversion_bias`'s
+    rank."""
     return np.linalg.pinv(R.T, rcond=RANK_RTOL * max(R.shape))
 
 
@@ -249,7 +250,7 @@ RANK_RTOL = 16 * np.finfo(float).eps
 
 def inversion_bias(R: np.ndarray, A: np.ndarray) -> np.ndarray:
     """B = A Rᵀ − I (k × k): E[ĉ] − c = B c (module docstring).  Exactly 0 when R has rank k (every input
-    identifiable: more outputs than inputs is necessary, linearly independent rows sufficient)."""
+    identifiable: needs at least as many outputs as inputs, and linearly independent rows)."""
     k = R.shape[0]
     sv = np.linalg.svd(R, compute_uv=False)
     rank = int(np.sum(sv > sv[0] * RANK_RTOL * max(R.shape)))
