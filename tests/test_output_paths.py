@@ -122,12 +122,14 @@ def test_a_link_planted_during_the_run_is_refused_at_the_write(tmp_path):
                                   [*SWEEP, "--output", ""],
                                   ["simulate", "krr", "--k", "4", "--eps0", "1", "--n", "100", "--trials", "3",
                                    "--output", ""]])
-def test_empty_output_folder_is_refused(argv, scenario, tmp_path, capsys):
-    """On main: `run --out ''` writes to ./run-s (and the sweep into the current directory)."""
-    before = sorted(p.name for p in tmp_path.iterdir())
+def test_empty_output_folder_is_refused(argv, scenario, tmp_path, capsys, monkeypatch):
+    """On main: `run --out ''` writes to ./run-s, and `sweep --output ''` into an empty current directory."""
+    if argv[0] == "sweep":
+        monkeypatch.chdir(tmp_path / "outside")  # empty: on main the sweep's files land here
+    before = sorted(p.name for p in Path.cwd().iterdir())
     assert main(argv) == 2
-    assert "empty" in one_error(capsys)
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert "needs a directory name; got an empty string" in one_error(capsys)
+    assert sorted(p.name for p in Path.cwd().iterdir()) == before
 
 
 @pytest.mark.parametrize("existing", [False, True])

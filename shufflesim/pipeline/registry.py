@@ -202,14 +202,15 @@ def _guard_class(cls: type, label: str) -> None:
 
 
 def _guard_plugin(ep, label: str, new: list[type]) -> None:
-    """Guard the plug-in's code: every class and function defined in the modules of its top-level package (the
-    package its entry point names) and in the modules of the protocols it registered."""
-    top = str(ep.value).split(":")[0].strip().split(".")[0]
+    """Guard the plug-in's code: every class and function defined in the module its entry point names, that
+    module's submodules, and the modules of the protocols it registered (never shufflesim's own modules, nor
+    the libraries the plug-in imports)."""
+    top = str(ep.value).split(":")[0].strip()
     mods = {m for m in list(sys.modules) if m == top or m.startswith(top + ".")}
-    mods |= {c.__module__ for cls in new for c in cls.__mro__}
+    mods |= {cls.__module__ for cls in new}
     for name in mods:
         module = sys.modules.get(name)
-        if module is None or name.split(".")[0] in ("shufflesim", "builtins", "abc"):
+        if module is None or name == "shufflesim" or name.startswith("shufflesim."):
             continue
         _PLUGIN_MODULES[name] = label
         for attr, value in list(vars(module).items()):
