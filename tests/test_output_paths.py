@@ -71,6 +71,17 @@ def test_run_does_not_write_into_a_linked_results_folder(scenario, tmp_path, cap
     assert list((tmp_path / "outside").iterdir()) == []
 
 
+def test_run_all_does_not_write_into_a_linked_scenario_folder(scenario, tmp_path, capsys):
+    """On main: `run --all --out runs` writes the scenario's run into the folder `runs/s` links to."""
+    (tmp_path / "scen").mkdir()
+    scenario.rename(tmp_path / "scen" / "s.toml")
+    (tmp_path / "runs").mkdir()
+    os.symlink(tmp_path / "outside", tmp_path / "runs" / "s")
+    assert main(["run", "--all", "--dir", "scen", "--out", "runs"]) == 2
+    assert "symbolic link" in one_error(capsys)
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
 def test_sweep_resume_does_not_write_into_a_linked_part_folder(tmp_path, capsys):
     """On main: --resume writes the missing part into the folder the planted `parts/p00001` link points to."""
     out, outside = tmp_path / "sw", tmp_path / "outside"

@@ -96,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         outs = [Path(args.out or f"run-{scenarios[0]['_stem']}")]
     if args.all and args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise UsageError(f"shufflesim run --all: --out {args.out} exists and is not a directory")
+    if args.all and outs[0].parent.is_dir():  # each run checks its own folder; --all's folder holds them
+        from shufflesim.experiments.outdir import check_no_links
+
+        check_no_links(outs[0].parent)  # no link anywhere below --out (experiments/outdir.py)
     for out in outs:
         if args.resume and not out.is_dir():
             print(f"note: nothing to resume in {out} (no earlier run there); starting afresh", file=sys.stderr)
