@@ -137,10 +137,12 @@ def watch_sigint():
     previous = signal.getsignal(signal.SIGINT)
 
     def handler(signum, frame):
+        if previous == signal.SIG_IGN:
+            return  # ignored here (e.g. a worker process): not an interrupt
         state["arrived"] = True
         if callable(previous):
             previous(signum, frame)  # signal.default_int_handler raises KeyboardInterrupt
-        elif previous != signal.SIG_IGN:
+        else:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)

@@ -330,12 +330,12 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
             for stale in ("report.md", "run.json"):  # an earlier run's report must not outlive a failed rerun
                 (out / stale).unlink(missing_ok=True)
             write_text(marker, "This run has not finished (or failed): the files here are partial; report.md and "
-                              "run.json are written last.\n")
+                               "run.json are written last.\n")
             meta = _run_scenario(sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume, est=est,
                                  log=log)
         except KeyboardInterrupt:
             write_text(marker, "This run was interrupted: the files here are partial. Run the same command with "
-                              "--resume to continue its sweeps.\n")
+                               "--resume to continue its sweeps.\n")
             raise
         except BaseException as exc:
             if created is not None:  # nothing of a failed run is left behind in the folders it created
