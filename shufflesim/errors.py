@@ -34,3 +34,9 @@ class ResourceError(ShufflesimError):
 
 class InfeasibleError(ShufflesimError):
     """A privacy or utility target cannot be met by any parameter in the searched range."""
+
+
+class PluginError(ShufflesimError):
+    """A plug-in's own code (a protocol of the entry-point group ``shufflesim.protocols``) failed with an
+    exception that is not a :class:`ShufflesimError`; the message names the plug-in, its package, the method
+    and the exception (docs/plugins.md, "When a plug-in is broken")."""

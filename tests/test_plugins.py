@@ -235,3 +235,193 @@ def test_guide_in_a_fresh_venv(tmp_path):
             assert "warning" not in res.stderr and "Traceback" not in res.stderr, res.stderr
     for line, sec in times:
         print(f"{sec:7.2f} s  {line}")
+
+
+# --- issue 29: plug-ins are guests ----------------------------------------------------------------------------------
+MATRIX_PLUGIN = """from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.registry import register
+from shufflesim.protocols.matrix_rr import MatrixProtocol
+
+
+@register
+class Guest(MatrixProtocol):
+    name = {name!r}
+    summary = "a test plug-in"
+    options = ({options},)
+
+    @classmethod
+    def build_matrix(cls, **options):
+{body}
+"""
+GOOD_BODY = "        return [[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6]], None"
+
+
+def _plugin(tmp_path: Path, monkeypatch, eps: list, mod: str, text: str) -> None:
+    (tmp_path / f"{mod}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps.append(FakeEntryPoint(mod.replace("_", "-"), mod, f"pkg-{mod}"))
+
+
+@pytest.mark.parametrize("clash", ["n", "data", "trials", "seed", "json", "engine", "help", "protocol", "func",
+                                   "max_seconds", "target"])
+def test_option_clash_disables_only_that_plugin(clash, tmp_path, monkeypatch, capsys, fresh_registry):
+    """An option named like a command's own flag is refused when the plug-in loads (one warning naming it);
+    every command, the other plug-ins included, keeps working.  On main: argparse's conflict, a traceback in
+    every ``simulate``."""
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_clash",
+            MATRIX_PLUGIN.format(name="i22-clash", options=f"Option({clash!r}, int, 'x')", body=GOOD_BODY))
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_fine",
+            MATRIX_PLUGIN.format(name="i22-fine", options="Option('size', int, 'x')", body=GOOD_BODY))
+    from shufflesim.cli.main import main
+
+    runs = [["simulate", "krr", "--k", "4", "--eps0", "1", "--n", "200", "--trials", "5"],
+            ["simulate", "i22-fine", "--n", "200", "--trials", "5", "--engine", "fast"],
+            ["audit", "krr", "--k", "3", "--eps0", "1", "--n", "5", "--eps", "0.5", "--trials", "2000"],
+            ["account", "i22-fine", "--n", "5", "--eps", "1"]]
+    warnings.simplefilter("always", registry.PluginWarning)  # each run stands for a new process
+    for argv in runs if clash == "n" else runs[:1]:
+        registry._discovered, registry._PROBLEMS[:] = False, []
+        sys.modules.pop("i22_clash", None)
+        assert main(argv) in (0, 1), (argv, capsys.readouterr().err)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("warning: plug-in 'i22-clash' of package 'pkg-i22_clash'"), err
+        assert repr(clash) in err[0] and "clashes" in err[0]
+    assert "i22-clash" not in registry.names() and "i22-fine" in registry.names()
+
+
+def test_reserved_names_cover_every_command_flag():
+    """The flags and destinations every command adds beside a protocol's options are in
+    registry.RESERVED_OPTION_NAMES (or fed by the protocol option of the same name: eps, delta), so that a
+    plug-in's option can never collide with one; no built-in protocol uses a reserved name."""
+    import argparse
+
+    from shufflesim.cli.main import build_parser
+
+    def own(parser: argparse.ArgumentParser, protocol_opts: set[str]) -> set[str]:
+        out = set()
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction) or a.dest in protocol_opts:
+                continue
+            out |= {a.dest} | {s.lstrip("-").replace("-", "_") for s in a.option_strings}
+        return out
+
+    seen: set[str] = set()
+    top = build_parser("*")
+    for cmd_action in [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]:
+        for cmd, cp in cmd_action.choices.items():
+            if cmd not in ("simulate", "validate", "audit", "account", "sweep"):
+                continue
+            seen |= own(cp, set())
+            for a in cp._actions:
+                if isinstance(a, argparse._SubParsersAction):
+                    for name, pp in a.choices.items():
+                        opts = {o.name for o in registry.get(name).options} if name in registry.names() else set()
+                        if name in registry.names():
+                            seen |= own(pp, opts)
+                            seen |= {"protocol", "func", "command"}
+    from shufflesim.cli.sweep import ATTACK_OPTIONS
+
+    seen |= set(ATTACK_OPTIONS)
+    missing = seen - registry.RESERVED_OPTION_NAMES - {"eps", "delta"}
+    assert not missing, f"add to registry.RESERVED_OPTION_NAMES: {sorted(missing)}"
+    for name in registry.names():  # bennett_variant: built-ins that account does not build by name
+        cls = registry.get(name)
+        shared = {"bennett_variant"} if not getattr(cls, "account_by_name", False) else set()
+        assert not {o.name for o in cls.options} & registry.RESERVED_OPTION_NAMES - shared, name
+
+
+BOOM = "        return 1 / 0  # a bug in the plug-in"
+
+
+@pytest.mark.parametrize("body", [BOOM, "        raise SystemExit(3)", "        raise KeyError('matrix')"])
+def test_plugin_exception_is_one_line_naming_it(body, tmp_path, monkeypatch, capsys, fresh_registry):
+    """Any exception of a plug-in's code that is not a ShufflesimError (SystemExit included) is one error line
+    naming the plug-in, exit 2, in simulate, account, audit and validate.  On main: a traceback."""
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_boom",
+            MATRIX_PLUGIN.format(name="i22-boom", options="Option('size', int, 'x')", body=body))
+    from shufflesim.cli.main import main
+
+    for argv in (["simulate", "i22-boom", "--n", "100", "--trials", "5"],
+                 ["simulate", "i22-boom", "--n", "100", "--trials", "5", "--engine", "fast", "--json"],
+                 ["account", "i22-boom", "--n", "5", "--eps", "1"],
+                 ["audit", "i22-boom", "--n", "5", "--eps", "1", "--trials", "1000"],
+                 ["validate", "i22-boom", "--n", "100"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: plug-in 'i22-boom' of package 'pkg-i22_boom' failed"), \
+            (argv, err)
+        assert "build_matrix" in err[0]
+    from shufflesim.errors import PluginError
+
+    with pytest.raises(PluginError, match="i22-boom"):  # the library raises the same error
+        registry.create("i22-boom", 100)
+
+
+def test_plugin_shufflesim_error_passes_through(tmp_path, monkeypatch, capsys, fresh_registry):
+    body = "        from shufflesim.errors import ParameterError\n        raise ParameterError('size must be >= 2')"
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_refuse",
+            MATRIX_PLUGIN.format(name="i22-refuse", options="Option('size', int, 'x')", body=body))
+    from shufflesim.cli.main import main
+    from shufflesim.errors import ParameterError
+
+    assert main(["simulate", "i22-refuse", "--n", "100", "--trials", "5"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: size must be >= 2"]
+    with pytest.raises(ParameterError) as info:
+        registry.create("i22-refuse", 100)
+    assert type(info.value) is ParameterError
+
+
+SAMPLER_PLUGIN = """import numpy as np
+from shufflesim.pipeline.matrix import SamplerRandomiser
+from shufflesim.pipeline.options import Option
+from shufflesim.pipeline.registry import register
+from shufflesim.protocols.matrix_rr import SamplerProtocol
+
+
+@register
+class Sampled(SamplerProtocol):
+    name = "i22-sampled"
+    summary = "a sampler whose callback fails"
+    options = (Option("size", int, "x"),)
+
+    @classmethod
+    def build_sampler(cls, **options):
+        def sample(x, rng):
+            raise FloatingPointError("callback failed")
+        return SamplerRandomiser(sample, 3, 3, 1.0)
+"""
+
+
+def test_plugin_callback_exception_is_one_line(tmp_path, monkeypatch, capsys, fresh_registry):
+    """A closure the plug-in hands to the framework (outside the registry's wrappers) fails: still one line."""
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_sampled", SAMPLER_PLUGIN)
+    from shufflesim.cli.main import main
+
+    assert main(["simulate", "i22-sampled", "--n", "100", "--trials", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: plug-in 'i22-sampled' of package 'pkg-i22_sampled' failed"), err
+    assert "FloatingPointError: callback failed" in err[0]
+
+
+@pytest.mark.parametrize("raise_", ["raise KeyboardInterrupt", "raise SystemExit(1)", "raise BaseException('x')"])
+def test_interrupt_raised_at_import_is_contained(raise_, tmp_path, monkeypatch, capsys, fresh_registry):
+    """A plug-in whose import raises KeyboardInterrupt, SystemExit or any BaseException is skipped with one
+    warning; the command runs.  On main: every command "interrupted" (or ended by the plug-in)."""
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_interrupts", raise_ + "\n")
+    from shufflesim.cli.main import main
+
+    assert main(["simulate", "krr", "--k", "4", "--eps0", "1", "--n", "200", "--trials", "5"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: plug-in 'i22-interrupts' of package 'pkg-i22_interrupts'")
+
+
+def test_real_ctrl_c_during_plugin_import_still_interrupts(tmp_path, monkeypatch, capsys, fresh_registry):
+    """A SIGINT that really arrives while a plug-in loads interrupts the command (registry.watch_sigint), even if
+    the plug-in catches the KeyboardInterrupt."""
+    _plugin(tmp_path, monkeypatch, fresh_registry, "i22_slow",
+            "import os, signal\ntry:\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n"
+            "except KeyboardInterrupt:\n    pass  # swallowed by the plug-in\n")
+    from shufflesim.cli.main import main
+
+    assert main(["simulate", "krr", "--k", "4", "--eps0", "1", "--n", "200", "--trials", "5"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted"]

@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("shufflesim run: give either one SCENARIO file or --all")
     if args.workers < 1:
         raise UsageError(f"shufflesim run: --workers must be >= 1 (got {args.workers})")
+    if args.out is not None and not args.out.strip():  # Path('') would be the current directory
+        raise UsageError("shufflesim run: --out needs a directory name; got an empty string (omit --out for "
+                         "run-STEM, or runs/ with --all)")
     if args.all:
         files = sorted(_resolve_dir(Path(args.dir)).glob("*.toml"))
         if not files:
@@ -93,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         outs = [Path(args.out or f"run-{scenarios[0]['_stem']}")]
     if args.all and args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise UsageError(f"shufflesim run --all: --out {args.out} exists and is not a directory")
+    if args.all and outs[0].parent.is_dir():  # each run checks its own folder; --all's folder holds them
+        from shufflesim.experiments.outdir import check_no_links
+
+        check_no_links(outs[0].parent)  # no link anywhere below --out (experiments/outdir.py)
     for out in outs:
         if args.resume and not out.is_dir():
             print(f"note: nothing to resume in {out} (no earlier run there); starting afresh", file=sys.stderr)
@@ -109,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
     if args.all:
         lines = ["# Scenario runs", "", "| scenario | report |", "|---|---|"]
         lines += [f"| {sc['title']} | [{out.name}/report.md]({out.name}/report.md) |" for sc, out in zip(scenarios, outs)]
-        (outs[0].parent / "index.md").write_text("\n".join(lines) + "\n")
+        from shufflesim.experiments.outdir import write_text
+
+        write_text(outs[0].parent / "index.md", "\n".join(lines) + "\n")  # atomic: a link there is replaced
         print(f"{len(scenarios)} scenarios in {total:.1f} s -> {outs[0].parent}/index.md")
     return 0

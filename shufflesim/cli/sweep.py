@@ -106,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
     import math
     from pathlib import Path
 
+    from shufflesim.experiments.outdir import check_dir_name
+
+    check_dir_name(args.output, "--output")
     check_int("trials", args.trials, minimum=1)
     check_int("seed", args.seed, minimum=0)
     check_int("chunk_size", args.chunk_size, minimum=1)

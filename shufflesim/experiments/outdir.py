@@ -7,6 +7,12 @@ refuses a directory that already holds files unless ``overwrite``.  Files are wr
 half-written file; together with the lock, the data and metadata files in the directory always come
 from the same run.  :class:`DirectoryLock` (the lock alone) and ``atomic_path(..., durable=True)`` (also
 flushed to disk before and after the rename) serve the sweeps' resumable directories too.
+
+Output folders are ours (issue 29): shufflesim never writes through a symbolic link inside an output folder
+(the folder itself may be a link).  A folder is scanned for links when its lock is taken, before anything is
+written (:func:`check_no_links`), and every write below a locked folder — :func:`atomic_path` for files,
+:func:`make_dirs` for folders — checks each component below it again (:func:`refuse_links`), so a link
+planted during the run is refused too.  An empty folder name is refused (:func:`check_dir_name`).
 """
 
 from __future__ import annotations
@@ -25,13 +31,69 @@ LOCK_NAME = ".shufflesim.lock"
 TMP_PREFIX = ".shufflesim-tmp-"
 
 
+#: the folders this process holds a :class:`DirectoryLock` on (absolute, links not resolved): the output roots
+#: below which :func:`refuse_links` allows no link
+_OWNED: list[str] = []
+
+
+def check_dir_name(text: str | os.PathLike | None, option: str) -> None:
+    """ParameterError for an empty (or blank) output folder name: ``Path('')`` is the current directory."""
+    if text is not None and not os.fspath(text).strip():
+        raise ParameterError(f"{option} needs a directory name; got an empty string")
+
+
+def _link_error(link: str, root: str) -> ParameterError:
+    return ParameterError(f"{link} is a symbolic link inside the output folder {root}; shufflesim does not write "
+                          "through links there: remove the link, or choose another folder")
+
+
+def refuse_links(path: str | os.PathLike) -> Path:
+    """``path``, after checking that no component of it below the outermost locked output folder that holds it
+    (:data:`_OWNED`) is a symbolic link (ParameterError naming the link).  Paths outside every locked folder
+    are returned unchecked.  Every write under an output folder goes through here (:func:`atomic_path`,
+    :func:`make_dirs`)."""
+    full = os.path.abspath(path)
+    for root in sorted(_OWNED, key=len):
+        if full.startswith(root.rstrip(os.sep) + os.sep):
+            cur = root
+            for part in full[len(root):].strip(os.sep).split(os.sep):
+                cur = os.path.join(cur, part)
+                if os.path.islink(cur):
+                    raise _link_error(cur, root)
+            break
+    return Path(path)
+
+
+def check_no_links(root: str | os.PathLike) -> None:
+    """ParameterError naming the first symbolic link anywhere inside folder ``root`` (links are not followed)."""
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in sorted(dirs + files):
+            if os.path.islink(os.path.join(here, name)):
+                raise _link_error(os.path.join(here, name), os.fspath(root))
+
+
+def make_dirs(path: str | os.PathLike) -> Path:
+    """``path.mkdir(parents=True, exist_ok=True)`` below an output folder, refusing links (:func:`refuse_links`)."""
+    path = refuse_links(path)
+    path.mkdir(parents=True, exist_ok=True)
+    return refuse_links(path)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically, refusing links (:func:`atomic_path`)."""
+    with atomic_path(Path(path)) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path, *, durable: bool = False) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success rename it onto ``path``, else remove it.
+    """Yield a temporary path next to ``path``; on success rename it onto ``path``, else remove it.  A link on
+    the way below a locked output folder is refused first (:func:`refuse_links`); the rename replaces the
+    directory entry, never the file a link at ``path`` would point to.
 
     ``durable``: fsync the written file before the rename and the directory after it, so that a file
     present after a crash is complete (for runs resumed from what is on disk)."""
-    path = Path(path)
+    path = refuse_links(path)
     tmp = path.with_name(f"{TMP_PREFIX}{uuid.uuid4().hex[:12]}-{path.name}")
     try:
         yield tmp
@@ -77,8 +139,22 @@ class DirectoryLock:
         self.busy = busy
         self._fd: int | None = None
         self._lockfile: Path | None = None
+        self._owned: str | None = None
 
     def acquire(self) -> None:
+        """Lock, then scan the folder for links (:func:`check_no_links`: refused before anything is written) and
+        make it an output root for :func:`refuse_links` until :meth:`release`."""
+        self._lock()
+        try:
+            refuse_links(self.path)  # a folder nested in a locked one (a scenario's sweep) is checked on the way
+            check_no_links(self.path)
+        except BaseException:
+            self.release()
+            raise
+        self._owned = os.path.abspath(self.path)
+        _OWNED.append(self._owned)
+
+    def _lock(self) -> None:
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:
@@ -97,6 +173,11 @@ class DirectoryLock:
         self._fd, self._lockfile = fd, lock
 
     def release(self) -> None:
+        owned = getattr(self, "_owned", None)
+        if owned is not None:
+            with contextlib.suppress(ValueError):
+                _OWNED.remove(owned)
+            self._owned = None
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
@@ -118,8 +199,7 @@ class OutputDir:
 
     def __init__(self, path: str | os.PathLike, *, overwrite: bool = False, option: str = "--output"):
         text = os.fspath(path)
-        if not str(text).strip():
-            raise ParameterError(f"{option} needs a directory name; got an empty string")
+        check_dir_name(text, option)
         self.path = Path(text)
         self.overwrite = overwrite
         self.option = option

@@ -49,7 +49,7 @@ import pandas as pd
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.core.rng import as_seed_sequence, data_seed, seed_metadata
 from shufflesim.errors import ParameterError
-from shufflesim.experiments.outdir import TMP_PREFIX, DirectoryLock, atomic_path
+from shufflesim.experiments.outdir import TMP_PREFIX, DirectoryLock, atomic_path, check_dir_name, make_dirs
 
 SPEC_NAME = "sweep.json"
 PARTS = "parts"
@@ -153,6 +153,12 @@ def point_coalition(spec: Mapping, g: int, proto):
     return coalition_of(attack, proto)
 
 
+def check_point(spec: Mapping, g: int) -> None:
+    """Refuse point ``g`` in one line if its trials would be refused: the protocol built on its data, and its
+    coalition (:func:`point_coalition`).  :func:`run_sweep` checks every point before it writes anything."""
+    point_coalition(spec, g, build_point(spec, g)[0])
+
+
 def build_point(spec: Mapping, g: int):
     """``(protocol, data, truth, summary or None, engine)`` of point ``g`` (data from stream (0, 0))."""
     from shufflesim.experiments.data import load_data
@@ -232,7 +238,7 @@ def write_part(path: Path, frame: pd.DataFrame, meta: dict) -> None:
     from shufflesim.experiments.results_io import META_KEY
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)  # no link followed below the sweep's folder (experiments/outdir.py)
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta).encode()})
     with atomic_path(path, durable=True) as tmp:
@@ -370,8 +376,9 @@ def run_sweep(
     env = environment()
     recomputed: list[str] = []
     spec_json = json.dumps(sweep.to_dict(), sort_keys=True)
+    check_dir_name(path, "the sweep directory")
     for g in range(len(sweep.points)):  # fail on bad parameters before anything is written or sent out
-        build_point(sweep.to_dict(), g)
+        check_point(sweep.to_dict(), g)
     backend_ = make_backend(backend, workers=workers, scheduler=scheduler)  # a cluster is reached before writing
     try:
         root.mkdir(parents=True, exist_ok=True)

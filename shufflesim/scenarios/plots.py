@@ -86,7 +86,10 @@ def legend_below(ax, fontsize: float = 7) -> None:
 
 
 def _save(plt, fig, path: Path) -> Path:
-    fig.savefig(path, bbox_inches="tight")
+    from shufflesim.experiments.outdir import atomic_path
+
+    with atomic_path(Path(path)) as tmp:  # no link followed below the output folder (experiments/outdir.py)
+        fig.savefig(tmp, format=Path(path).suffix.lstrip(".") or "png", bbox_inches="tight")
     plt.close(fig)
     return path
 

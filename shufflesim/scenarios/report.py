@@ -170,6 +170,8 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
                                                     "eps_undefended_upper", "mse_ratio", "certified"]), ""]
     L += ["Result files: `results/*.csv` and `results/*.parquet` (tidy, with `*.meta.json`); run metadata in "
           "`run.json`.", ""]
+    from shufflesim.experiments.outdir import write_text
+
     path = out / "report.md"
-    path.write_text("\n".join(L), encoding="utf-8")
+    write_text(path, "\n".join(L))  # atomic, no link followed (experiments/outdir.py)
     return path

@@ -299,7 +299,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
     Everything checkable is checked first (:func:`~shufflesim.scenarios.steps.check_runnable`); the directory is
     locked for the whole run; ``INCOMPLETE`` marks it until report.md and run.json are written, and a failed run
     removes the folders it created (an interrupted one keeps its sweeps for ``resume``)."""
-    from shufflesim.experiments.outdir import DirectoryLock
+    from shufflesim.experiments.outdir import DirectoryLock, check_dir_name, write_text
 
     log = log or (lambda m: None)
     est = estimate_seconds(sc, quick)
@@ -307,6 +307,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
         raise ScenarioError(f"{sc['_path']}: this scenario would take about {est / 60:.0f} minutes in "
                             f"{'quick' if quick else 'full'} mode; pass --yes to run it or --quick for a small run")
     check_runnable(sc, quick)  # everything checkable is checked before anything is written
+    check_dir_name(out, "the output directory")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ScenarioError(f"{out}: exists and is not a directory; choose another output directory")
@@ -328,20 +329,20 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
         try:
             for stale in ("report.md", "run.json"):  # an earlier run's report must not outlive a failed rerun
                 (out / stale).unlink(missing_ok=True)
-            marker.write_text("This run has not finished (or failed): the files here are partial; report.md and "
-                              "run.json are written last.\n")
+            write_text(marker, "This run has not finished (or failed): the files here are partial; report.md and "
+                               "run.json are written last.\n")
             meta = _run_scenario(sc, out, quick=quick, workers=workers, scheduler=scheduler, resume=resume, est=est,
                                  log=log)
         except KeyboardInterrupt:
-            marker.write_text("This run was interrupted: the files here are partial. Run the same command with "
-                              "--resume to continue its sweeps.\n")
+            write_text(marker, "This run was interrupted: the files here are partial. Run the same command with "
+                               "--resume to continue its sweeps.\n")
             raise
         except BaseException as exc:
             if created is not None:  # nothing of a failed run is left behind in the folders it created
                 shutil.rmtree(created, ignore_errors=True)
             else:
                 why = str(exc).splitlines()[0] if str(exc) else ""
-                marker.write_text(f"This run failed ({type(exc).__name__}: {why}): the files here are partial.\n")
+                write_text(marker, f"This run failed ({type(exc).__name__}: {why}): the files here are partial.\n")
             raise
         marker.unlink(missing_ok=True)
     return meta
@@ -374,10 +375,12 @@ def _check_resume(sc: dict, out: Path, quick: bool) -> None:
 
 def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: str | None, resume: bool, est: float,
                   log: Callable[[str], None]) -> dict:
+    from shufflesim.experiments.outdir import atomic_path, make_dirs, write_text
     from shufflesim.experiments.results_io import environment, write_table
 
-    (out / "results").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(sc["_path"], out / "scenario.toml")
+    make_dirs(out / "results")  # every write below `out` refuses a link (experiments/outdir.py)
+    with atomic_path(out / "scenario.toml") as tmp:
+        shutil.copyfile(sc["_path"], tmp)
     t0 = time.perf_counter()
     frames: dict[str, pd.DataFrame] = {}
     timing: dict[str, float] = {}
@@ -466,5 +469,5 @@ def _run_scenario(sc: dict, out: Path, *, quick: bool, workers: int, scheduler: 
             "paper_verdicts": papers["verdict"].value_counts().to_dict() if len(papers) else {},
             "environment": environment()}
     write_report(sc, out, frames, claims, pngs, meta, papers)
-    (out / "run.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    write_text(out / "run.json", json.dumps(meta, indent=2, default=str) + "\n")
     return meta
