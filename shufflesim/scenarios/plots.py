@@ -85,9 +85,11 @@ def _fig():
     return plt, *plt.subplots(figsize=(5.6, 3.9), dpi=110)
 
 
-def legend_below(ax, fontsize: float = 7) -> None:
-    """The legend under the axes (outside the data), in two columns when the labels are short."""
+def legend_below(ax, fontsize: float = 7, extra=()) -> None:
+    """The legend under the axes (outside the data), in two columns when the labels are short; ``extra``:
+    (handle, label) pairs drawn on no axes (a band's key)."""
     handles, labels = ax.get_legend_handles_labels()
+    handles, labels = handles + [h for h, _ in extra], labels + [lb for _, lb in extra]
     if not labels:
         return
     order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("exact"))  # the exact line's key last
@@ -128,7 +130,7 @@ def _dodge(xs, i: int, m: int, log: bool, span: tuple[float, float]):
     return xs + off * max(span[1] - span[0], 1.0)
 
 
-def _coincident_dashes(curves: list) -> list:
+def _coincident_dashes(curves: list, rtol: float = 0.01) -> list:
     """A dash pattern per line: lines whose values agree (within 1 %) share the dashes in turn (each shows its
     own colour in its own gaps), so that a line drawn over another does not hide it; other lines dash '--'."""
     styles: list = ["--"] * len(curves)
@@ -138,7 +140,7 @@ def _coincident_dashes(curves: list) -> list:
             continue
         group = [i] + [j for j in range(i + 1, len(curves)) if j not in done and curves[j] is not None
                        and len(curves[j]) == len(a)
-                       and np.allclose(curves[j], a, rtol=0.01, atol=1e-12, equal_nan=True)]
+                       and np.allclose(curves[j], a, rtol=rtol, atol=0.0, equal_nan=True)]
         if len(group) > 1:
             g = len(group)
             for pos, j in enumerate(group):
@@ -306,6 +308,28 @@ def curve_panels(series: list[tuple[int, str, pd.DataFrame]]) -> list[list[tuple
     return panels_of(series, MAX_SERIES_ONE_PANEL)
 
 
+BAND_KEY = "band: certified interval of the true value, lower to upper end"
+
+
+def _bands(ax, brackets: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]]) -> bool:
+    """Certified intervals as bands from the lower to the upper end. Series that share their lower end (the
+    lower end is the true δ's, from explicit data sets, the same for every method) share one grey band, from
+    that lower end to their smallest upper end: nested bands of one colour each would hide each other."""
+    used: set[int] = set()
+    wide = False
+    for i, (x, lo, up, colour) in enumerate(brackets):
+        if i in used:
+            continue
+        same = [j for j in range(i, len(brackets)) if j not in used and len(brackets[j][0]) == len(x)
+                and np.allclose(brackets[j][0], x) and np.allclose(brackets[j][1], lo, rtol=1e-9)]
+        used.update(same)
+        top = np.min([brackets[j][2] for j in same], axis=0)
+        if np.any(top > lo * (1 + 1e-6)):  # an interval of width zero (an exact value) is its line alone
+            ax.fill_between(x, lo, top, color=colour if len(same) == 1 else "grey", alpha=0.2, lw=0, zorder=1)
+            wide = True
+    return wide
+
+
 def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     """δ(ε) curves, or ε(δ) against a mechanism flag (``x`` = 'eps0', ...).
 
@@ -339,13 +363,15 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
     legend: dict[str, object] = {}
     for ax, grp, panel_title in zip(axes, groups, titles):
         drawn: list[tuple[np.ndarray, np.ndarray, object]] = []
+        brackets: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] = []
         for i, (si, label, g) in enumerate(grp):
             x, y, lo, marker = _curve_xy(g, vs_flag)
             method = str(g["method"].iloc[0]) if "method" in g and len(g) else ""
             shown = label[: len(label) - len(panel_title)].rstrip(" ,;") if panels > 1 and panel_title and \
                 label.endswith(panel_title) else label
-            if method in NOT_CERTIFIED and "not certified" not in shown:
-                shown += " (as published: not a certified bound)"
+            if method in NOT_CERTIFIED and "certified" not in shown:
+                shown += ": not a certified bound" if "as published" in shown else \
+                    " (as published: not a certified bound)"
             if not len(x):
                 continue
             same = next((ln for xs, ys, ln in drawn if len(xs) == len(x) and np.allclose(xs, x)
@@ -361,11 +387,14 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
                 (line,) = ax.plot(x, y, marker="o", ls="none", ms=4, color=colour, label=shown)
             else:
                 (line,) = ax.plot(x, y, ls, marker=marker, ms=3, color=colour, label=shown)
-            if lo.notna().any() and len(x) > 1:
-                ax.fill_between(np.asarray(x, dtype=float), np.asarray(lo.fillna(y), dtype=float),
-                                np.asarray(y, dtype=float), color=colour, alpha=0.2, lw=0)
-                banded = True
+            if lo.notna().any() and len(x) > 1 and method not in NOT_CERTIFIED:
+                brackets.append((np.asarray(x, dtype=float), np.asarray(lo.fillna(y), dtype=float),
+                                 np.asarray(y, dtype=float), colour))
             drawn.append((np.asarray(x, dtype=float), np.asarray(y, dtype=float), line))
+        banded |= _bands(ax, brackets)
+        for (xs, ys, line), style in zip(drawn, _coincident_dashes([ys for _, ys, _ in drawn], rtol=0.05)):
+            if style != "--":  # within 5 % of another line: the two share the dashes in turn, neither hidden
+                line.set_linestyle(style)
         if s0["logy"]:
             ax.set_yscale("log")
         if ymin:
@@ -379,14 +408,17 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         ax.grid(True, which="both", alpha=0.3)
         for h, lb in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(lb, h)
+    if banded:  # the band's key (a y label given by the scenario does not explain it)
+        from matplotlib.patches import Patch
+
+        legend[BAND_KEY] = Patch(color="grey", alpha=0.3, lw=0)
     what = f"ε at δ = {s0['delta']:.3g}" if vs_flag else "δ(ε)"
-    band = "; band: certified lower to upper end" if banded else ""
-    for ax in axes:
-        ax.set_ylabel(s0["ylabel"] or f"{what} (line: the method's value{band})")
+    band = "\n(band: certified interval)" if banded else ""
+    axes[0].set_ylabel(s0["ylabel"] or f"{what}{band}")  # one y axis, shared by the panels
     full_title = with_notes(title, [*legend, title])
     if panels == 1:
         axes[0].set_title(full_title, fontsize=9)
-        legend_below(axes[0], 6.5)
+        legend_below(axes[0], 6.5, extra=[(h, lb) for lb, h in legend.items() if lb == BAND_KEY])
     else:
         fig.suptitle(full_title, fontsize=10)
         fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=min(len(legend), 3), fontsize=8,
@@ -450,6 +482,10 @@ def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path
             g = g.groupby(xcol, sort=True, as_index=False)["accuracy"].mean()  # over a step's seeds
             ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
             labels.append(label)
+    if x == "round":
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round (0: the initial model)" if x == "round" else
                   "poisoned clients per round (fraction of the n sampled); accuracy after the last round")
     ax.set_ylabel("test accuracy")
@@ -524,10 +560,13 @@ def plot_agreement(rows: pd.DataFrame, path: Path, title: str) -> Path:
     ax.set_yticklabels(names, fontsize=6)
     positive = pd.concat([rows["range_lo"], rows["paper"], rows["shufflesim"]])
     if (positive > 0).all():
-        from matplotlib.ticker import NullFormatter
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # "2×10⁻² 3×10⁻² 4×10⁻²" labels overlap
+        if positive.max() / positive.min() < 100:  # within two decades: ticks at 1, 2 and 5 times a power of ten
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("value of the printed statistic")
     ax.set_ylabel("printed number (label, setting, statistic)")
     ax.set_title(with_seed_key(title), fontsize=9)
