@@ -220,7 +220,8 @@ def test_equal_series_hide_nothing(captured):
     plots.plot_sweeps([step], {"s": frame}, Path("x.png"), "t")
     ax = captured["fig"].axes[0]
     points = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
-    assert len(points) == 2 and not np.allclose(points[0].get_xdata(), points[1].get_xdata())
+    xs = [np.asarray(p.get_xdata(), dtype=float) for p in points]
+    assert len(points) == 2 and not np.allclose(xs[0], xs[1])
     exact = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 3 and ln.get_marker() in ("None", None, "")]
     # each colour shows in turn: the dash offsets differ (matplotlib has no public getter for the dash pattern)
     assert len(exact) == 2 and exact[0]._dash_pattern[0] != exact[1]._dash_pattern[0]
