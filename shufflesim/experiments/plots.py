@@ -153,7 +153,7 @@ def draw_mse(summary: pd.DataFrame, x: str, *, title: str = "", xlabel: str | No
         rows = [g.iloc[0] for _, g in groups]
         one_point_per_series(ax, names, [r["mse"] for r in rows], [r["mse_lo"] for r in rows],
                              [r["mse_hi"] for r in rows], colours=[colours[i % len(colours)] for i in range(len(rows))],
-                             at=f"{xname} = {fmt_value(summary[x].iloc[0])}",
+                             at=f"{x.removeprefix('param_')} = {fmt_value(summary[x].iloc[0])}",
                              exact=[r["mse_expected"] if pd.notna(r["mse_expected"]) else math.nan for r in rows])
         if summary["mse_expected"].notna().any():
             ax.plot([], [], "_", color="black", ms=16, mew=1.6, label="exact expectation (dash, each series' colour)")
@@ -175,10 +175,15 @@ def draw_mse(summary: pd.DataFrame, x: str, *, title: str = "", xlabel: str | No
     for ax in axes:
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3 if single_x else -0.18), ncol=2,
-                  frameon=False)  # off the data
+        handles, labels = ax.get_legend_handles_labels()
+        if single_x:  # the series are named on the x axis: the legend keys the exact dash only
+            keep = [i for i, lb in enumerate(labels) if lb.startswith("exact")]
+            handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
+        if labels:
+            ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.42 if single_x else -0.18),
+                      ncol=1 if single_x else 2, frameon=False)  # off the data, under the x label
     axes[0].set_ylabel("mean squared error")
-    fixed = fixed_settings(summary.drop(columns=[c for c in (x, hue) if c]))
+    fixed = fixed_settings(summary.drop(columns=[c for c in (None if single_x else x, hue) if c]))
     full = with_seed_key(title) + (f"\n{fixed}" if fixed else "")
     if full:
         (axes[0].set_title if len(axes) == 1 else fig.suptitle)(full, fontsize=9)

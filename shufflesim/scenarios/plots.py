@@ -308,7 +308,7 @@ def curve_panels(series: list[tuple[int, str, pd.DataFrame]]) -> list[list[tuple
     return panels_of(series, MAX_SERIES_ONE_PANEL)
 
 
-BAND_KEY = "band: certified interval of the true value, lower to upper end"
+BAND_KEY = "band: certified interval of the true value, lower to upper end (grey: shared by several lines)"
 
 
 def _bands(ax, brackets: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]]) -> bool:
