@@ -319,3 +319,13 @@ def test_a_quick_training_run_is_titled_a_smoke_test(captured):
     assert "SMOKE TEST" in captured["fig"].axes[0].get_title()
     plots.plot_training([dict(step, rounds=2)], {"t": frame}, Path("x.png"), "Seed 002 training study")
     assert "SMOKE TEST" not in captured["fig"].axes[0].get_title()  # the study's own rounds: no mark
+
+
+def test_equal_training_curves_hide_nothing(captured):
+    """balle2020_s8's poisoning plot: two range-check settings with equal accuracies drew one line over the other."""
+    frame = pd.DataFrame([{"label": p, "round": r, "accuracy": 0.1 + 0.1 * r + (0.05 if p == "c" else 0.0)}
+                          for p in ("a", "b", "c") for r in range(3)])
+    plots.plot_training([{"name": "t", "x": "round", "rounds": 2}], {"t": frame}, Path("x.png"), "t")
+    a, b, c = captured["fig"].axes[0].get_lines()
+    assert a._dash_pattern[0] != b._dash_pattern[0]  # equal curves: their dashes in turn (no public getter)
+    assert c.get_linestyle() == "-"

@@ -473,15 +473,20 @@ def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path
     (:func:`smoke_test_note`)."""
     plt, fig, ax = _fig()
     x = steps[0].get("x") or "round"  # 'poisoned': the last round's accuracy against the poisoned fraction
-    labels = []
+    labels: list[str] = []
+    lines: list = []
     for s in steps:
         for label, g in frames[s["name"]].groupby("label", sort=False):
             if x == "poisoned":
                 g = g[g["round"] == g["round"].max()]
             xcol = "poisoned_fraction" if x == "poisoned" else "round"
             g = g.groupby(xcol, sort=True, as_index=False)["accuracy"].mean()  # over a step's seeds
-            ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
+            (line,) = ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
             labels.append(label)
+            lines.append((line, np.asarray(g["accuracy"], dtype=float)))
+    for (line, _), style in zip(lines, _coincident_dashes([y for _, y in lines])):
+        if style != "--" and len(line.get_xdata()) > 1:  # equal curves share their dashes: none hides another
+            line.set_linestyle(style)
     if x == "round":
         from matplotlib.ticker import MaxNLocator
 
