@@ -329,3 +329,12 @@ def test_equal_training_curves_hide_nothing(captured):
     a, b, c = captured["fig"].axes[0].get_lines()
     assert a._dash_pattern[0] != b._dash_pattern[0]  # equal curves: their dashes in turn (no public getter)
     assert c.get_linestyle() == "-"
+
+
+def test_a_curve_entirely_below_the_axes_says_so(captured):
+    steps, frames = _curves([("lo", ["tiny"], "tight"), ("hi", ["visible"], "tight")])
+    frames["lo"]["delta_upper"] = 1e-20
+    frames["lo"]["delta_lower"] = 1e-21
+    plots.plot_curves(steps, frames, Path("x.png"), "t")
+    labels = [t.get_text() for t in captured["fig"].axes[0].get_legend().get_texts()]
+    assert any(lb.startswith("tiny") and "below the axes" in lb for lb in labels)
