@@ -321,6 +321,16 @@ def test_a_quick_training_run_is_titled_a_smoke_test(captured):
     assert "SMOKE TEST" not in captured["fig"].axes[0].get_title()  # the study's own rounds: no mark
 
 
+def test_seven_training_curves_are_two_panels(captured):
+    """flame_training_mnist draws seven protocols: at most six a panel."""
+    frame = pd.DataFrame([{"label": f"p{j}", "round": r, "accuracy": 0.1 + 0.05 * j * r} for j in range(7)
+                          for r in range(3)])
+    plots.plot_training([{"name": "t", "x": "round", "rounds": 2}], {"t": frame}, Path("x.png"), "t")
+    axes = captured["fig"].axes
+    assert len(axes) == 2 and all(0 < len(a.get_lines()) <= 6 and a.get_xlabel() for a in axes)
+    assert axes[0].get_ylabel()
+
+
 def test_equal_training_curves_hide_nothing(captured):
     """balle2020_s8's poisoning plot: two range-check settings with equal accuracies drew one line over the other."""
     frame = pd.DataFrame([{"label": p, "round": r, "accuracy": 0.1 + 0.1 * r + (0.05 if p == "c" else 0.0)}

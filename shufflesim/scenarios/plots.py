@@ -469,36 +469,51 @@ def smoke_test_note(steps: list[dict], frames: dict[str, pd.DataFrame]) -> str:
 
 def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
     """Test accuracy against rounds (or, ``x = "poisoned"``, the last round's accuracy against the poisoned
-    fraction), one line a label; a run with fewer rounds than the study is titled a smoke test
-    (:func:`smoke_test_note`)."""
-    plt, fig, ax = _fig()
+    fraction), one line a label, at most :data:`MAX_SERIES_PER_AXES` a panel (shared y axis); equal curves share
+    their dashes; a run with fewer rounds than the study is titled a smoke test (:func:`smoke_test_note`)."""
+    plt = _pyplot()
     x = steps[0].get("x") or "round"  # 'poisoned': the last round's accuracy against the poisoned fraction
-    labels: list[str] = []
-    lines: list = []
+    xcol = "poisoned_fraction" if x == "poisoned" else "round"
+    series = []
     for s in steps:
         for label, g in frames[s["name"]].groupby("label", sort=False):
             if x == "poisoned":
                 g = g[g["round"] == g["round"].max()]
-            xcol = "poisoned_fraction" if x == "poisoned" else "round"
-            g = g.groupby(xcol, sort=True, as_index=False)["accuracy"].mean()  # over a step's seeds
-            (line,) = ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label)
-            labels.append(label)
+            series.append((label, g.groupby(xcol, sort=True, as_index=False)["accuracy"].mean()))  # over seeds
+    groups = panels_of(series)
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.6 if len(groups) == 1 else 4.4 * len(groups), 3.9),
+                             dpi=110, sharey=True, squeeze=False)
+    axes = list(axes[0])
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    i = 0
+    for ax, grp in zip(axes, groups):
+        lines = []
+        for label, g in grp:
+            (line,) = ax.plot(g[xcol], g["accuracy"], "o-" if len(g) > 1 else "o", ms=3, label=label,
+                              color=colours[i % len(colours)])
+            i += 1
             lines.append((line, np.asarray(g["accuracy"], dtype=float)))
-    for (line, _), style in zip(lines, _coincident_dashes([y for _, y in lines])):
-        if style != "--" and len(line.get_xdata()) > 1:  # equal curves share their dashes: none hides another
-            line.set_linestyle(style)
-    if x == "round":
-        from matplotlib.ticker import MaxNLocator
+        for (line, _), style in zip(lines, _coincident_dashes([y for _, y in lines])):
+            if style != "--" and len(line.get_xdata()) > 1:  # equal curves share their dashes: none hides another
+                line.set_linestyle(style)
+        if x == "round":
+            from matplotlib.ticker import MaxNLocator
 
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("round (0: the initial model)" if x == "round" else
-                  "poisoned clients per round (fraction of the n sampled); accuracy after the last round")
-    ax.set_ylabel("test accuracy")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("round (0: the initial model)" if x == "round" else
+                      "poisoned clients per round (fraction of the n sampled);\naccuracy after the last round")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("test accuracy")
     note = smoke_test_note(steps, frames)
-    ax.set_title(with_notes(title, labels) + (f"\n{note}" if note else ""), fontsize=9,
-                 color="black" if not note else "firebrick")
-    ax.grid(True, alpha=0.3)
-    legend_below(ax)
+    full = with_notes(title, [lb for lb, _ in series]) + (f"\n{note}" if note else "")
+    colour = "black" if not note else "firebrick"
+    if len(axes) == 1:
+        axes[0].set_title(full, fontsize=9, color=colour)
+    else:
+        fig.suptitle(full, fontsize=9, color=colour)
+        fig.tight_layout(rect=(0, 0, 1, 0.9))
+    for ax in axes:
+        legend_below(ax)
     return _save(plt, fig, path)
 
 
