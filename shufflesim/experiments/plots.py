@@ -180,8 +180,8 @@ def draw_mse(summary: pd.DataFrame, x: str, *, title: str = "", xlabel: str | No
             keep = [i for i, lb in enumerate(labels) if lb.startswith("exact")]
             handles, labels = [handles[i] for i in keep], [labels[i] for i in keep]
         if labels:
-            ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.42 if single_x else -0.18),
-                      ncol=1 if single_x else 2, frameon=False)  # off the data, under the x label
+            ax.legend(handles, labels, fontsize=7, loc="upper center", ncol=1 if single_x else 2, frameon=False,
+                      bbox_to_anchor=(0.5, -0.42 if single_x else -0.18))  # off the data, under the x label
     axes[0].set_ylabel("mean squared error")
     fixed = fixed_settings(summary.drop(columns=[c for c in (None if single_x else x, hue) if c]))
     full = with_seed_key(title) + (f"\n{fixed}" if fixed else "")

@@ -249,8 +249,8 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
     if exact_drawn:
-        axes[-1].plot([], [], "--", color="black", lw=1.6, label=("derived expected bias" if s0["y"] == "bias" else
-                                                                  "exact expectation") + " (dashed, each series' colour)")
+        key = "derived expected bias" if s0["y"] == "bias" else "exact expectation"
+        axes[-1].plot([], [], "--", color="black", lw=1.6, label=key + " (dashed, each series' colour)")
     if len(axes) == 1:
         axes[0].set_title(full_title, fontsize=9)
         legend_below(axes[0])
@@ -344,7 +344,8 @@ def plot_curves(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
     styles = ["-", "--", "-.", ":"]
     s0 = steps[0]
     vs_flag = s0["x"] != "eps"
-    series = [(si, label, g) for si, s in enumerate(steps) for label, g in frames[s["name"]].groupby("label", sort=False)]
+    series = [(si, label, g) for si, s in enumerate(steps)
+              for label, g in frames[s["name"]].groupby("label", sort=False)]
     groups = curve_panels(series)
     panels = len(groups)
     plt = _pyplot()
