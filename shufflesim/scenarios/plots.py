@@ -199,6 +199,7 @@ def plot_sweeps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, 
             exacts.append(float(exact.iloc[0]) if exact is not None and pd.notna(exact.iloc[0]) else np.nan)
         xname = {"n": "n"}.get(s0["x"], X_WORDS.get(s0["x"], s0["x"]))
         at = f"{xname} = {fmt_value(every[xcol].iloc[0])}"
+        full_title = full_title.replace(f" against {xname}", f" at {at}")  # the subject line: no curve against n
         full_title += f"\none {xname} in this run ({at}): each series' value there, not a curve against {xname}"
         one_point_per_series(ax, names, ys, np.array(los), np.array(his), colours=[colour_of[n] for n in names],
                              at=at,
