@@ -109,6 +109,7 @@ class KRRProtocol(HistogramProtocol):
 
     name = "krr"
     summary = "k-ary randomised response, shuffled; debiased counts and shuffle+INV distribution"
+    example = "--k 10 --eps0 1"
     options = (
         Option("k", int, "number of categories (k >= 2; k = 2 is binary RR)", default=None, metavar="K"),
         Option("gamma", float, "blanket probability in (0, 1): report a uniform value w.p. gamma"),

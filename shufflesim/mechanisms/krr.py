@@ -56,6 +56,7 @@ class KRR(Mechanism):
 
     kind: ClassVar[str] = "krr"
     summary: ClassVar[str] = 'shuffled k-ary randomised response (seeds 000/001 §5)'
+    example: ClassVar[str] = "--n 1000 --k 4 --gamma 0.25 --delta 1e-6"
     flags: ClassVar[tuple[Flag, ...]] = (
         Flag("n", "int", "number of users"),
         Flag("k", "int", "number of categories"),

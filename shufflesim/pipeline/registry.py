@@ -15,6 +15,7 @@ import pkgutil
 from importlib.metadata import entry_points
 from typing import Any
 
+from shufflesim.core.checks import did_you_mean
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline.protocol import Protocol
 
@@ -115,7 +116,8 @@ def get(name: str) -> type[Protocol]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ParameterError(f"unknown protocol {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
+        raise ParameterError(f"unknown protocol {name!r}{did_you_mean(name, _REGISTRY)}; registered: "
+                             f"{', '.join(sorted(_REGISTRY))}") from None
 
 
 def create(name: str, n: int, **params: Any) -> Protocol:

@@ -1,0 +1,103 @@
+"""The first ten minutes on the command line (issue 29): every ``--help`` has examples that parse and a pointer to
+the docs, names the papers behind its "seed NNN" numbers and no internal issue number; a misspelt subcommand,
+protocol, mechanism, flag or choice gets a "did you mean"; ``--data``'s help lists every form the data parser takes."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+
+import pytest
+
+from shufflesim.cli.main import build_parser, main
+from shufflesim.core.papers import SEED_PAPERS, seeds_named
+
+
+def _walk(parser, path=("shufflesim",)):
+    yield " ".join(path), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in dict.items(action.choices):
+                yield from _walk(sub, path + (name,))
+
+
+PARSERS = dict(_walk(build_parser("*")))
+
+
+def test_the_walk_reaches_every_protocol_and_mechanism():
+    from shufflesim.mechanisms import kinds
+    from shufflesim.pipeline import registry
+
+    assert {f"shufflesim simulate {p}" for p in registry.names()} <= PARSERS.keys()
+    assert {f"shufflesim account {k}" for k in kinds()} <= PARSERS.keys()
+    assert len(PARSERS) > 50
+
+
+@pytest.mark.parametrize("path", sorted(PARSERS))
+def test_help_has_examples_docs_and_no_issue_numbers(path):
+    text = PARSERS[path].format_help()
+    assert "\nexamples:\n  shufflesim " in text, f"{path} --help shows no example"
+    assert "\ndocs: " in text, f"{path} --help points to no documentation"
+    assert not re.search(r"\bissues?\s*#?\d", text, re.IGNORECASE), f"{path} --help names an internal issue"
+    for num in seeds_named(text.split("\npapers:\n")[0]):
+        assert f"seed {num} = {SEED_PAPERS[num]}" in text, f"{path} --help names seed {num} without its paper"
+
+
+def _example_argv(line: str) -> list[str]:
+    return shlex.split(line.split("   #")[0].split("  #")[0])[1:]
+
+
+@pytest.mark.parametrize("path", sorted(PARSERS))
+def test_help_examples_parse(path, monkeypatch):
+    """Each example is a valid command line of its own command (parsed, not run)."""
+    for line in PARSERS[path].examples:
+        argv = _example_argv(line)
+        assert argv[: len(path.split()) - 1] == path.split()[1:], f"{line!r} is not an example of {path}"
+        build_parser(argv[0]).parse_args(argv)
+
+
+@pytest.mark.parametrize("argv,hint", [
+    (["simulte", "krr"], "did you mean 'simulate'?"),
+    (["simulate", "krrr", "--n", "10"], "did you mean 'krr'?"),
+    (["account", "rr3", "--n", "10"], "did you mean 'rr2'?"),
+    (["simulate", "krr", "--n", "100", "--k", "3", "--epss0", "1"], "did you mean '--eps0'?"),
+    (["run", "--qiuck"], "did you mean '--quick'?"),
+    (["simulate", "krr", "--n", "10", "--k", "3", "--eps0", "1", "--adversary", "weka"], "did you mean 'weak'?"),
+    (["--verison"], "did you mean '--version'?"),
+])
+def test_did_you_mean(argv, hint, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and hint in err, err
+
+
+def test_did_you_mean_names_the_parser_of_the_flag(capsys):
+    assert main(["simulate", "krr", "--n", "100", "--k", "3", "--epss0", "1"]) == 2
+    assert capsys.readouterr().err.startswith("error: shufflesim simulate krr: unrecognized arguments: --epss0")
+
+
+def test_library_protocol_name_did_you_mean():
+    from shufflesim.errors import ParameterError
+    from shufflesim.pipeline import registry
+
+    with pytest.raises(ParameterError, match="did you mean 'blanket-sum'"):
+        registry.get("blanket_sum")
+
+
+def test_no_suggestion_for_a_name_like_nothing():
+    from shufflesim.core.checks import did_you_mean
+
+    assert did_you_mean("zzzzzz", ["krr", "rr2"]) == ""
+    assert did_you_mean("krr ", ["krr", "rr2"]) == "; did you mean 'krr'?"
+
+
+def test_data_help_lists_every_form_the_parser_takes():
+    from shufflesim.experiments.data import CATEGORICAL_KINDS, REAL_KINDS, SPEC_FORMS, parse_data_spec
+
+    assert set(CATEGORICAL_KINDS) | set(REAL_KINDS) | {"file"} == set(SPEC_FORMS)
+    for kind, (form, example) in SPEC_FORMS.items():
+        assert parse_data_spec(example).kind == kind, (kind, example)
+    help_text = " ".join(PARSERS["shufflesim simulate krr"].format_help().split())
+    for form, _ in SPEC_FORMS.values():
+        assert form in help_text, form
