@@ -101,3 +101,39 @@ def test_data_help_lists_every_form_the_parser_takes():
     help_text = " ".join(PARSERS["shufflesim simulate krr"].format_help().split())
     for form, _ in SPEC_FORMS.values():
         assert form in help_text, form
+
+
+def test_one_default_adversary_for_simulate_and_account(capsys):
+    """``simulate krr`` certifies the shuffled reports by default; ``account krr`` without --adversary accounts the
+    same view (it refused before), and both defaults are the one constant."""
+    import json
+
+    from shufflesim.mechanisms.krr import DEFAULT_ADVERSARY
+    from shufflesim.pipeline import registry
+
+    opt = {o.name: o for o in registry.get("krr").options}["adversary"]
+    assert opt.default == DEFAULT_ADVERSARY.value == "shuffled"
+    assert registry.create("krr", 1000, k=4, gamma=0.25).params["adversary"] == DEFAULT_ADVERSARY.value
+    out = []
+    for extra in ([], ["--adversary", DEFAULT_ADVERSARY.value]):
+        assert main(["account", "krr", "--n", "1000", "--k", "4", "--gamma", "0.25", "--delta", "1e-6", "--json",
+                     *extra]) == 0
+        out.append(json.loads(capsys.readouterr().out)["results"][0])
+    assert out[0]["eps_upper"] == out[1]["eps_upper"] and out[0]["eps_lower"] == out[1]["eps_lower"]
+
+
+def test_validate_max_seconds_in_effect_is_the_one_given_or_shown():
+    """``validate --max-seconds 5 krr ...`` ran with the PROTOCOL sub-parser's default (60) before; the help shows
+    the default in effect for each path."""
+    from shufflesim.cli.validate import ALL_MAX_SECONDS, MAX_SECONDS, max_seconds
+
+    p = build_parser("validate")
+    krr = ["krr", "--n", "100", "--k", "3", "--eps0", "1"]
+    assert max_seconds(p.parse_args(["validate", "--max-seconds", "5", *krr]), MAX_SECONDS) == 5.0
+    assert max_seconds(p.parse_args(["validate", *krr, "--max-seconds", "7"]), MAX_SECONDS) == 7.0
+    assert max_seconds(p.parse_args(["validate", *krr]), MAX_SECONDS) == MAX_SECONDS
+    assert p.parse_args(["validate", "--alpha", "0.01", *krr]).alpha == 0.01
+    assert max_seconds(p.parse_args(["validate", "--all"]), ALL_MAX_SECONDS) == ALL_MAX_SECONDS
+    for path in ("shufflesim validate", "shufflesim validate krr"):
+        text = " ".join(PARSERS[path].format_help().split())
+        assert f"default: {MAX_SECONDS:g} for one PROTOCOL, {ALL_MAX_SECONDS:g} for each setting of --all" in text
