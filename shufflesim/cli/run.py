@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.cli._common import UsageError
     from shufflesim.scenarios.runner import estimate_seconds, run_scenario
     from shufflesim.scenarios.schema import load
-    from shufflesim.scenarios.steps import check_runnable
+    from shufflesim.scenarios.steps import check_runnable, estimate_range
 
     if args.all == bool(args.scenario):
         raise UsageError("shufflesim run: give either one SCENARIO file or --all")
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         check_runnable(sc, args.quick)
     if args.check:
         for sc in scenarios:
-            print(f"{sc['_path']}: ok, about {estimate_seconds(sc, args.quick):.0f} s "
+            print(f"{sc['_path']}: ok, {estimate_range(estimate_seconds(sc, args.quick))} "
                   f"({'quick' if args.quick else 'full'})")
         return 0
     if args.all:

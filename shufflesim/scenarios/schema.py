@@ -103,7 +103,7 @@ SWEEP: dict[str, Key] = {
                       "and delta set to that point's certified central (eps, delta)"),
     "in_quick": Key((bool,), False, True, doc="false: skipped by --quick (its setup alone is too slow)"),
     "chunk_size": Key((int,), False, 1000, minimum=1),
-    "point_seconds": Key((int, float), False, 0.5, minimum=0,
+    "point_seconds": Key((int, float), False, 0.05, minimum=0,
                          doc="set-up cost of one point (calibration), for the run-time estimate"),
     "lower": Key((int, float), False, None, doc="a real-valued CSV column is scaled by (v − lower)/(upper − lower)"),
     "upper": Key((int, float), False, None),
