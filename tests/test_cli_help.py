@@ -137,3 +137,37 @@ def test_validate_max_seconds_in_effect_is_the_one_given_or_shown():
     for path in ("shufflesim validate", "shufflesim validate krr"):
         text = " ".join(PARSERS[path].format_help().split())
         assert f"default: {MAX_SECONDS:g} for one PROTOCOL, {ALL_MAX_SECONDS:g} for each setting of --all" in text
+
+
+def test_readme_keys_the_seed_numbers_before_using_them():
+    """The README's key from "seed NNN" to the papers (the same as the --help key) comes before its first use."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (\d{3}) \| (.*) \|$", text, re.M)}
+    assert set(rows) == set(SEED_PAPERS)
+    for num, paper in SEED_PAPERS.items():
+        ident = paper.rsplit(", ", 1)[-1]
+        assert paper.split(",")[0] in rows[num] and ident.strip("()") in rows[num], (num, rows[num])
+    key, first_row = text.index("**The papers.**"), text.index("| 000 |")
+    first_use = re.search(r"[Ss]eeds? 00\d", text).start()
+    assert key <= first_use < first_row, "the README names a seed before its key"
+
+
+def test_gitignore_covers_the_readme_output_folders():
+    """Every folder a README command writes into the checkout is ignored by git."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    text = (root / "README.md").read_text()
+    folders = set(re.findall(r"--out(?:put)? ([a-z][\w.-]*)", text)) | set(re.findall(r'run_sweep\(\w+, "([\w.-]+)"', text))
+    folders |= {"shufflesim-demo"}
+    assert {"shufflesim-quickstart", "runs", "run-fig1"} <= folders
+    r = subprocess.run(["git", "check-ignore", "--no-index", *(f"{f}/x" for f in sorted(folders))], cwd=root,
+                       capture_output=True, text=True)
+    ignored = {line.split("/")[0] for line in r.stdout.split()}
+    assert ignored == folders, f"not ignored: {sorted(folders - ignored)}"

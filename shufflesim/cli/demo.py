@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="shuffled k-RR on the embedded Adult ages vs the central Gaussian baseline",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        examples=("shufflesim demo --output shufflesim-demo",),
-                       docs="README.md#the-two-commands")
+                       docs="README.md#the-first-ten-minutes")
     p.add_argument("--k", type=int_arg, default=10, help="age bins (default: 10)")
     p.add_argument("--eps0", type=float_arg, nargs="+", default=[0.5, 1.0, 2.0, 4.0], help="local epsilons")
     p.add_argument("--trials", type=int_arg, default=200, help="trials per point (default: 200)")

@@ -214,11 +214,14 @@ def estimate_seconds(sc: dict, quick: bool) -> float:
 
 
 def estimate_range(seconds: float) -> str:
-    """``seconds`` as the range it stands for: ``"about 12 s (3 s to 48 s on idle cores)"``."""
+    """``seconds`` as the range it stands for: ``"about 12 s (3 s to 48 s on idle cores)"`` (a lower end below
+    :data:`ESTIMATE_FLOOR_SECONDS` is shown as "under" it)."""
     def fmt(x: float) -> str:
         return f"{x:.2g} s" if x < 10 else f"{x:.0f} s" if x < 120 else f"{x / 60:.0f} min"
 
-    return f"about {fmt(seconds)} ({fmt(seconds / ESTIMATE_FACTOR)} to {fmt(seconds * ESTIMATE_FACTOR)} on idle cores)"
+    lo = seconds / ESTIMATE_FACTOR
+    low = fmt(lo) if lo >= ESTIMATE_FLOOR_SECONDS else f"under {ESTIMATE_FLOOR_SECONDS:g} s"
+    return f"about {fmt(seconds)} ({low} to {fmt(seconds * ESTIMATE_FACTOR)} on idle cores)"
 
 
 def defence_fractions(step: dict, quick: bool) -> list[float]:
