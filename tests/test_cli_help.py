@@ -187,3 +187,15 @@ def test_every_doc_naming_seed_numbers_keys_them():
             *sorted((root / "docs").glob("*.md"))]
     unkeyed = [d.name for d in docs if seeds_named(d.read_text()) and "seed-numbers" not in d.read_text()]
     assert not unkeyed, f"documents naming seed numbers without the key: {unkeyed}"
+
+
+def test_did_you_mean_for_scenario_keys_and_protocol_parameters():
+    from shufflesim.errors import ParameterError
+    from shufflesim.pipeline import registry
+    from shufflesim.scenarios.schema import ScenarioError, validate
+
+    with pytest.raises(ScenarioError, match=r"sweep\[0\]\.trails: unknown key \(valid keys: .*\); did you mean 'trials'\?"):
+        validate({"title": "t", "paper": "p", "reproduces": "none", "seed": 1,
+                  "sweep": [{"name": "s", "protocol": "krr", "n": 100, "trails": 5}]})
+    with pytest.raises(ParameterError, match="did you mean 'eps0'"):
+        registry.check_params("krr", {"epsilon0": 1.0})

@@ -133,4 +133,5 @@ def check_params(name: str, params: Any) -> None:
     allowed = [o.name for o in get(name).options]
     for key in params:
         if key not in allowed:
-            raise ParameterError(f"{name} has no parameter {key!r}; it has: {', '.join(allowed)}")
+            raise ParameterError(f"{name} has no parameter {key!r}{did_you_mean(key, allowed)}; it has: "
+                                 f"{', '.join(allowed)}")

@@ -223,7 +223,10 @@ def _check_value(path: str, value: Any, key: Key) -> Any:
         if not _is(v, key.types):
             raise ScenarioError(f"{where}: expected {_tname(key.types)}, got {type(v).__name__} {v!r}")
         if key.choices is not None and v not in key.choices:
-            raise ScenarioError(f"{where}: {v!r} is not allowed (allowed: {', '.join(map(str, key.choices))})")
+            from shufflesim.core.checks import did_you_mean
+
+            raise ScenarioError(f"{where}: {v!r} is not allowed (allowed: {', '.join(map(str, key.choices))})"
+                                f"{did_you_mean(v, key.choices)}")
         if key.minimum is not None and isinstance(v, (int, float)) and v < key.minimum:
             raise ScenarioError(f"{where}: {v!r} is out of range (allowed: >= {key.minimum})")
         if key.maximum is not None and isinstance(v, (int, float)) and v > key.maximum:
@@ -248,7 +251,10 @@ def _check_table(path: str, table: dict, schema: dict[str, Key]) -> dict:
     unknown = [k for k in table if k not in schema]
     if unknown:
         where = f"{path}." if path else ""
-        raise ScenarioError(f"{where}{unknown[0]}: unknown key (valid keys: {', '.join(schema)})")
+        from shufflesim.core.checks import did_you_mean
+
+        raise ScenarioError(f"{where}{unknown[0]}: unknown key (valid keys: {', '.join(schema)})"
+                            f"{did_you_mean(unknown[0], schema)}")
     out = {}
     for name, key in schema.items():
         p = f"{path}.{name}" if path else name
