@@ -199,3 +199,17 @@ def test_did_you_mean_for_scenario_keys_and_protocol_parameters():
                   "sweep": [{"name": "s", "protocol": "krr", "n": 100, "trails": 5}]})
     with pytest.raises(ParameterError, match="did you mean 'eps0'"):
         registry.check_params("krr", {"epsilon0": 1.0})
+
+
+def test_one_main_job():
+    """``shufflesim --help`` and the README name the same main job (the help called ``demo`` the main job, the
+    README ``run scenarios/quickstart.toml``)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    setup = re.search(r"^python3 -m venv \.venv && .*&& \.venv/bin/(shufflesim .*)$", readme, re.M).group(1)
+    top = PARSERS["shufflesim"]
+    mains = [e.split("  #")[0].strip() for e in top.examples if "the main job" in e]
+    assert mains == [setup] and f"The main job: {setup.split(' --out')[0]}" in " ".join(top.format_help().split())
+    assert not [p for p, parser in PARSERS.items() if "main job" in parser.format_help() and p != "shufflesim"
+                and "run scenarios/quickstart.toml" not in parser.format_help()]
