@@ -236,6 +236,7 @@ class BlanketSumProtocol(Protocol):
 
     name = "blanket-sum"
     summary = "single-message real sum: randomised rounding to k, blanket RR over {0..k} (Balle et al. 2019)"
+    example = "--eps 1"
     data_kind = "real"
     options = (
         EPS_OPTION,

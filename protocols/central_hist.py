@@ -99,6 +99,7 @@ class CentralLaplaceHistogram(_CentralHistogram):
 
     name = "central-laplace-hist"
     summary = "central baseline: Laplace noise on every histogram bin"
+    example = "--k 10 --eps 1"
     options = (_K, Option("eps", float, "central epsilon > 0"), _NB)
 
     @classmethod
@@ -134,6 +135,7 @@ class CentralGaussianHistogram(_CentralHistogram):
 
     name = "central-gaussian-hist"
     summary = "central baseline: Gaussian noise on every bin (analytic = seed 003's optimal Gaussian)"
+    example = "--k 10 --eps 1 --delta 1e-6"
     options = (
         _K,
         Option("eps", float, "central epsilon > 0"),

@@ -463,6 +463,7 @@ class IKOSSumProtocol(Protocol):
 
     name = "ikos-sum"
     summary = "real summation: IKOS additive shares mod q with Polya noise (parallel shufflers)"
+    example = "--eps 1"
     data_kind = "real"
     options = (
         Option("eps", float, "central epsilon > 0; the summed noise is DLap(alpha), alpha = exp(-eps/p)"),

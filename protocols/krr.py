@@ -20,7 +20,7 @@ from shufflesim.accounting.model.mechanism import Relation
 from shufflesim.core.checks import check_int, check_real
 from shufflesim.maths.rounding import grid_dtype
 from shufflesim.maths.rr import eps0_from_gamma
-from shufflesim.mechanisms.krr import KRR
+from shufflesim.mechanisms.krr import DEFAULT_ADVERSARY, KRR
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.errors import ParameterError, ShufflesimError
 from shufflesim.pipeline.options import Option
@@ -109,18 +109,19 @@ class KRRProtocol(HistogramProtocol):
 
     name = "krr"
     summary = "k-ary randomised response, shuffled; debiased counts and shuffle+INV distribution"
+    example = "--k 10 --eps0 1"
     options = (
         Option("k", int, "number of categories (k >= 2; k = 2 is binary RR)", default=None, metavar="K"),
         Option("gamma", float, "blanket probability in (0, 1): report a uniform value w.p. gamma"),
         Option("eps0", float, "local epsilon > 0 (alternative to --gamma)"),
         Option("delta", float, "delta at which the central eps is reported (default 1/n^2)"),
         Option("adversary", str, "view the reported central eps is certified for: shuffled (the released reports), "
-               "weak, strong, strong-1d (docs/theory.md#adversaries)", default="shuffled",
+               "weak, strong, strong-1d (docs/theory.md#adversaries)", default=DEFAULT_ADVERSARY.value,
                choices=("shuffled", "weak", "strong", "strong-1d")),
     )
 
     @classmethod
-    def create(cls, n: int, *, k=None, gamma=None, eps0=None, delta=None, adversary="shuffled") -> "KRRProtocol":
+    def create(cls, n: int, *, k=None, gamma=None, eps0=None, delta=None, adversary=DEFAULT_ADVERSARY.value) -> "KRRProtocol":
         n = check_int("n", n, minimum=1)
         if k is None:
             raise ParameterError("krr needs the number of categories k >= 2 (--k on the command line)")

@@ -212,6 +212,7 @@ class MatrixRRProtocol(MatrixProtocol):
 
     name = "matrix-rr"
     summary = "your own randomiser from its matrix file (CSV/TOML); channel inversion, two-sided accounting"
+    example = "--matrix abstain.toml   # the matrix file of docs/plugins.md"
     options = (
         Option("matrix", str, "CSV or TOML file of the randomiser matrix (rows: inputs, columns: output "
                "probabilities; TOML: matrix = [[...], ...], optional eps0)", metavar="FILE"),

@@ -732,6 +732,7 @@ class RecursiveSumProtocol(Protocol):
 
     name = "recursive-sum"
     summary = "recursive multi-message real sum: mixed-radix digits, blanket RR per level, parallel shufflers"
+    example = "--eps 1 --messages 2"
     data_kind = "real"
     options = (
         EPS_OPTION,

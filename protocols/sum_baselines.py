@@ -213,6 +213,7 @@ class CheuSumProtocol(_RealSum):
 
     name = "cheu-sum"
     summary = "Cheu et al. real sum: unary encoding into r bits, binary blanket RR per bit, one shuffler"
+    example = "--eps 1"
     options = (
         EPS_REQUIRED,
         DELTA_OPTION,
@@ -372,6 +373,7 @@ class LocalRRSumProtocol(_RealSum):
 
     name = "local-rr-sum"
     summary = "local model: randomised rounding to a bit + binary randomised response (seed 004 LocalDP)"
+    example = "--eps 1"
     options = (EPS_REQUIRED,)
 
     @classmethod
@@ -454,6 +456,7 @@ class LocalLaplaceSumProtocol(_RealSum):
 
     name = "local-laplace-sum"
     summary = "local model: each user sends x + Laplace(1/eps)"
+    example = "--eps 1"
     options = (EPS_REQUIRED,)
 
     @classmethod
@@ -513,6 +516,7 @@ class CentralLaplaceSumProtocol(_RealSum):
 
     name = "central-laplace-sum"
     summary = "central model: the curator adds Laplace(1/eps) to the exact sum (seed 004 CuratorDP)"
+    example = "--eps 1"
     options = (EPS_REQUIRED,)
 
     @classmethod
@@ -582,6 +586,7 @@ class CentralDLapSumProtocol(_RealSum):
 
     name = "central-dlap-sum"
     summary = "central model: discrete Laplace on the sum of randomised roundings at precision p"
+    example = "--eps 1"
     options = (
         EPS_REQUIRED,
         Option("p", int, "fixed-point precision p >= 1 (default: ceil(sqrt(n)))"),

@@ -184,7 +184,6 @@ def test_not_applicable_is_reported_not_computed(capsys):
     [
         (["rr2", "--n", "1000", "--eps0", "2", "--eps", "0.5", "--method", "exact-koskela"], "limit"),
         (["clones", "--n", "3000", "--eps0", "2", "--eps", "0.5", "--method", "exact"], "n <= 2000"),  # rr2 exact: any n (issue 17)
-        (["krr", "--n", "100", "--k", "4", "--gamma", "0.25", "--eps", "0.5"], "needs --adversary"),
         (["krr", "--n", "100", "--k", "4", "--gamma", "1.5", "--adversary", "weak", "--eps", "0.5"], "gamma must be in"),
         (["rr2", "--n", "0", "--eps0", "2", "--eps", "0.5"], "n must be"),
         (["rr2", "--n", "10", "--eps0", "-1", "--eps", "0.5"], "eps0 must be"),

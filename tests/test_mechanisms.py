@@ -46,8 +46,9 @@ def test_krr_description_validates_and_reports_given_eps0():
         KRR.resolve(10, 3)
     with pytest.raises(ParameterError, match="disagree"):
         KRR(10, 3, 0.5, None, 2.0)
-    with pytest.raises(ParameterError, match="needs --adversary"):
-        account(KRR(10, 3, 0.5), eps=[0.1])
+    # no adversary named: the default view, the shuffled reports (issue 29: one default for simulate and account)
+    assert account(KRR(10, 3, 0.5), eps=[0.1]).results[0].delta_upper == \
+        account(KRR(10, 3, 0.5, "shuffled"), eps=[0.1]).results[0].delta_upper
     with pytest.raises(ParameterError, match="does not apply"):
         account(Clones(40, 1.0), eps=[0.5], method="balle")
     with pytest.raises(ParameterError, match="mechanism description"):

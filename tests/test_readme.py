@@ -4,10 +4,15 @@
 run with bash (``set -euo pipefail``) in an empty directory, with this interpreter's ``bin`` first on
 PATH so that ``shufflesim`` is the package under test.  Exceptions, each with its reason:
 
-* the two set-up lines of "The two commands" (``python3 -m venv .venv && … pip install …``) create a
+* the two set-up lines (``python3 -m venv .venv && … pip install …``, in "The first ten minutes") create a
   fresh environment from the network; they run only with ``--run-slow`` (the test-suite line's final
   ``pytest`` is this very suite and is not run again inside itself);
-* the ``shufflesim demo`` at the end of the first of those lines runs in the default suite on its own.
+* the ``shufflesim run …`` at the end of the first of those lines runs in the default suite on its own;
+* the line ``source .venv/bin/activate`` that puts ``shufflesim`` on the PATH after the set-up is a no-op in the
+  default suite (this interpreter's ``bin`` is already first on PATH); ``--run-slow`` runs it after the set-up
+  line and then a bare ``shufflesim --version`` in a clean PATH, and :func:`test_readme_activation_line` checks
+  in the default suite that the line is there, before the first bare ``shufflesim``, and that it puts the
+  environment's ``bin`` first on PATH.
 
 A block in any other language fails the test, so that no untested block can be added.
 """
@@ -27,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 SETUP = re.compile(r"^python3 -m venv \.venv && \.venv/bin/pip install .*$", re.M)
+ACTIVATE = re.compile(r"^source \.venv/bin/activate$", re.M)
 
 
 def blocks() -> list[tuple[int, str, str]]:
@@ -51,7 +57,7 @@ def _bash_ready(code: str) -> str:
         tail = m.group(0).split("&&")[-1].strip()
         return tail.replace(".venv/bin/", "") if "shufflesim" in tail else ": # set-up line, see --run-slow"
 
-    return SETUP.sub(keep_shufflesim, code)
+    return ACTIVATE.sub(": # activation, see --run-slow", SETUP.sub(keep_shufflesim, code))
 
 
 CASES = [pytest.param(lang, code, id=f"line{line}-{lang or 'plain'}") for line, lang, code in blocks()]
@@ -84,6 +90,9 @@ def test_readme_setup_lines(line, tmp_path):
     shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info",
                                                               "build", "shufflesim-demo"))
     cmd = line.replace("&& .venv/bin/pytest", "&& .venv/bin/python -c 'import pytest, shufflesim'")
+    if ACTIVATE.search(README.read_text()[README.read_text().index(line):].split("```")[0]):
+        # the README's activation line, then a bare shufflesim with only the system's PATH before it
+        cmd += "\nexport PATH=/usr/bin:/bin\nsource .venv/bin/activate\nshufflesim --version"
     r = subprocess.run(["bash", "-c", "set -euo pipefail\n" + cmd], capture_output=True, text=True, cwd=repo,
                        timeout=3600)
     assert r.returncode == 0, f"README set-up line failed:\n{line}\n{r.stderr[-4000:]}"
@@ -119,3 +128,20 @@ def test_readme_python_block_runs_from_checkout_root(code):
                        env=env, timeout=1800)
     assert r.returncode == 0, f"README block failed at the repository root:\n{code}\n{r.stderr[-4000:]}"
     assert {p.name for p in ROOT.iterdir()} - before - {"__pycache__"} == set(), "the block wrote into the checkout"
+
+
+def test_readme_activation_line(tmp_path):
+    """The README says how to put ``shufflesim`` on the PATH after the set-up line, before it first calls a bare
+    ``shufflesim``; the line it gives puts the environment's ``bin`` first on PATH (a venv without pip: no
+    network)."""
+    text = README.read_text()
+    setup = SETUP.search(text)
+    activate = ACTIVATE.search(text)
+    assert setup is not None and activate is not None, "README: no activation line after the set-up line"
+    assert setup.start() < activate.start()
+    first_bare = re.search(r"^shufflesim ", text, re.M)
+    assert first_bare is not None and activate.start() < first_bare.start()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", ".venv"], cwd=tmp_path, check=True, timeout=300)
+    r = subprocess.run(["bash", "-c", f"set -euo pipefail\n{activate.group(0)}\ncommand -v python"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and Path(r.stdout.strip()).parent == (tmp_path / ".venv" / "bin"), r.stdout + r.stderr

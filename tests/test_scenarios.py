@@ -145,7 +145,7 @@ def _check_quick_run(path: Path, tmp_path: Path) -> None:
     (("trials = 30", "trials = 30\ntrails = 3"),
      "sweep[0].trails: unknown key (valid keys: name, protocol, label, figure, plot, n, quick_n, data, params, trials, "
      "quick_trials, engine, matched_to, in_quick, chunk_size, point_seconds, lower, upper, paper, x, y, logx, logy, "
-     "xlabel, ylabel)"),
+     "xlabel, ylabel); did you mean 'trials'?"),
     (('title = "small"', 'title = "small"\ncolour = "red"'),
      "colour: unknown key (valid keys: title, paper, reproduces, description, seed, claims, paper_notes, sweep, "
      "curve, table, training, cells, defence)"),
@@ -153,7 +153,8 @@ def _check_quick_run(path: Path, tmp_path: Path) -> None:
     (("trials = 30", "trials = 0"), "sweep[0].trials: 0 is out of range (allowed: >= 1)"),
     (("n = [200, 400]", "n = [200, -4]"), "sweep[0].n[1]: -4 is out of range (allowed: >= 1)"),
     (('mechanism = "krr"', 'mechanism = "krrr"'),
-     "curve[0].mechanism: 'krrr' is not allowed (allowed: krr, rr2, clones, biswas, central-laplace, central-gaussian)"),
+     "curve[0].mechanism: 'krrr' is not allowed (allowed: krr, rr2, clones, biswas, central-laplace, central-gaussian); "
+     "did you mean 'krr'?"),
     (("trials = 30\n", "engine = \"quick\"\n"), None),
     (("seed = 7", ""), "seed: missing required key (root seed of every Monte-Carlo step)"),
     (('protocol = "krr"', ""), "sweep[0].protocol: missing required key (a registered protocol (shufflesim simulate --help))"),

@@ -12,6 +12,9 @@ from typing import Any, NoReturn
 from shufflesim.errors import ParameterError
 
 
+#: the namespace attribute naming the innermost parser that was left with unknown arguments
+_LEFT_WITH_EXTRAS = "_shufflesim_left_with_extras"
+
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
@@ -26,12 +29,70 @@ class Parser(argparse.ArgumentParser):
     (argparse's own rule knows only ``-1`` and ``-.5``), so ``--lower -inf`` reaches the range check.
     """
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, examples: tuple[str, ...] | list[str] = (), docs: str | None = None, **kwargs) -> None:
+        """``examples``: command lines shown under "examples:" at the end of ``--help`` (as written, not
+        re-wrapped); ``docs``: where the documentation of the command is (shown as "docs: ...")."""
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_NUMBER
+        self.examples = tuple(examples)
+        self.docs = docs
+
+    def format_help(self) -> str:
+        """argparse's help, then the examples, the papers behind any "seed NNN" the help names
+        (:func:`shufflesim.core.papers.seed_key`) and the pointer to the docs, kept as written."""
+        from shufflesim.core.papers import seed_key
+
+        text = super().format_help()
+        sections = []
+        if self.examples:
+            sections.append(["examples:", *(f"  {e}" for e in self.examples)])
+        key = seed_key(text + "\n".join(self.examples))
+        if key:
+            sections.append(["papers:", *(f"  {line}" for line in key)])
+        if self.docs:
+            sections.append([f"docs: {self.docs}"])
+        return text + "".join("\n" + "\n".join(lines) + "\n" for lines in sections)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+    # --- "did you mean" (one helper, :func:`shufflesim.core.checks.did_you_mean`) ----------------------------
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's choice check (subcommands, protocols, mechanisms, ``choices=`` options), with the closest
+        allowed name suggested (overrides ``argparse.ArgumentParser``'s own hook of this name)."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            from shufflesim.core.checks import did_you_mean
+
+            choices = ", ".join(map(repr, action.choices))
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{did_you_mean(value, action.choices)} (choose from {choices})"
+            ) from None
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's own, and the innermost parser that was left with unknown arguments is remembered on the
+        namespace, so that :meth:`parse_args` names that parser and suggests one of its own flags."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and getattr(namespace, _LEFT_WITH_EXTRAS, None) is None:
+            setattr(namespace, _LEFT_WITH_EXTRAS, self)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        owner = vars(namespace).pop(_LEFT_WITH_EXTRAS, None) or self
+        if extras:
+            from shufflesim.core.checks import did_you_mean
+
+            first = next((a for a in extras if a.startswith("-")), extras[0])
+            flag = first.split("=", 1)[0]
+            hint = did_you_mean(flag, owner.option_strings()) if flag.startswith("-") else ""
+            owner.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return namespace
+
+    def option_strings(self) -> list[str]:
+        """Every option string this parser accepts (``--n``, ``--eps0``, ``-h``, ...)."""
+        return [o for a in self._actions for o in a.option_strings]
 
 
 def int_arg(text: str) -> int:

@@ -8,6 +8,7 @@ import math
 from shufflesim.cli._common import float_arg, int_arg, print_json
 
 _TYPES = {"int": int_arg, "float": float_arg, "str": str}
+ACCOUNT_DOCS = "README.md#privacy-accounting; docs/theory.md"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -16,10 +17,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("account", help="certified privacy (eps, delta) of a shuffled mechanism",
                        description="Certified upper and lower bounds on delta(eps) or eps(delta). MECHANISM may also "
                        "name a protocol built on a matrix randomiser (matrix-rr, plug-ins; docs/plugins.md): "
-                       "shufflesim account PROTOCOL --n N <its options> --eps ...")
+                       "shufflesim account PROTOCOL --n N <its options> --eps ...",
+                       examples=("shufflesim account rr2 --n 1000 --eps0 2 --eps 0.3 0.5 1",
+                                 "shufflesim account clones --n 10000 --eps0 4 --delta 1e-6 --compare",
+                                 "shufflesim account krr --n 1000 --k 4 --gamma 0.25 --delta 1e-6 --compositions 16"),
+                       docs=ACCOUNT_DOCS)
     ms = p.add_subparsers(dest="mechanism", metavar="MECHANISM", required=True, parser_class=type(p))
     for name, cls in kinds().items():
-        q = ms.add_parser(name, help=cls.summary, description=cls.summary)
+        q = ms.add_parser(name, help=cls.summary, description=cls.summary,
+                          examples=(f"shufflesim account {name} {cls.example}".strip(),), docs=ACCOUNT_DOCS)
         groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
         for f in cls.flags:
             if f.group is not None:
@@ -84,7 +90,10 @@ def _add_protocol_parser(ms, name: str) -> argparse.ArgumentParser | None:
         return None  # argparse names the unknown choice
     cls = registry.get(name)
     if getattr(cls, "account_by_name", False):
-        q = ms.add_parser(name, help=f"the shuffled mechanism of protocol {name}: {cls.summary}", description=cls.summary)
+        q = ms.add_parser(name, help=f"the shuffled mechanism of protocol {name}: {cls.summary}", description=cls.summary,
+                          examples=(f"shufflesim account {name} --n 1000 --delta 1e-6 "
+                                    f"{(cls.example or '').partition('#')[0].strip()}".strip(),),
+                          docs="README.md#privacy-accounting; docs/plugins.md")
         q.add_argument("--n", type=int_arg, required=True, help="number of users")
         for opt in cls.options:
             if opt.name != "delta":

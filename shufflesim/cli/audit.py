@@ -44,7 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "audit", help="empirical privacy audit: certified lower bound on delta(eps) vs the accountant",
         description="Sample the analyser's view (an exact sufficient statistic) under two neighbouring data sets, "
         "bound delta(eps) and eps(delta) below (Clopper-Pearson, threshold chosen on a held-out half) and compare "
-        "with the accountant's upper bound. Protocols: " + ", ".join(auditable()) + ".")
+        "with the accountant's upper bound. Protocols: " + ", ".join(auditable()) + ".",
+        examples=("shufflesim audit krr --n 100 --k 2 --eps0 1 --eps 1 --trials 20000",),
+        docs="README.md#verdicts-validate-audit-claims; docs/validation.md")
     add_protocol_parsers(p, _common, run, auditable(), shared=SHARED)
 
 

@@ -11,13 +11,20 @@ from shufflesim.cli._common import print_json
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("claims", help="check the seed papers' claims (scenarios/claims/) and generate FINDINGS.md",
-                       description="The claims registry: one TOML file per paper under scenarios/claims/.")
+                       description="The claims registry: one TOML file per paper under scenarios/claims/.",
+                       examples=("shufflesim claims list", "shufflesim claims check --paper koskela",
+                                 "shufflesim claims report --output FINDINGS.md"),
+                       docs="README.md#verdicts-validate-audit-claims; FINDINGS.md; docs/validation.md")
     s = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
-    c = s.add_parser("check", help="run the checks; print claim | paper value | shufflesim value | verdict")
+    docs = "README.md#verdicts-validate-audit-claims; docs/validation.md"
+    c = s.add_parser("check", help="run the checks; print claim | paper value | shufflesim value | verdict",
+                     examples=("shufflesim claims check --paper biswas", "shufflesim claims check --id koskela/fig1-"
+                               "tight-vs-analytic --json"), docs=docs)
     _common(c)
     c.add_argument("--json", action="store_true", help="print one JSON object with a 'claims' list")
     c.set_defaults(func=run_check)
-    r = s.add_parser("report", help="generate FINDINGS.md (the claims that carry a finding; runs slow checks too)")
+    r = s.add_parser("report", help="generate FINDINGS.md (the claims that carry a finding; runs slow checks too)",
+                     examples=("shufflesim claims report --output FINDINGS.md",), docs=docs)
     _common(r)
     r.add_argument("--output", metavar="FILE", help="write the report here (default: stdout)")
     r.add_argument("--records-out", metavar="FILE", help="also write the checks' records (JSON) here")
@@ -25,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="render from records written by --records-out instead of running the checks")
     r.set_defaults(func=run_report)
     v = s.add_parser("list", help="parse the registry and list the claims without running them "
-                                  "(paper, id, method, evidence class, speed, source)")
+                                  "(paper, id, method, evidence class, speed, source)",
+                     examples=("shufflesim claims list --paper flame",), docs=docs)
     _common(v)
     v.set_defaults(func=run_list)
 

@@ -1,4 +1,5 @@
-"""``shufflesim demo``: the main job — a quick shuffled k-RR study on the embedded Adult ages.
+"""``shufflesim demo``: a quick shuffled k-RR study on the embedded Adult ages (the main job is
+``shufflesim run scenarios/quickstart.toml``).
 
 For ε0 in a small grid it runs T trials of shuffled k-RR (k age bins) and certifies the central (ε, δ)
 each setting satisfies (tight accountant, strong adversary, δ = 1/n²); then it runs the central
@@ -22,8 +23,10 @@ OUTPUT_FILES = ("records.parquet, summary.parquet (run metadata in their schema)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="quick shuffled k-RR study on the embedded Adult ages (the main job)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("demo", help="shuffled k-RR on the embedded Adult ages vs the central Gaussian baseline",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       examples=("shufflesim demo --output shufflesim-demo",),
+                       docs="README.md#the-first-ten-minutes")
     p.add_argument("--k", type=int_arg, default=10, help="age bins (default: 10)")
     p.add_argument("--eps0", type=float_arg, nargs="+", default=[0.5, 1.0, 2.0, 4.0], help="local epsilons")
     p.add_argument("--trials", type=int_arg, default=200, help="trials per point (default: 200)")

@@ -19,7 +19,10 @@ PROTOCOL_CHOICES = ("ss-simple", "ss-double", "ss-topk", "np", "dp", "ldp")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fl", help="federated learning in the shuffle model (FLAME) and baselines",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       examples=("shufflesim fl --protocol ss-topk --dataset digits --rounds 3",
+                                 "shufflesim fl --protocol ss-simple --dataset digits --rounds 3 --json"),
+                       docs="README.md#federated-learning-in-the-shuffle-model-flame; docs/flame.md")
     p.add_argument("--protocol", required=True, choices=PROTOCOL_CHOICES)
     p.add_argument("--dataset", default="digits", choices=("digits", "mnist"))
     p.add_argument("--rounds", type=int_arg, default=10)

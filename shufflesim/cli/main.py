@@ -18,7 +18,7 @@ from shufflesim.errors import ShufflesimError
 #: subcommand name -> (module that builds its parser and runs it, one-line help for the top-level list)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("shufflesim.cli.simulate", "Monte-Carlo error study of a protocol"),
-    "demo": ("shufflesim.cli.demo", "quick shuffled k-RR study on the embedded Adult ages (the main job)"),
+    "demo": ("shufflesim.cli.demo", "shuffled k-RR on the embedded Adult ages vs the central Gaussian baseline"),
     "account": ("shufflesim.cli.account", "certified privacy (eps, delta) of a shuffled mechanism"),
     "table": ("shufflesim.cli.table", "recompute a published table (balle2020: seed 004 Table 3)"),
     "sweep": ("shufflesim.cli.sweep", "resumable parameter sweep streamed to disk (serial, processes or Dask)"),
@@ -28,6 +28,17 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("shufflesim.cli.run", "run a scenario file (scenarios/*.toml): results, plots, report vs the paper"),
     "claims": ("shufflesim.cli.claims", "check the seed papers' claims (scenarios/claims/) and generate FINDINGS.md"),
 }
+
+
+#: the top-level help's examples: the first ten minutes (README.md, "The first ten minutes")
+EXAMPLES = (
+    "shufflesim run scenarios/quickstart.toml --out shufflesim-quickstart   # the main job, about 5 s",
+    "shufflesim simulate krr --n 10000 --k 10 --eps0 1 --trials 200",
+    "shufflesim account rr2 --n 1000 --eps0 2 --eps 0.5 1",
+    "shufflesim run --all --quick --check        # every scenario checked, with its estimated time",
+)
+#: where the documentation is (the source distribution's README.md and docs/)
+DOCS = "README.md (the first ten minutes, then every command); docs/theory.md, docs/validation.md, docs/plugins.md"
 
 
 def _chosen_command(argv: list[str]) -> str | None:
@@ -44,13 +55,15 @@ def _check_top_level_options(argv: list[str]) -> None:
     """An option before the subcommand that shufflesim does not know is named as such (argparse would say
     that COMMAND is missing)."""
     from shufflesim.cli._common import UsageError
+    from shufflesim.core.checks import did_you_mean
 
     for arg in argv:
         if arg == "--" or not arg.startswith("-"):
             return
         if arg not in ("-h", "--help", "--version"):
-            raise UsageError(f"shufflesim: unknown option {arg.split('=')[0]!r}; before COMMAND only --help and "
-                             f"--version are allowed (commands: {', '.join(SUBCOMMANDS)})")
+            flag = arg.split("=")[0]
+            raise UsageError(f"shufflesim: unknown option {flag!r}; before COMMAND only --help and --version are "
+                             f"allowed (commands: {', '.join(SUBCOMMANDS)}){did_you_mean(flag, ('--help', '--version'))}")
 
 
 class _Version(argparse.Action):
@@ -72,7 +85,11 @@ def build_parser(command: str | None = "*") -> Parser:
     """
     import importlib
 
-    p = Parser(prog="shufflesim", description="Simulation, tight accounting and validation for the shuffle model of DP.")
+    p = Parser(prog="shufflesim",
+               description="Simulation, tight accounting and validation for the shuffle model of DP. The main job: "
+                           "shufflesim run scenarios/quickstart.toml (a Monte-Carlo sweep and a certified privacy "
+                           "curve, with plots and a report). COMMAND --help shows each command's options and examples.",
+               examples=EXAMPLES, docs=DOCS)
     p.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
     for name, (module, help_text) in SUBCOMMANDS.items():

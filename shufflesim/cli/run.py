@@ -15,7 +15,11 @@ from pathlib import Path
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a scenario file: results, plots and a report next to the paper's numbers",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       examples=("shufflesim run scenarios/quickstart.toml --out shufflesim-quickstart   # the main job",
+                                 "shufflesim run scenarios/koskela_fig1.toml --out run-fig1",
+                                 "shufflesim run --all --quick --check"),
+                       docs="README.md#scenarios-one-command-per-paper-figure-or-table; scenarios/README.md")
     p.add_argument("scenario", nargs="?", help="a scenario file (TOML)")
     p.add_argument("--all", action="store_true", help="run every scenario of --dir (one sub-directory each)")
     p.add_argument("--dir", default="scenarios", help="where --all finds scenarios (default: scenarios)")
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.cli._common import UsageError
     from shufflesim.scenarios.runner import estimate_seconds, run_scenario
     from shufflesim.scenarios.schema import load
-    from shufflesim.scenarios.steps import check_runnable
+    from shufflesim.scenarios.steps import check_runnable, estimate_range
 
     if args.all == bool(args.scenario):
         raise UsageError("shufflesim run: give either one SCENARIO file or --all")
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         check_runnable(sc, args.quick)
     if args.check:
         for sc in scenarios:
-            print(f"{sc['_path']}: ok, about {estimate_seconds(sc, args.quick):.0f} s "
+            print(f"{sc['_path']}: ok, {estimate_range(estimate_seconds(sc, args.quick))} "
                   f"({'quick' if args.quick else 'full'})")
         return 0
     if args.all:

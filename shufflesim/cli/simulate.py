@@ -24,13 +24,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Simulate a protocol end to end (randomiser -> shuffler -> analyser) over T trials.\n\n"
         "registered protocols:\n" + lines,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=("shufflesim simulate krr --n 10000 --k 10 --eps0 1 --data zipf:1.1 --trials 200",
+                  "shufflesim simulate blanket-sum --n 10000 --eps 1 --data adult-age --trials 200 --json"),
+        docs="README.md#using-it; docs/theory.md",
     )
     add_protocol_parsers(p, _study_options, run, names)
 
 
 def _study_options(pp: argparse.ArgumentParser) -> None:
     c = pp.add_argument_group("study")
-    add_data_options(c, trials=100, data_help="data spec (default: uniform); see shufflesim.experiments.data")
+    add_data_options(c, trials=100)
     c.add_argument("--workers", type=int_arg, default=1, help="local worker processes (default: 1)")
     c.add_argument("--engine", choices=("faithful", "fast", "auto"), default="faithful",
                    help="faithful: simulate every message (default); fast: sample the analyser's sufficient "
@@ -46,7 +49,7 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
                    "streamed in chunks of 2^20 users above n = 1e7, all users at once below)")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
-    _dishonest.add_options(pp.add_argument_group("dishonest users (issue 23)"))
+    _dishonest.add_options(pp.add_argument_group("dishonest users"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,12 @@ from shufflesim.pipeline import registry
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="resumable parameter sweep, streamed to disk",
-                       description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter,
+                       examples=("shufflesim sweep krr --set k=2,10 --set eps0=0.5,1 --n 1e3,1e4 --trials 200 "
+                                 "--output sweep1",
+                                 "shufflesim sweep krr --set k=2,10 --set eps0=0.5,1 --n 1e3,1e4 --trials 200 "
+                                 "--output sweep1 --resume"),
+                       docs="README.md#sweeps-fast-engines-and-clusters")
     p.add_argument("protocol", metavar="PROTOCOL", help="a registered protocol (shufflesim simulate --help lists them)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="a protocol parameter and its values (repeatable)")

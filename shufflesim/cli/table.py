@@ -19,7 +19,10 @@ from shufflesim.cli._common import print_json
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("table", help="recompute a published table (balle2020: seed 004 Table 3)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       examples=("shufflesim table balle2020 --rows localdp,curatordp,balle",
+                                 "shufflesim table balle2020 --json"),
+                       docs="README.md#using-it; docs/theory.md#summation-table3")
     p.add_argument("name", choices=("balle2020",), help="which table")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--tight", action="store_true", help="add the tight-accountant column (slower)")

@@ -14,22 +14,36 @@ import time
 from shufflesim.cli._common import float_arg, int_arg
 from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 
+#: --max-seconds when it is not given: one PROTOCOL's sequential run, and each setting of --all
 MAX_SECONDS = 60.0
+ALL_MAX_SECONDS = 20.0
 
 
-def _budget(c: argparse._ArgumentGroup, max_seconds: float | None) -> None:
-    c.add_argument("--alpha", type=float_arg, default=0.05,
+def _budget(c: argparse._ArgumentGroup, *, inherited: bool = False) -> None:
+    """The sequential design's options.  The ``validate`` parser holds them with their defaults; the PROTOCOL
+    sub-parser's copies (``inherited``) set nothing unless given there, so a value given before PROTOCOL
+    (``validate --max-seconds 5 krr ...``) is the one in effect, not the sub-parser's default."""
+    def default(value):
+        return argparse.SUPPRESS if inherited else value
+
+    c.add_argument("--alpha", type=float_arg, default=default(0.05),
                    help="family-wise error of all checks over all looks (default: 0.05)")
-    c.add_argument("--margin", type=float_arg, default=0.02,
+    c.add_argument("--margin", type=float_arg, default=default(0.02),
                    help="'agrees' means within this relative deviation of mse_expected (default: 0.02 = ±2 %%)")
-    c.add_argument("--engine", choices=("auto", "fast", "faithful"), default="auto",
+    c.add_argument("--engine", choices=("auto", "fast", "faithful"), default=default("auto"),
                    help="fast: the exact sufficient-statistic sampler; faithful: every message; auto (default): "
                         "fast where the protocol has one")
-    c.add_argument("--max-trials", dest="max_trials", type=int_arg, default=10**7,
+    c.add_argument("--max-trials", dest="max_trials", type=int_arg, default=default(10**7),
                    help="sequential design: stop undecided after this many trials (default: 1e7)")
-    c.add_argument("--max-seconds", dest="max_seconds", type=float_arg, default=max_seconds,
-                   help=f"sequential design: stop undecided after this much simulation time (default: {max_seconds:g}; "
-                        "a run stopped by it is not reproducible to the trial)")
+    c.add_argument("--max-seconds", dest="max_seconds", type=float_arg, default=default(None), metavar="S",
+                   help=f"sequential design: stop undecided after S seconds of simulation (default: {MAX_SECONDS:g} "
+                        f"for one PROTOCOL, {ALL_MAX_SECONDS:g} for each setting of --all; a run stopped by it is "
+                        "not reproducible to the trial)")
+
+
+def max_seconds(args: argparse.Namespace, default: float) -> float:
+    """The --max-seconds in effect: the one given, else ``default``."""
+    return default if args.max_seconds is None else args.max_seconds
 
 
 def _common(pp: argparse.ArgumentParser) -> None:
@@ -39,7 +53,7 @@ def _common(pp: argparse.ArgumentParser) -> None:
         if a.dest == "trials":
             a.default = None
             a.help = "a fixed-size run of this many trials (default: sequential, until every check is decided)"
-    _budget(c, MAX_SECONDS)
+    _budget(c, inherited=True)
     c.add_argument("--workers", type=int_arg, default=1,
                    help="local worker processes (default: 1)")
     c.add_argument("--plant-error", dest="plant_error", type=float_arg, default=0.0, metavar="REL",
@@ -53,13 +67,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Exact theory first (a bound below the exact expected MSE is violated, one above the exact "
         "worst case holds), then Monte-Carlo trials in batches until every check is decided: mse_expected as an "
         "equivalence check (within ±margin), bounds as one-sided checks, one anytime-valid confidence sequence "
+<<<<<<< HEAD
         "for all of them; an exact verdict the simulation contradicts reads 'disagrees'. --all validates every protocol at a few settings and writes a table.")
+=======
+        "for all of them. --all validates every protocol at a few settings and writes a table.",
+        examples=("shufflesim validate krr --n 1000 --k 4 --eps0 1",
+                  "shufflesim validate --all --output validation.md"),
+        docs="README.md#verdicts-validate-audit-claims; docs/validation.md")
+>>>>>>> tenmin
     p.add_argument("--all", action="store_true", help="validate every protocol at a few settings (a table)")
     g = p.add_argument_group("--all")
     g.add_argument("--output", metavar="FILE", help="with --all: also write the table (Markdown) to FILE")
     g.add_argument("--seed", dest="all_seed", type=int_arg, default=0, help="with --all: root seed (default: 0)")
     g.add_argument("--json", dest="all_json", action="store_true", help="with --all: print one JSON object")
-    _budget(g, 20.0)
+    _budget(g)
     add_protocol_parsers(p, _common, run)
     for a in p._subparsers._group_actions:  # PROTOCOL is optional with --all
         if isinstance(a, argparse._SubParsersAction):
@@ -126,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     check_real("plant_error", args.plant_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     if args.trials is None:
         check_int("max_trials", args.max_trials, minimum=1024)
-        check_real("max_seconds", args.max_seconds, low=0.0, low_open=True)
+        check_real("max_seconds", max_seconds(args, MAX_SECONDS), low=0.0, low_open=True)
     else:
         check_int("trials", args.trials, minimum=3)
     workers = cap_workers(check_int("workers", args.workers, minimum=1))
@@ -148,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(args.trials)
     try:
         res = validate_protocol(protocol, data, trials=args.trials, rng=root, alpha=args.alpha, margin=args.margin,
-                                engine=args.engine, max_trials=args.max_trials, max_seconds=args.max_seconds,
+                                engine=args.engine, max_trials=args.max_trials,
+                                max_seconds=max_seconds(args, MAX_SECONDS),
                                 workers=workers, planted_error=args.plant_error,
                                 on_progress=progress.update if progress else None, on_look=status)
     finally:
@@ -204,7 +226,7 @@ def run_all(args: argparse.Namespace) -> int:
     check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     check_real("margin", args.margin, low=0.0, high=1.0, low_open=True, high_open=True)
     check_int("max_trials", args.max_trials, minimum=1024)
-    check_real("max_seconds", args.max_seconds, low=0.0, low_open=True)
+    check_real("max_seconds", max_seconds(args, ALL_MAX_SECONDS), low=0.0, low_open=True)
     if args.output is not None:
         from pathlib import Path
 
@@ -217,7 +239,7 @@ def run_all(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         rows = validate_all(seed=args.all_seed, alpha=args.alpha, margin=args.margin, engine=args.engine,
-                            max_trials=args.max_trials, max_seconds=args.max_seconds, on_look=status,
+                            max_trials=args.max_trials, max_seconds=max_seconds(args, ALL_MAX_SECONDS), on_look=status,
                             on_setting=lambda label: setattr(status, "label", f"{label}: "))
     finally:
         status.close()

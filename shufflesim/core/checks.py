@@ -65,3 +65,15 @@ def check_positive(name: str, value) -> float:
 def check_probability(name: str, value, *, allow_zero: bool = True, allow_one: bool = True) -> float:
     """A probability in [0, 1] with optional open ends."""
     return check_real(name, value, low=0.0, high=1.0, low_open=not allow_zero, high_open=not allow_one)
+
+
+def did_you_mean(word, allowed) -> str:
+    """``"; did you mean 'krr'?"`` when ``word`` is close to one of ``allowed`` (difflib's similarity ratio
+    ≥ 0.6, the closest first), else ``""``: the one place that suggests a name for a misspelt protocol,
+    mechanism, subcommand, flag or key, appended to the error that refuses it."""
+    import difflib
+
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, [str(a) for a in allowed], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

@@ -38,6 +38,23 @@ from shufflesim.core.rng import RngLike, as_generator
 CATEGORICAL_KINDS = ("uniform", "zipf", "constant", "counts", "adult-age")
 REAL_KINDS = ("uniform", "normal", "beta", "constant", "adult-age")
 ADULT_AGE_RANGE = (17, 90)
+#: every form :func:`parse_data_spec` accepts, by kind, with an example of it (``--data`` help, the error for an
+#: unknown spec and the README's list are generated from this table; tests/test_cli_help.py parses each example)
+SPEC_FORMS: dict[str, tuple[str, str]] = {
+    "uniform": ("uniform", "uniform"),
+    "zipf": ("zipf:S", "zipf:1.1"),
+    "constant": ("constant:V", "constant:3"),
+    "counts": ("counts:C0,C1,...", "counts:5,0,2"),
+    "normal": ("normal:MU,SIGMA", "normal:0.5,0.1"),
+    "beta": ("beta:A,B", "beta:2,5"),
+    "adult-age": ("adult-age", "adult-age"),
+    "file": ("FILE.csv:COLUMN", "ages.csv:age"),
+}
+
+
+def spec_forms() -> str:
+    """The accepted data specifications, one comma-separated line (from :data:`SPEC_FORMS`)."""
+    return ", ".join(form for form, _ in SPEC_FORMS.values())
 
 
 @dataclass(frozen=True)
@@ -103,10 +120,9 @@ def parse_data_spec(text: str) -> DataSpec:
         if a <= 0 or b <= 0:
             raise DataError(f"data spec {text!r}: beta parameters must be > 0")
         return DataSpec(text, "beta", (a, b))
-    raise DataError(
-        f"unknown data spec {text!r}; allowed: uniform, zipf:s, constant:j, counts:c0,c1,..., normal:mu,sigma, "
-        "beta:a,b, constant:x, adult-age, FILE.csv:COLUMN"
-    )
+    from shufflesim.core.checks import did_you_mean
+
+    raise DataError(f"unknown data spec {text!r}{did_you_mean(name, SPEC_FORMS)}; allowed: {spec_forms()}")
 
 
 def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:

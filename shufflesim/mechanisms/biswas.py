@@ -27,6 +27,7 @@ class BiswasCount(Mechanism):
 
     kind: ClassVar[str] = "biswas"
     summary: ClassVar[str] = "Biswas et al.'s fixed-dataset histogram setting (seed 003 §IV)"
+    example: ClassVar[str] = "--n 100 --k 10 --eps0 2 --n-x0 80 --eps 0.1 --method exact"
     flags: ClassVar[tuple[Flag, ...]] = (Flag("n", "int", "number of users"), Flag("k", "int", "number of categories"),
              Flag("eps0", "float", "local epsilon > 0"),
              Flag("n-x0", "int", "other users holding the target's value x0"))

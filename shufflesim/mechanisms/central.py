@@ -59,6 +59,7 @@ class CentralLaplace(Mechanism):
 
     kind: ClassVar[str] = "central-laplace"
     summary: ClassVar[str] = "central baseline: the Laplace mechanism (exact privacy profile)"
+    example: ClassVar[str] = "--eps0 1 --eps 0.5 1"
     methods: ClassVar[tuple[str, ...]] = ("closed-form",)
     flags: ClassVar[tuple[Flag, ...]] = (Flag("eps0", "float", "the Laplace mechanism's epsilon (scale = 1/eps0)"),)
 
@@ -100,6 +101,7 @@ class CentralGaussian(Mechanism):
 
     kind: ClassVar[str] = "central-gaussian"
     summary: ClassVar[str] = "central baseline: the Gaussian mechanism (exact privacy profile, Balle & Wang 2018)"
+    example: ClassVar[str] = "--sigma 4 --delta 1e-6"
     methods: ClassVar[tuple[str, ...]] = ("closed-form",)
     flags: ClassVar[tuple[Flag, ...]] = (Flag("sigma", "float", "noise standard deviation > 0"),)
 

@@ -45,6 +45,7 @@ class CheuSum(Mechanism):
 
     kind: ClassVar[str] = "cheu"
     summary: ClassVar[str] = "Cheu et al.'s unary summation: r bits per user, binary blanket RR, one shuffler"
+    example: ClassVar[str] = "--n 2000 --messages 50 --gamma 0.3 --delta 1e-6"
     methods: ClassVar[tuple[str, ...]] = ("blanket-binomial",)
     flags: ClassVar[tuple[Flag, ...]] = (
         Flag("n", "int", "number of users"),

@@ -41,6 +41,7 @@ class Clones(Mechanism):
 
     kind: ClassVar[str] = "clones"
     summary: ClassVar[str] = "any eps0-LDP randomiser via Feldman et al.'s clones (seed 001 §6)"
+    example: ClassVar[str] = "--n 10000 --eps0 4 --delta 1e-6"
     flags: ClassVar[tuple[Flag, ...]] = (Flag("n", "int", "number of users"), Flag("eps0", "float", "local epsilon > 0"))
     methods: ClassVar[tuple[str, ...]] = ("tight", "tight-koskela", "variation-ratio", "exact", *LDP_METHODS)
 

@@ -68,6 +68,7 @@ class CentralDLap(Mechanism):
 
     kind: ClassVar[str] = "central-dlap"
     summary: ClassVar[str] = "central baseline: discrete Laplace noise on an integer statistic (exact privacy profile)"
+    example: ClassVar[str] = "--eps0 1 --sensitivity 1 --delta 1e-6"
     methods: ClassVar[tuple[str, ...]] = ("closed-form",)
     flags: ClassVar[tuple[Flag, ...]] = (
         Flag("eps0", "float", "the mechanism's epsilon: alpha = exp(-eps0/sensitivity)"),

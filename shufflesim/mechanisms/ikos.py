@@ -61,6 +61,7 @@ class IKOSSum(Mechanism):
 
     kind: ClassVar[str] = "ikos"
     summary: ClassVar[str] = "IKOS secure summation with discrete Laplace noise (seed 004 Lemma 5.2 + Lemma F.2)"
+    example: ClassVar[str] = "--eps0 1 --p 32 --sigma 40 --q 10007 --eps 0.5 1"
     methods: ClassVar[tuple[str, ...]] = ("closed-form",)
     flags: ClassVar[tuple[Flag, ...]] = (
         Flag("eps0", "float", "epsilon of the comparison mechanism: the summed noise is DLap(exp(-eps0/p))"),

@@ -45,6 +45,10 @@ from ._common import (BLANKET_METHODS, FELDMAN_PAIR, LDP_METHODS, STRONGER_CLONE
 #: what ``strong-1d``'s pair is, as reported in ``bound_pair``
 STRONG_1D_PAIR = "strong-1d pair of seed 001 eq 5.1 as stated (not the law of any view)"
 
+#: the view accounted when no adversary is named: the shuffled reports, the view the protocol releases (the
+#: default of ``simulate krr``, ``account krr`` and the library alike; docs/theory.md#adversaries)
+DEFAULT_ADVERSARY = Relation.SHUFFLED
+
 #: largest k accepted (messages are stored as unsigned integers of at most 32 bits)
 MAX_K = 2**31 - 1
 
@@ -56,13 +60,15 @@ class KRR(Mechanism):
 
     kind: ClassVar[str] = "krr"
     summary: ClassVar[str] = 'shuffled k-ary randomised response (seeds 000/001 §5)'
+    example: ClassVar[str] = "--n 1000 --k 4 --gamma 0.25 --delta 1e-6"
     flags: ClassVar[tuple[Flag, ...]] = (
         Flag("n", "int", "number of users"),
         Flag("k", "int", "number of categories"),
         Flag("gamma", "float", "blanket probability in (0, 1]", group="randomiser"),
         Flag("eps0", "float", "local epsilon > 0", group="randomiser"),
-        Flag("adversary", "choice", "view for tight/exact (required there): strong-1d, strong, weak (seed 001's "
-             "adversaries) or shuffled (the shuffled reports alone; stronger clone pair)", required=False,
+        Flag("adversary", "choice", "view for tight/exact: shuffled (the shuffled reports alone, the view the protocol "
+             "releases; stronger clone pair; the default) or strong-1d, strong, weak (seed 001's adversaries)",
+             required=False,
              choices=tuple(r.value for r in Relation)),
     )
     methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *BLANKET_METHODS, *LDP_METHODS)
@@ -124,10 +130,13 @@ class KRR(Mechanism):
             out["adversary"] = self.relation.value
         return out
 
+    @property
+    def view(self) -> Relation:
+        """The view the pair-based methods account: the adversary named, else :data:`DEFAULT_ADVERSARY`."""
+        return DEFAULT_ADVERSARY if self.relation is None else self.relation
+
     def _relation(self, method: str) -> Relation:
-        if self.relation is None:
-            raise ParameterError(f"krr with --method {method} needs --adversary strong-1d|strong|weak|shuffled")
-        return self.relation
+        return self.view
 
     def pair(self, method: str, tail_bound: float | None = None):
         from shufflesim.accounting.pairs import krr_pair
@@ -159,7 +168,7 @@ class KRR(Mechanism):
         computed from γ is a few ulps off: the upper end uses it raised (:func:`~shufflesim.maths.rr.eps0_upper`),
         the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
         one, so both ends stay certified)."""
-        if method == "tight" and self.relation is Relation.WEAK:
+        if method == "tight" and self.view is Relation.WEAK:
             from shufflesim.accounting.engines.choice import WEAK_BUCKETS, Question, answer, choose
             from shufflesim.accounting.engines.tight import TightAccountant
 
@@ -168,7 +177,7 @@ class KRR(Mechanism):
             choice = choose(q)  # issue 21: the weak pair at any n, bucketed from its parameters where cheaper
             if choice.engine is WEAK_BUCKETS:
                 return answer(q, choice)
-        if method != "exact" or self.k != 2 or self.relation is not Relation.SHUFFLED:
+        if method != "exact" or self.k != 2 or self.view is not Relation.SHUFFLED:
             return None
         if eps0_upper(eps0_from_gamma(self.gamma, 2)) > LDP_ONLY_EPS0:
             raise NotApplicableError(f"exact needs eps0 <= {LDP_ONLY_EPS0:g} with its round-off margin (e^eps0 "
@@ -185,9 +194,9 @@ class KRR(Mechanism):
     def dominating_pair(self, method: str) -> str | None:
         if method == "feldman-numerical":
             return FELDMAN_PAIR
-        if method == "tight" and self.relation is Relation.SHUFFLED:
+        if method == "tight" and self.view is Relation.SHUFFLED:
             return STRONGER_CLONES
-        if method == "tight" and self.relation is Relation.STRONG_1D:
+        if method == "tight" and self.view is Relation.STRONG_1D:
             return STRONG_1D_PAIR
         return None
 

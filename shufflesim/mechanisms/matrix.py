@@ -52,6 +52,7 @@ class ShuffledMatrix(Mechanism):
 
     kind: ClassVar[str] = "matrix"
     summary: ClassVar[str] = "any finite randomiser given by its matrix (eps0 derived, two-sided: clones + enumeration)"
+    example: ClassVar[str] = "--n 1000 --matrix abstain.toml --delta 1e-6   # docs/plugins.md"
     flags: ClassVar[tuple[Flag, ...]] = (
         Flag("n", "int", "number of users"),
         Flag("matrix", "str", "CSV or TOML file of the randomiser matrix (rows: inputs, columns: outputs)",

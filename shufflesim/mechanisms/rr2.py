@@ -44,6 +44,7 @@ class RR2(Mechanism):
 
     kind: ClassVar[str] = "rr2"
     summary: ClassVar[str] = 'shuffled binary randomised response (seed 001 §4)'
+    example: ClassVar[str] = "--n 1000 --eps0 2 --eps 0.5 1"
     flags: ClassVar[tuple[Flag, ...]] = (Flag("n", "int", "number of users"), Flag("eps0", "float", "local epsilon > 0"))
     methods: ClassVar[tuple[str, ...]] = ("exact", "tight", "tight-koskela", "exact-koskela", *BLANKET_METHODS,
                                           *LDP_METHODS)

@@ -58,6 +58,9 @@ class Protocol(ABC):
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    #: this protocol's own flags in a runnable example (``--k 10 --eps0 1``), shown by ``--help`` after
+    #: ``shufflesim simulate NAME --n N`` (empty: its defaults need no flags)
+    example: ClassVar[str] = ""
     #: "categorical" (inputs in {0..k-1}) or "real" (inputs in [0, 1])
     data_kind: ClassVar[str] = "categorical"
     options: ClassVar[tuple[Option, ...]] = ()

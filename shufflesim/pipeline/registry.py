@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any
 
+from shufflesim.core.checks import did_you_mean
 from shufflesim.errors import ParameterError, PluginError, ShufflesimError
 from shufflesim.pipeline.protocol import Protocol
 
@@ -293,7 +294,8 @@ def get(name: str) -> type[Protocol]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ParameterError(f"unknown protocol {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
+        raise ParameterError(f"unknown protocol {name!r}{did_you_mean(name, _REGISTRY)}; registered: "
+                             f"{', '.join(sorted(_REGISTRY))}") from None
 
 
 def create(name: str, n: int, **params: Any) -> Protocol:
@@ -309,4 +311,5 @@ def check_params(name: str, params: Any) -> None:
     allowed = [o.name for o in get(name).options]
     for key in params:
         if key not in allowed:
-            raise ParameterError(f"{name} has no parameter {key!r}; it has: {', '.join(allowed)}")
+            raise ParameterError(f"{name} has no parameter {key!r}{did_you_mean(key, allowed)}; it has: "
+                                 f"{', '.join(allowed)}")

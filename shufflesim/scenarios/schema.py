@@ -103,7 +103,7 @@ SWEEP: dict[str, Key] = {
                       "and delta set to that point's certified central (eps, delta)"),
     "in_quick": Key((bool,), False, True, doc="false: skipped by --quick (its setup alone is too slow)"),
     "chunk_size": Key((int,), False, 1000, minimum=1),
-    "point_seconds": Key((int, float), False, 0.5, minimum=0,
+    "point_seconds": Key((int, float), False, 0.05, minimum=0,
                          doc="set-up cost of one point (calibration), for the run-time estimate"),
     "lower": Key((int, float), False, None, doc="a real-valued CSV column is scaled by (v − lower)/(upper − lower)"),
     "upper": Key((int, float), False, None),
@@ -223,7 +223,10 @@ def _check_value(path: str, value: Any, key: Key) -> Any:
         if not _is(v, key.types):
             raise ScenarioError(f"{where}: expected {_tname(key.types)}, got {type(v).__name__} {v!r}")
         if key.choices is not None and v not in key.choices:
-            raise ScenarioError(f"{where}: {v!r} is not allowed (allowed: {', '.join(map(str, key.choices))})")
+            from shufflesim.core.checks import did_you_mean
+
+            raise ScenarioError(f"{where}: {v!r} is not allowed (allowed: {', '.join(map(str, key.choices))})"
+                                f"{did_you_mean(v, key.choices)}")
         if key.minimum is not None and isinstance(v, (int, float)) and v < key.minimum:
             raise ScenarioError(f"{where}: {v!r} is out of range (allowed: >= {key.minimum})")
         if key.maximum is not None and isinstance(v, (int, float)) and v > key.maximum:
@@ -248,7 +251,10 @@ def _check_table(path: str, table: dict, schema: dict[str, Key]) -> dict:
     unknown = [k for k in table if k not in schema]
     if unknown:
         where = f"{path}." if path else ""
-        raise ScenarioError(f"{where}{unknown[0]}: unknown key (valid keys: {', '.join(schema)})")
+        from shufflesim.core.checks import did_you_mean
+
+        raise ScenarioError(f"{where}{unknown[0]}: unknown key (valid keys: {', '.join(schema)})"
+                            f"{did_you_mean(unknown[0], schema)}")
     out = {}
     for name, key in schema.items():
         p = f"{path}.{name}" if path else name

@@ -118,29 +118,110 @@ def active_sweeps(sc: dict, quick: bool) -> list[dict]:
     return [s for s in sc["sweep"] if s["in_quick"] or not quick]
 
 
-def estimate_seconds(sc: dict, quick: bool) -> float:
-    """A rough estimate of the run time (fast engine ~0.2 ms a trial, faithful ~0.1 µs a user and trial, a
-    sweep point's ``point_seconds`` of set-up, half a second an accountant line, a minute for a table, five
-    seconds a claim, two seconds a training round)."""
-    total = 0.0
+#: The run-time model behind ``run --check`` and the ten-minute question (CPU seconds of one core; the constants
+#: below were measured as CPU time per step of ``run --all --quick`` on the 2-core development machine, bench/
+#: run_estimates.md, and are used for full runs too).  Each stands for a class of work whose cost the inputs do not
+#: determine more closely (an accountant's cost depends on the pair's atoms, a training round on the protocol), so
+#: the estimate is stated as a range: within :data:`ESTIMATE_FACTOR` of the measured CPU time either way (times
+#: under :data:`ESTIMATE_FLOOR_SECONDS` counted as that), which held for every scenario in quick mode when measured.
+ESTIMATE_FACTOR = 4.0
+ESTIMATE_FLOOR_SECONDS = 1.0
+#: a sweep trial: the fast engine's, and the faithful engine's per user (a point's set-up is its ``point_seconds``)
+FAST_TRIAL_SECONDS = 2e-4
+FAITHFUL_USER_SECONDS = 1e-7
+#: one accountant call of a [[curve]] line (all its ε at once) or of one x value: closed-form bounds, the pair-based
+#: methods single use and composed (an FFT composition), and the weak adversary's pair (10-100x the strong one's)
+CURVE_CALL_SECONDS = {"closed-form": 0.01, "pair": 0.1, "pair-composed": 1.0, "weak": 0.2, "weak-composed": 2.0}
+PAIR_METHODS = ("tight", "tight-koskela", "exact", "feldman-numerical")
+#: one row of a [[table]] study (balle2020 Table 3: the rows that calibrate by search cost more, measured)
+TABLE_ROW_SECONDS = {"cheu": 3.0, "recursive2opt": 1.0, "recursive3opt": 2.0}
+TABLE_ROW_DEFAULT_SECONDS = 0.05
+#: one registry claim checked by a scenario (the fast checks: 0.01-0.6 s measured)
+CLAIM_SECONDS = 0.15
+#: one training round of one protocol at one grid point and seed, by data set (d = 650 digits, d = 7850 MNIST)
+TRAINING_ROUND_SECONDS = {"digits": 0.05, "mnist": 1.2}
+#: a [[cells]] step's set-up per n, and per trial
+CELLS_SECONDS = 0.2
+CELLS_TRIAL_SECONDS = 2e-4
+#: one [[defence]] point: a calibration and two certificates at n = 1000
+DEFENCE_POINT_SECONDS = 0.8
+#: writing a step's results, one figure, and a scenario's report
+STEP_OVERHEAD_SECONDS = 0.02
+FIGURE_SECONDS = 0.3
+SCENARIO_OVERHEAD_SECONDS = 0.05
+
+
+def curve_call_class(step: dict, compositions: int) -> str:
+    """The cost class of one accountant call of a [[curve]] step at ``compositions`` uses (a key of
+    :data:`CURVE_CALL_SECONDS`)."""
+    if step["method"] not in PAIR_METHODS:
+        return "closed-form"
+    views = {str(v) for key in ("relation", "adversary") for v in as_list(step["args"].get(key, []))}
+    composed = compositions > 1 and not (step["method"] == "feldman-numerical" and step["composition"] == "basic")
+    return ("weak" if "weak" in views else "pair") + ("-composed" if composed else "")
+
+
+def curve_seconds(step: dict, quick: bool) -> float:
+    """The modelled seconds of a [[curve]] step: one accountant call per line (combination of args and
+    compositions) for δ(ε) curves, one per line and x value for ε(δ) against a flag."""
+    calls = 1 if step["x"] == "eps" else len(curve_x(step, quick))
+    return sum(CURVE_CALL_SECONDS[curve_call_class(step, comps)] * calls for _, comps in curve_combos(step))
+
+
+def estimate_steps(sc: dict, quick: bool) -> dict[str, float]:
+    """The modelled CPU seconds of each step that runs in this mode (by step name; ``claims`` for the registry
+    claims), from the step's inputs and the constants above."""
+    out: dict[str, float] = {}
     for s in active_sweeps(sc, quick):
         t = sweep_trials(s, quick)
+        total = 0.0
         for p in sweep_points(s, quick):
-            per = 2e-4 if s["engine"] != "faithful" else 2e-4 + 1e-7 * p.n
+            per = FAST_TRIAL_SECONDS if s["engine"] != "faithful" else FAST_TRIAL_SECONDS + FAITHFUL_USER_SECONDS * p.n
             total += t * per + s["point_seconds"]
+        out[s["name"]] = total
     for c in sc["curve"]:
-        total += 0.5 * len(curve_combos(c)) * (1 if c["x"] == "eps" else len(curve_x(c, quick)))
-    total += 60.0 * len(sc["table"]) + 5.0 * len(sc["claims"])
+        out[c["name"]] = curve_seconds(c, quick)
+    for s in sc["table"]:
+        rows = s["quick_rows"] if quick and s["quick_rows"] is not None else s["rows"]
+        from shufflesim.studies.balle2020 import ROW_KEYS
+
+        keys = ROW_KEYS if rows is None else as_list(rows)
+        out[s["name"]] = sum(TABLE_ROW_SECONDS.get(k, TABLE_ROW_DEFAULT_SECONDS) for k in keys)
     for s in sc["training"]:
-        per_round = 1.0 if s["dataset"] == "mnist" else 2.0  # MNIST, n = 1000: about 1 s a round a protocol
-        total += per_round * len(as_list(s["protocol"])) * ((s["quick_rounds"] or 2) if quick else s["rounds"]) \
-            * len(training_points(training_axes(s))) * ((s["quick_seeds"] or 1) if quick else (s["seeds"] or 1))
+        rounds = (s["quick_rounds"] or 2) if quick else s["rounds"]
+        seeds = (s["quick_seeds"] or 1) if quick else (s["seeds"] or 1)
+        out[s["name"]] = (TRAINING_ROUND_SECONDS[s["dataset"]] * len(as_list(s["protocol"])) * rounds * seeds
+                          * len(training_points(training_axes(s))))
     for s in sc["cells"]:
-        for _ in as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"]):
-            total += 1.0 + 2e-4 * cells_trials(s, quick)
-    for s in sc["defence"]:  # a calibration and two certificates: about two seconds a point at n = 1000
-        total += 2.0 * len(as_list(s["protocol"])) * len(defence_fractions(s, quick))
-    return total
+        ns = as_list(s["quick_n"] if quick and s["quick_n"] is not None else s["n"])
+        out[s["name"]] = len(ns) * (CELLS_SECONDS + CELLS_TRIAL_SECONDS * cells_trials(s, quick))
+    for s in sc["defence"]:
+        out[s["name"]] = DEFENCE_POINT_SECONDS * len(as_list(s["protocol"])) * len(defence_fractions(s, quick))
+    if sc["claims"]:
+        out["claims"] = CLAIM_SECONDS * len(sc["claims"])
+    return out
+
+
+def estimate_seconds(sc: dict, quick: bool) -> float:
+    """The modelled run time (CPU seconds on one idle core): the steps of :func:`estimate_steps`, the writing of
+    their results and the scenario's plots and report.  The run itself may take :data:`ESTIMATE_FACTOR` times
+    more or less (:func:`estimate_range`), and longer on a loaded machine."""
+    steps = estimate_steps(sc, quick)
+    figures = {s.get("figure") for section in ("sweep", "curve", "cells", "training", "defence") for s in sc[section]
+               if s.get("figure") and s["name"] in steps}
+    return (sum(steps.values()) + STEP_OVERHEAD_SECONDS * len(steps) + FIGURE_SECONDS * len(figures)
+            + SCENARIO_OVERHEAD_SECONDS)
+
+
+def estimate_range(seconds: float) -> str:
+    """``seconds`` as the range it stands for: ``"about 12 s (3 s to 48 s on idle cores)"`` (a lower end below
+    :data:`ESTIMATE_FLOOR_SECONDS` is shown as "under" it)."""
+    def fmt(x: float) -> str:
+        return f"{x:.2g} s" if x < 10 else f"{x:.0f} s" if x < 120 else f"{x / 60:.0f} min"
+
+    lo = seconds / ESTIMATE_FACTOR
+    low = fmt(lo) if lo >= ESTIMATE_FLOOR_SECONDS else f"under {ESTIMATE_FLOOR_SECONDS:g} s"
+    return f"about {fmt(seconds)} ({low} to {fmt(seconds * ESTIMATE_FACTOR)} on idle cores)"
 
 
 def defence_fractions(step: dict, quick: bool) -> list[float]:

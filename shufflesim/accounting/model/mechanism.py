@@ -115,6 +115,8 @@ class Mechanism(ABC):
     kind: ClassVar[str] = ""
     #: one line for the CLI's help
     summary: ClassVar[str] = ""
+    #: a runnable ``shufflesim account KIND`` example's flags (``--n 1000 --eps0 2 --eps 0.5 1``), shown by --help
+    example: ClassVar[str] = ""
     methods: ClassVar[tuple[str, ...]] = ()
     #: the command-line flags that describe this mechanism
     flags: ClassVar[tuple[Flag, ...]] = ()
