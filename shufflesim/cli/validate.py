@@ -67,14 +67,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Exact theory first (a bound below the exact expected MSE is violated, one above the exact "
         "worst case holds), then Monte-Carlo trials in batches until every check is decided: mse_expected as an "
         "equivalence check (within ±margin), bounds as one-sided checks, one anytime-valid confidence sequence "
-<<<<<<< HEAD
-        "for all of them; an exact verdict the simulation contradicts reads 'disagrees'. --all validates every protocol at a few settings and writes a table.")
-=======
-        "for all of them. --all validates every protocol at a few settings and writes a table.",
+        "for all of them; an exact verdict the simulation contradicts reads 'disagrees'. --all validates every "
+        "protocol at a few settings and writes a table.",
         examples=("shufflesim validate krr --n 1000 --k 4 --eps0 1",
                   "shufflesim validate --all --output validation.md"),
         docs="README.md#verdicts-validate-audit-claims; docs/validation.md")
->>>>>>> tenmin
     p.add_argument("--all", action="store_true", help="validate every protocol at a few settings (a table)")
     g = p.add_argument_group("--all")
     g.add_argument("--output", metavar="FILE", help="with --all: also write the table (Markdown) to FILE")
