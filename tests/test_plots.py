@@ -137,12 +137,13 @@ def _data_axes(fig):
 
 
 def test_the_seed_key_names_each_seed_paper_once():
-    from shufflesim.experiments.plots import SEED_PAPERS, with_seed_key
+    from shufflesim.core.papers import SEED_PAPERS, SEED_SHORT
+    from shufflesim.experiments.plots import with_seed_key
 
     assert with_seed_key("Seed 004 Table 3 and seed 004 §8; seed 003") == \
-        "Seed 004 (Balle et al. 2020) Table 3 and seed 004 §8; seed 003 (Biswas et al. 2022)"
+        "Seed 004 (Balle et al. 2020) Table 3 and seed 004 §8; seed 003 (Biswas et al. 2023)"
     assert with_seed_key("seed 004 (Balle, Bell, Gascon, Nissim)") == "seed 004 (Balle, Bell, Gascon, Nissim)"
-    assert set(SEED_PAPERS) == {"000", "001", "002", "003", "004"}  # shared/papers holds these five
+    assert set(SEED_SHORT) == set(SEED_PAPERS) == {"000", "001", "002", "003", "004"}  # shared/papers holds five
 
 
 def test_sweep_cli_plot_has_one_colour_per_series_and_n_k_in_the_title():
@@ -194,7 +195,7 @@ def test_scenario_sweep_title_has_n_k_and_the_seed_key(captured):
     title = plots.figure_title(sc, [SWEEP], "sweep", several=False)
     plots.plot_sweeps([SWEEP], {"s": frame}, Path("x.png"), title)
     text = captured["fig"].axes[0].get_title()
-    assert "Seed 003 (Biswas et al. 2022)" in text
+    assert "Seed 003 (Biswas et al. 2023)" in text
     assert "n = 1,000…10,000" in text and "k = 15" in text
 
 
@@ -300,7 +301,7 @@ def test_agreement_labels_keep_their_values(captured):
     ax = captured["fig"].axes[0]
     (tick,) = [t.get_text() for t in ax.get_yticklabels()]
     assert "ε0=4.0" in tick.replace("\n", " ")
-    assert "(Biswas et al. 2022)" in ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    assert "(Biswas et al. 2023)" in ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
 
 
 def test_heatmap_panels_have_axis_labels(captured):

@@ -17,6 +17,15 @@ SEED_PAPERS: dict[str, str] = {
            "arXiv:2002.00817",
 }
 
+#: seed number -> the short citation used where space is short (plot titles)
+SEED_SHORT: dict[str, str] = {
+    "000": "Koskela et al. 2021, short version",
+    "001": "Koskela et al. 2021",
+    "002": "Liu et al. 2021, FLAME",
+    "003": "Biswas et al. 2023",
+    "004": "Balle et al. 2020",
+}
+
 #: "seed 001", "Seed 004's", "seeds 000/001" (each number of a "seeds A/B" is found)
 _SEED = re.compile(r"\bseeds?\s+((?:\d{3}\s*/\s*)*\d{3})", re.IGNORECASE)
 

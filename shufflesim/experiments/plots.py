@@ -6,7 +6,7 @@
 * an axis "against n" is drawn only with two or more n: one n is drawn as one point per series at that n, the
   series side by side (:func:`one_point_per_series`);
 * at most :data:`MAX_SERIES_PER_AXES` series share one axes (:func:`panels_of`);
-* a "seed NNN" in a title names its paper (:func:`with_seed_key`, :data:`SEED_PAPERS`).
+* a "seed NNN" in a title names its paper (:func:`with_seed_key`, :data:`shufflesim.core.papers.SEED_SHORT`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-#: The seed papers (shared/papers/README.md: "seed NNN" is the file whose name starts with NNN), by first
-#: author and year of first publication: arXiv:2106.00477 (2021; 000 is its short workshop version),
-#: FLAME (AAAI 2021), arXiv:2205.08858 (2022), "Private Summation in the Multi-Message Shuffle Model"
-#: (CCS 2020; not the 2019 privacy-blanket paper that the code cites as "Balle et al. 2019").
-SEED_PAPERS = {"000": "Koskela et al. 2021, short version", "001": "Koskela et al. 2021",
-               "002": "Liu et al. 2021, FLAME", "003": "Biswas et al. 2022", "004": "Balle et al. 2020"}
+from shufflesim.core.papers import SEED_SHORT
 
+#: a "seed NNN" not already followed by a parenthesis
 _SEED = re.compile(r"\b([Ss]eed )(00[0-4])\b(?!\s*\()")
 
 #: more series than this on one axes are split into panels (a reader tells about six colours apart)
@@ -39,7 +35,7 @@ def with_seed_key(text: str) -> str:
         if m.group(2) in seen:
             return m.group(0)
         seen.add(m.group(2))
-        return f"{m.group(0)} ({SEED_PAPERS[m.group(2)]})"
+        return f"{m.group(0)} ({SEED_SHORT[m.group(2)]})"
 
     return _SEED.sub(key, text)
 
