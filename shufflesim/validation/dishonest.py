@@ -388,6 +388,20 @@ def _delta_at(mech, eps: float, method: str | None = None) -> float:
     return certified_delta_upper(mech, eps, method=method)
 
 
+def certifier_delta(proto, eps: float) -> float:
+    """Certified δ upper end at ``eps`` of the pair that certifies ``proto``'s ε (a krr protocol's
+    :meth:`certifier`): the accountant's answer for that pair; where the certificate is the local ε0 (ε0-LDP
+    reports, post-processing) the largest hockey-stick divergence of an ε0-DP pair, (e^ε0 − e^ε)/(e^ε0 + 1) for
+    ε < ε0 and 0 beyond (binary randomised response's: every ε0-DP pair is a post-processing of it, Kairouz, Oh and
+    Viswanath, ICML 2015)."""
+    cert = proto.certifier()
+    if cert is None:
+        e0 = float(proto.params["eps0"])
+        return 0.0 if eps >= e0 else -math.expm1(eps - e0) / (1.0 + math.exp(-e0))
+    mech, method = cert
+    return _delta_at(mech, eps, method)
+
+
 def _mechanism_mse(mech) -> tuple[float | None, str]:
     """The exact worst-case MSE of the estimator the protocols build on this mechanism (module docstring)."""
     from shufflesim.pipeline import registry
@@ -524,17 +538,21 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
 
         g, adv = proto.privacy(), proto.params["adversary"]
 
-        def eps_h0(gm: float, m: int = h0) -> float:
-            return registry.create("krr", m, k=proto.k, gamma=gm, delta=g.delta, adversary=adv).privacy().eps
+        def at_h0(gm: float, m: int = h0):
+            return registry.create("krr", m, k=proto.k, gamma=gm, delta=g.delta, adversary=adv)
 
-        cal = calibrate(eps_h0, g.eps, proto.gamma, 1.0 - 1e-9, increasing=False, xtol=0.0, rtol=1e-5)
+        cal = calibrate(lambda gm: at_h0(gm).privacy().eps, g.eps, proto.gamma, 1.0 - 1e-9, increasing=False,
+                        xtol=0.0, rtol=1e-5)
         defended = registry.create("krr", n, k=proto.k, gamma=cal.x, delta=g.delta, adversary=adv)
+        # every field at h0 from the pair that certified it (KRRProtocol.certifier): the ε upper end and δ at the
+        # target ε of one pair, so that a certificate never stands next to a looser pair's δ (issue 29)
+        d_h0, b_h0 = at_h0(cal.x), at_h0(proto.gamma)
         tol = Tolerance(name, n, float(fraction), h0, g.eps, g.delta, "gamma", proto.gamma, cal.x,
-                        (None, cal.value), (None, eps_h0(proto.gamma)), (None, g.eps),
-                        _delta_at(honest_mechanism(defended.mechanism(), h0), g.eps),
-                        _delta_at(honest_mechanism(proto.mechanism(), h0), g.eps), proto.mse_worst(),
+                        (None, d_h0.privacy().eps), (None, b_h0.privacy().eps), (None, g.eps),
+                        certifier_delta(d_h0, g.eps), certifier_delta(b_h0, g.eps), proto.mse_worst(),
                         defended.mse_worst(), "worst-case MSE of the debiased histogram", proto, defended,
-                        "the krr protocol's certified eps at delta (its best pair), upper end only")
+                        "the krr protocol's certified eps at delta (its best pair), upper end only; delta_*_h0: "
+                        "the same pair's certified delta at the target eps")
     elif name in _RECALIBRATE:
         param, keep = _RECALIBRATE[name]
         fixed = _fixed_params(proto, name, keep)
