@@ -361,3 +361,29 @@ def test_certifier_delta_of_the_local_guarantee():
     p = math.e / (1.0 + math.e)
     assert D.certifier_delta(proto, 0.5) == pytest.approx(p - math.exp(0.5) * (1.0 - p), rel=1e-12)
     assert D.certifier_delta(proto, 1.0) == 0.0
+
+
+def test_tolerate_estimate_refuses_beyond_the_time_limit(capsys, monkeypatch):
+    """Issue 29: account rr2 --n 1e9 --eps0 1 --delta 1e-12 --tolerate 0.5 ran 191 s with no estimate.  Now the
+    calibration is estimated (accountant questions x one question's estimate) and refused beyond
+    SHUFFLESIM_TIME_LIMIT in one line naming the estimate, the knob and the faster path, before any question."""
+    def started(*a, **k):
+        raise AssertionError("the calibration started")
+
+    monkeypatch.setattr(D, "_eps_at", started)
+    monkeypatch.setattr(D, "_delta_at", started)
+    monkeypatch.setenv("SHUFFLESIM_TIME_LIMIT", "60")
+    code, out, err = _cli(capsys, "account", "rr2", "--n", "1e9", "--eps0", "1", "--delta", "1e-12",
+                          "--tolerate", "0.5")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--tolerate calibration" in err and "estimated to take about" in err
+    assert "SHUFFLESIM_TIME_LIMIT" in err and "--method erlingsson|feldman" in err
+    from shufflesim.accounting.account import estimate_account
+
+    mech = RR2(10**9, 1.0)
+    est = D.tolerate_estimate(mech, 1e-6, 1.0)
+    one = estimate_account(mech)
+    evals = math.ceil(math.log2(math.log(1e6) / D.TOLERATE_RTOL)) + 2
+    assert est.seconds == (evals + D.TOLERATE_FIXED_RUNS) * one.seconds > 60
+    # the faster path it names answers within the limit (published bound: no pair-based question)
+    assert D.tolerate_estimate(mech, 1e-6, 1.0, "feldman").seconds < 60
