@@ -203,7 +203,7 @@ class KRRProtocol(HistogramProtocol):
         another ε); ``None`` where the certificate is the local ε0 (post-processing of ε0-LDP reports)."""
         if "_certifier" not in self.__dict__:
             self._privacy = None  # computed elsewhere without its pair: the accountant runs again
-        self.privacy()
+        KRRProtocol.privacy(self)  # this class's certificate (an instance may carry a replaced ``privacy``)
         return self._certifier
 
     def mechanism(self) -> KRR:
