@@ -175,27 +175,37 @@ class KRRProtocol(HistogramProtocol):
 
         from shufflesim.accounting.account import account
 
-        cands = [("stronger clone pair", r.eps_upper)]
+        cands = [("stronger clone pair", r.eps_upper, (self.mechanism(), None))]
         rels = [Relation.STRONG] + ([Relation.WEAK] if _weak_in_budget(self.n) else [])
         for rel in rels:
+            mech = KRR(self.n, self.k, self.gamma, rel, self.params["eps0"])
             try:
-                (x,) = account(KRR(self.n, self.k, self.gamma, rel, self.params["eps0"]), delta=[delta]).results
+                (x,) = account(mech, delta=[delta]).results
             except ShufflesimError:
                 continue
             if getattr(x, "applicable", True):
-                cands.append((f"{rel.value} adversary's pair", x.eps_upper))
+                cands.append((f"{rel.value} adversary's pair", x.eps_upper, (mech, None)))
         if self.k == 2 and self.n <= WEAK_PAIR_MAX_N:  # binary RR's exact value (docs/theory.md#exact-rr2); the
             # same time budget as the weak pair (the exact search costs ~1 s at 10⁴, a minute at 10⁶)
-            (x,) = account(KRR(self.n, 2, self.gamma, Relation.SHUFFLED, self.params["eps0"]), delta=[delta],
-                           method="exact").results
-            cands.append(("binary RR's exact value", x.eps_upper))
+            mech = KRR(self.n, 2, self.gamma, Relation.SHUFFLED, self.params["eps0"])
+            (x,) = account(mech, delta=[delta], method="exact").results
+            cands.append(("binary RR's exact value", x.eps_upper, (mech, "exact")))
             r = replace(r, eps_lower=max(r.eps_lower or 0.0, x.eps_lower or 0.0))
-        name, up = min(cands, key=lambda c: c[1])
+        name, up, self._certifier = min(cands, key=lambda c: c[1])
         tried = ", ".join(c[0] for c in cands)
         budget = ("" if _weak_in_budget(self.n) else
                   f" (the weak pair is skipped for {WEAK_PAIR_MAX_N} < n < {WEAK_BUCKETS_MIN_N}: time budget)")
         return (replace(r, eps_upper=up),
                 f"the shuffled reports: smallest certified upper end among {tried}: {name}{budget}")
+
+    def certifier(self):
+        """(mechanism, method): the pair whose certified ε upper end :meth:`privacy` reports (the smallest among
+        those it tries, :meth:`_smallest_shuffled`), to ask the accountant anything else of the same pair (δ at
+        another ε); ``None`` where the certificate is the local ε0 (post-processing of ε0-LDP reports)."""
+        if "_certifier" not in self.__dict__:
+            self._privacy = None  # computed elsewhere without its pair: the accountant runs again
+        KRRProtocol.privacy(self)  # this class's certificate (an instance may carry a replaced ``privacy``)
+        return self._certifier
 
     def mechanism(self) -> KRR:
         """Shuffled k-RR with this protocol's n, k, γ and neighbouring relation (``adversary``)."""
@@ -221,11 +231,13 @@ class KRRProtocol(HistogramProtocol):
             what = ("the shuffled reports (stronger clone pair)" if adv == "shuffled" else f"k-RR {adv} adversary pair")
             post = (f"the analyser sees only the shuffled reports, which are eps0-DP by post-processing, so "
                     f"eps <= eps0 = {eps0:.6g}")
+            self._certifier = None  # the local guarantee (eps0-LDP, post-processing) unless a pair certifies below it
             try:
                 rep = account(self.mechanism(), delta=[delta])
             except ShufflesimError as exc:  # e.g. gamma underflows to 0: the adversary's pair cannot be built
                 self._privacy = PrivacyGuarantee(eps0, delta, "local", (f"{what}: {exc}", post))
                 return self._privacy
+            self._certifier = (self.mechanism(), None)
             (r,) = rep.results
             local = getattr(getattr(r, "provenance", None), "local", None)  # the accountant's answer, before the search
             if adv == "shuffled" and getattr(r, "applicable", True):
@@ -237,6 +249,7 @@ class KRRProtocol(HistogramProtocol):
                      f"the {adv} adversary's view certifies no finite eps at this delta")
             if not r.eps_upper <= eps0:
                 notes += (post,)
+                self._certifier = None
             if local is not None and local.why in ("capped", "overflow"):
                 notes += render(local)
             self._privacy = PrivacyGuarantee(eps, delta, "tight", notes, source=r)

@@ -41,7 +41,7 @@ from shufflesim.pipeline.baselines import IdentityRandomiser
 from shufflesim.errors import InfeasibleError, ParameterError
 from shufflesim.mechanisms.central import CentralLaplace
 from shufflesim.accounting.bounds.cheu import cheu_delta, default_tail
-from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, MAX_CHEU_NR, CheuSum
+from shufflesim.mechanisms.cheu import MAX_CHEU_MESSAGES, MAX_CHEU_NR, CheuSum, check_cheu_size
 from shufflesim.mechanisms.clones import Clones
 from shufflesim.mechanisms.dlap import CentralDLap
 from shufflesim.mechanisms.rr2 import RR2
@@ -239,6 +239,9 @@ class CheuSumProtocol(_RealSum):
                          f"{why}); --messages chooses r",)
         else:
             r = check_int("messages", messages, minimum=1, maximum=MAX_CHEU_MESSAGES)
+        # the accountant's validity range, checked before the calibration evaluates its bound (the certificate is
+        # then the description's, :meth:`mechanism`, which Protocol.create builds: the same check, one function)
+        check_cheu_size(n, r, "cheu-sum")
         # no memory check here: the fast engine needs none; the faithful engine's n·r messages are checked where
         # it allocates (Protocol.check_resources, pipeline.stream.plan_stream), with the estimate and the knob
         tail = cheu_tail(n, delta)

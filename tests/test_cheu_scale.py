@@ -222,3 +222,64 @@ def test_cdf_allowance_covers_scipys_error_at_1e11():
     for e in edges:
         used = float(stats.binom.cdf(e, n0, g)) * (1 + cdf_rtol(n0))
         assert used >= exact[e], (e, used / float(exact[e]) - 1)
+
+
+def test_no_certificate_beyond_the_accountants_range(capsys, monkeypatch):
+    """Issue 29: n = 3e12 has no r >= 1 with n*r <= 2e12; cheu-sum capped r at 1 and certified delta = 1.1e-31
+    with the protocol's own call to the bound, where the accountant (CheuSum) refuses.  Refused on every path,
+    before the calibration evaluates the bound (whose cast warned there)."""
+    import warnings
+
+    from shufflesim.errors import ParameterError
+    from shufflesim.protocols import sum_baselines
+
+    def boom(*a, **k):
+        raise AssertionError("the bound was evaluated beyond its validity range")
+
+    monkeypatch.setattr(sum_baselines, "cheu_delta", boom)
+    sum_baselines.cheu_gamma.cache_clear()
+    with pytest.raises(ParameterError, match=r"n must be <= 2e\+12"):
+        registry.create("cheu-sum", 3 * 10**12, eps=1.0)
+    with pytest.raises(ParameterError, match=r"n\*r must be <= 2e\+12.*--messages <= 1\b"):
+        sum_baselines.CheuSumProtocol.create(10**12 + 1, eps=1.0, messages=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["simulate", "cheu-sum", "--n", "3e12", "--eps", "1", "--engine", "fast"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and "n must be <= 2e+12" in err
+
+
+def test_every_protocol_create_builds_its_description():
+    """Issue 29, by construction: Protocol.create (any subclass, a plug-in's too) builds mechanism(), so the
+    accountant's own validity checks run wherever a protocol is built."""
+    from shufflesim.errors import ParameterError
+    from shufflesim.pipeline.protocol import Protocol
+
+    class Refused(Protocol):
+        name = "refused-test"
+
+        @classmethod
+        def create(cls, n, **params):
+            return cls(n=n, randomiser=None, shuffler=None, analyser=None, params={})
+
+        def truth(self, data):
+            return 0.0
+
+        def mechanism(self):
+            raise ParameterError("the accountant refuses this description")
+
+    with pytest.raises(ParameterError, match="accountant refuses"):
+        Refused.create(10)
+
+
+def test_cheu_bound_guess_cast_is_defined():
+    """The normal-approximation guess (only where the bisection looks) was cast from +-inf to int64 where the
+    mean difference underflowed to its floor (RuntimeWarning: invalid value encountered in cast, issue 29)."""
+    import warnings
+
+    from shufflesim.accounting.bounds.cheu import cheu_delta
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = cheu_delta(2 * 10**12, 1, 1.0 - 1e-9, 1.0)  # gamma -> 1 (cheu-sum's search meets it at n = 2e12)
+    assert 0.0 <= d < 1e-30  # nearly every bit a uniform coin: only the charged tail mass remains

@@ -109,8 +109,57 @@ def test_findings_md_header_and_items_in_order():
     assert text.startswith(C.HEADER)
     import re
 
-    nums = [int(m) for m in re.findall(r"^(\d+)\. \*\*", text, flags=re.M)]
+    papers, _, own = text.partition(C.OWN_HEADER)
+    nums = [int(m) for m in re.findall(r"^(\d+)\. \*\*", papers, flags=re.M)]
     assert nums == sorted(nums) and nums[:14] == list(range(1, 15))
+    own_nums = [int(m) for m in re.findall(r"^(\d+)\. \*\*", own, flags=re.M)]
+    assert own_nums == sorted(own_nums)
+
+
+def _finding_part(text: str, paper: str, claim_id: str) -> str:
+    """Which part of FINDINGS.md (``papers`` or ``shufflesim``) carries the item of ``paper/claim_id``."""
+    papers, _, own = text.partition(C.OWN_HEADER)
+    stamp = f"{paper}/{claim_id}, verdict"
+    assert (stamp in papers) != (stamp in own), f"{paper}/{claim_id} must be in exactly one part"
+    return "papers" if stamp in papers else "shufflesim"
+
+
+def test_verdicts_worded_as_precisely_as_their_evidence():
+    """Issue 29: four claims said more (or other) than their evidence.
+    - flame/eps-c: the published values reproduce only with the invalid original-2019 Bennett form: not certified,
+      not refuted (the check returned "refuted" on both branches);
+    - balle2020/lemma-a1-error-bound: what fails is the authors' code expression, not Lemma A.1 (lost formula,
+      surviving proof exact);
+    - beyond/stronger-clones-binary-rr: refutes shufflesim's own earlier reading: not under the seed papers' part;
+    - balle2020/s8-ikos-arbitrary-bias: its threshold (width > n) is the project's own, said in the claim."""
+    from shufflesim.validation.claim_checks import CHECKS
+
+    claims = {(c.paper, c.id): c for c in C.load(CLAIMS_DIR)}
+    flame = claims[("flame", "eps-c")]
+    out = CHECKS[flame.check](flame.params, flame.paper_value)
+    assert out.verdict != "refuted"  # the matching branch: reproduced by an invalid form only, not shown false
+    assert out.verdict == "not-certified" and "no lower bound" in out.caveat
+    assert "not-certified" in C.VERDICTS and "not-certified" in C.ALLOWED["published-bound"]
+    # a published value that the valid form reproduces is "reproduced", one that neither form gives is no refutation
+    assert CHECKS[flame.check](flame.params, [out.values[f"fixed_{k}"] for k in
+                                              ("simple", "double", "shuffle_only")]).verdict == "reproduced"
+    assert CHECKS[flame.check](flame.params, [5.0, 5.0, 5.0]).verdict == "inconclusive"
+    lemma = claims[("balle2020", "lemma-a1-error-bound")]
+    assert "authors' code" in lemma.claim and "p_list[j]+islast" in lemma.claim and "lost" in lemma.source
+    ikos = claims[("balle2020", "s8-ikos-arbitrary-bias")]
+    assert "shufflesim's own" in ikos.claim and "wider than n" in ikos.claim
+    text = FINDINGS.read_text(encoding="utf-8")
+    assert claims[("beyond", "stronger-clones-binary-rr")].finding["part"] == "shufflesim"
+    assert _finding_part(text, "beyond", "stronger-clones-binary-rr") == "shufflesim"
+    assert _finding_part(text, "beyond", "variation-ratio-krr") == "papers"
+    assert _finding_part(text, "flame", "eps-c") == "papers" and "flame/eps-c, verdict not-certified" in text
+
+
+def test_finding_part_is_checked(tmp_path):
+    bad = (GOOD + '[claim.finding]\nnumber = 1\nsection = "x"\ntext = "t"\npart = "nobody"\n')
+    (tmp_path / "biswas.toml").write_text(bad, encoding="utf-8")
+    with pytest.raises(C.ClaimsError, match="finding.part"):
+        C.load(tmp_path)
 
 
 def test_cli_claims_check_json_one_paper():

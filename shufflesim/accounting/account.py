@@ -387,6 +387,40 @@ class Calibrated:
         return dict(self.__dict__)
 
 
+def estimate_account(mechanism: Mechanism, *, method: str | None = None, compositions: int = 1,
+                     numerics: dict | None = None):
+    """Estimated memory and time (:class:`~.engines.estimates.Estimate`) of one :func:`account` question about
+    ``mechanism`` -- the engine :func:`~.engines.choice.choose` picks and its estimate (:mod:`.engines.estimates`),
+    made before anything large is allocated (the pairs in row form are built: about a second at n = 1e9).  A
+    published bound answers at once; a question the accountant refuses is refused here the same way."""
+    from shufflesim.accounting.engines.choice import WEAK_BUCKETS, Question, choose
+    from shufflesim.accounting.engines.estimates import Estimate, exact_binary_rr_estimate
+    from shufflesim.accounting.engines.tight import TightAccountant
+
+    method = mechanism.default_method if method is None else method
+    if method == "best":
+        return Estimate(0.0, 0.0, "best")  # every method: estimated (and refused) by each run
+    mechanism.check_method(method)
+    if method not in PAIR_METHODS or _local_only(mechanism, _ldp_cap(mechanism, compositions)) is not None:
+        return Estimate(0.0, 0.1, f"{method} (closed form)")
+    if mechanism.n > mechanism.max_n_pairs:
+        raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
+                             f"got n={mechanism.n}")
+    relation = getattr(getattr(mechanism, "relation", None), "value", None)
+    if method == "tight" and relation == "weak":
+        q = Question(eps=(1.0,), compositions=compositions, weak=(mechanism.n, mechanism.k, mechanism.gamma),
+                     accountant=TightAccountant)
+        choice = choose(q)
+        if choice.engine is WEAK_BUCKETS:
+            return choice.estimate(q)
+    if method == "exact" and mechanism.kind in ("rr2", "krr") and getattr(mechanism, "k", 2) == 2 \
+            and relation in (None, "shuffled"):
+        return exact_binary_rr_estimate(mechanism.n)
+    q = Question(eps=(1.0,), compositions=compositions, numerics=dict(numerics or {}),
+                 pairs=_pairs(mechanism, method, 1e-15), accountant=TightAccountant)
+    return choose(q).estimate(q)
+
+
 def certified_delta_upper(mechanism: Mechanism, eps: float, *, method: str | None = None, compositions: int = 1,
                           numerics: dict | None = None, bennett_variant: str = "fixed") -> float:
     """The certified upper bound on δ(ε) (``inf`` where the method does not apply)."""

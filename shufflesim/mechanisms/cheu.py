@@ -38,6 +38,19 @@ MAX_CHEU_MESSAGES = 2000
 MAX_CHEU_NR = 2 * 10**12
 
 
+def check_cheu_size(n: int, r: int, what: str = "cheu") -> None:
+    """Refuse (:class:`ParameterError`) n·r > :data:`MAX_CHEU_NR`, beyond where the bound's binomial error models
+    were checked: the accountant's validity range, which every caller that certifies with the bound (the
+    description below, ``cheu-sum``'s calibration) checks through this one function."""
+    if n * r <= MAX_CHEU_NR:
+        return
+    if n > MAX_CHEU_NR:
+        raise ParameterError(f"{what}: n must be <= {MAX_CHEU_NR:.0e} (n*r <= {MAX_CHEU_NR:.0e} with r >= 1 "
+                             f"message, where the bound's binomial error models were checked); got n={n}")
+    raise ParameterError(f"{what}: n*r must be <= {MAX_CHEU_NR:.0e} (where the bound's binomial error models "
+                         f"were checked); got n={n}, r={r}: give --messages <= {MAX_CHEU_NR // n}")
+
+
 @dataclass(frozen=True)
 class CheuSum(Mechanism):
     """``n`` users, ``r`` unary bits each through binary blanket randomised response with probability ``gamma``,
@@ -62,10 +75,7 @@ class CheuSum(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))
         object.__setattr__(self, "r", check_int("messages", self.r, minimum=1, maximum=MAX_CHEU_MESSAGES))
-        if self.n * self.r > MAX_CHEU_NR:
-            raise ParameterError(f"cheu: n*r must be <= {MAX_CHEU_NR:.0e} (where the bound's binomial error models "
-                                 f"were checked); got n={self.n}, r={self.r}: give --messages <= "
-                                 f"{max(1, MAX_CHEU_NR // self.n)}")
+        check_cheu_size(self.n, self.r)
         object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0, low_open=True))
         if self.tail is not None:
             object.__setattr__(self, "tail", check_real("tail", self.tail, low=0.0, high=1.0, low_open=True))

@@ -13,6 +13,7 @@ available to the CLI and to scenario files by name.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
@@ -89,6 +90,27 @@ class Protocol(ABC):
     @abstractmethod
     def create(cls, n: int, **params: Any) -> "Protocol":
         """Validate ``params`` (raising :class:`~shufflesim.errors.ParameterError`) and build the protocol."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every ``create`` a subclass (a plug-in too) defines also builds the protocol's :meth:`mechanism`: the
+        description the accountant takes, whose construction runs the accountant's own validity checks.  So a
+        protocol whose certificate the accountant would refuse (e.g. cheu-sum beyond n·r <= 2e12) is refused on
+        every path that builds one (``simulate``, ``run``, ``validate``, the library), in the description's
+        one line, and never prints a certificate the accountant does not give (issue 29)."""
+        super().__init_subclass__(**kwargs)
+        raw = cls.__dict__.get("create")
+        if not isinstance(raw, classmethod) or getattr(raw.__func__, "checks_mechanism", False):
+            return
+        build = raw.__func__
+
+        @functools.wraps(build)
+        def create(klass, n, **params):
+            proto = build(klass, n, **params)
+            proto.mechanism()
+            return proto
+
+        create.checks_mechanism = True
+        cls.create = classmethod(create)
 
     # --- data ---------------------------------------------------------------------------------------
     @classmethod

@@ -40,6 +40,13 @@ The verdict vocabulary follows from the claim's evidence class (issue 19), and :
   ``Outcome.evidence["fit"]``) gives "reproduced-with-fitted-parameters" or "not-reproduced" at most;
 * a check that decides by a threshold reports it in ``Outcome.evidence["threshold"]`` (``value``,
   ``source``); without a cited ``source`` the verdict must be "inconclusive" (with the numbers).
+
+"refuted" says the claim is false (a lower bound, an exact value or a significant test beyond it);
+"not-certified" says a claimed privacy value is reproduced only by a bound that is not valid, and no valid
+bound certifies it, while no lower bound shows it false either (issue 29: the evidence decides which).
+A finding's optional ``part`` says whom it disagrees with (:data:`PARTS`): ``papers`` (the default: the seed
+papers and the literature) or ``shufflesim`` (the project's own earlier reading), each its own part of
+FINDINGS.md.
 """
 
 from __future__ import annotations
@@ -59,14 +66,14 @@ from shufflesim.validation.outcome import Outcome  # noqa: F401  (re-exported: t
 PAPERS = ("koskela", "flame", "biswas", "balle2020", "beyond")
 METHODS = ("tight", "exact", "published-bound", "audit", "mse-validation", "simulation")
 VERDICTS = ("reproduced", "reproduced-with-caveat", "reproduced-with-fitted-parameters", "not-reproduced", "refuted",
-            "inconclusive", "not-checkable")
+            "not-certified", "inconclusive", "not-checkable")
 #: the evidence classes (issue 19): the key of a claim's ``evidence``, and how reports describe it
 EVIDENCE = {"exact": "exact computation or enumeration",
             "statistical": "statistical test (p-value, family, level)",
             "published-bound": "published bound or formula evaluated as printed",
             "reconstruction": "reconstruction of a formula the text lost",
             "fitted": "parameters the paper does not state, fitted"}
-_DECISIVE = ("reproduced", "reproduced-with-caveat", "refuted", "inconclusive", "not-checkable")
+_DECISIVE = ("reproduced", "reproduced-with-caveat", "refuted", "not-certified", "inconclusive", "not-checkable")
 #: the verdicts each evidence class can carry
 ALLOWED = {"exact": _DECISIVE, "published-bound": _DECISIVE, "statistical": _DECISIVE,
            "reconstruction": ("reproduced-with-caveat", "not-reproduced", "inconclusive", "not-checkable"),
@@ -78,6 +85,7 @@ _CLAIM_REQUIRED = {"id": str, "source": str, "claim": str, "paper_value": (str, 
                    "evidence": str, "check": str}
 _CLAIM_OPTIONAL = {"slow": bool, "params": dict, "finding": dict, "reconstruction": str}
 _FINDING = {"number": int, "section": str, "text": str}
+_FINDING_OPTIONAL = {"part": str}
 
 
 class ClaimsError(ShufflesimError):
@@ -188,9 +196,11 @@ def parse_file(path: Path) -> list[Claim]:
                     raise ClaimsError(f"{where}: missing key 'finding.{key}'")
                 if not isinstance(f[key], t):
                     raise ClaimsError(f"{where}: key 'finding.{key}' must be a {t.__name__}")
-            extra = set(f) - set(_FINDING)
+            extra = set(f) - set(_FINDING) - set(_FINDING_OPTIONAL)
             if extra:
                 raise ClaimsError(f"{where}: unknown key 'finding.{sorted(extra)[0]}'")
+            if f.get("part", "papers") not in PARTS:
+                raise ClaimsError(f"{where}: key 'finding.part': {f['part']!r} is not one of {', '.join(PARTS)}")
             for _, field_name, _, _ in string.Formatter().parse(f["text"]):
                 if field_name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", field_name):
                     raise ClaimsError(f"{where}: key 'finding.text': bad placeholder {{{field_name}}}")
@@ -309,8 +319,21 @@ docs/theory.md).
 `shufflesim claims check` prints every claim of the registry (not only these disagreements) with its verdict.
 Each item ends with its verdict and its evidence class: exact computation or enumeration; statistical test
 (with its p-value, family and level); published bound evaluated; reconstruction of a formula the text lost
-(at most "not-reproduced"); fitted parameters (at most "reproduced-with-fitted-parameters").
+(at most "not-reproduced"); fitted parameters (at most "reproduced-with-fitted-parameters").  "refuted" means
+shown false; "not-certified" means a privacy value reproduced only by a bound that is not valid, and not
+shown false either.
 """
+
+
+OWN_HEADER = """# Where shufflesim corrects its own earlier reading
+
+Generated from the same registry as the part above: claims the project itself once made or relied on (in its
+docs or code), checked like the papers' claims, whose check shows the earlier reading wrong.  They are no
+disagreement with a paper.
+"""
+
+#: the parts of FINDINGS.md, in order: a finding's ``part`` (whom it disagrees with) and the part's header
+PARTS = {"papers": HEADER, "shufflesim": OWN_HEADER}
 
 
 class _Fmt(string.Formatter):
@@ -331,17 +354,23 @@ def findings_markdown(records: list[dict]) -> str:
     for r in records:
         f = r.get("finding")
         if f:
-            items.append((f["number"], f["section"], render(f["text"].strip(), r["_values"]), r))
+            items.append((f["number"], f["section"], render(f["text"].strip(), r["_values"]), r,
+                          f.get("part", "papers")))
     items.sort(key=lambda t: t[0])
-    lines = [HEADER]
-    section = None
-    for number, sec, text, r in items:
-        if sec != section:
-            lines.append(f"## {sec}\n")
-            section = sec
-        body = (f"{number}. {text}\n\n[`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}; "
-                f"{evidence_line(r)}]")
-        lines.append(_wrap_item(body))
+    lines = []
+    for part, header in PARTS.items():
+        mine = [t for t in items if t[4] == part]
+        if not mine and part != "papers":
+            continue
+        lines.append(header)
+        section = None
+        for number, sec, text, r, _ in mine:
+            if sec != section:
+                lines.append(f"## {sec}\n")
+                section = sec
+            body = (f"{number}. {text}\n\n[`{r['check']}`: {r['paper']}/{r['id']}, verdict {r['verdict']}; "
+                    f"{evidence_line(r)}]")
+            lines.append(_wrap_item(body))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -388,6 +388,20 @@ def _delta_at(mech, eps: float, method: str | None = None) -> float:
     return certified_delta_upper(mech, eps, method=method)
 
 
+def certifier_delta(proto, eps: float) -> float:
+    """Certified δ upper end at ``eps`` of the pair that certifies ``proto``'s ε (a krr protocol's
+    :meth:`certifier`): the accountant's answer for that pair; where the certificate is the local ε0 (ε0-LDP
+    reports, post-processing) the largest hockey-stick divergence of an ε0-DP pair, (e^ε0 − e^ε)/(e^ε0 + 1) for
+    ε < ε0 and 0 beyond (binary randomised response's: every ε0-DP pair is a post-processing of it, Kairouz, Oh and
+    Viswanath, ICML 2015)."""
+    cert = proto.certifier()
+    if cert is None:
+        e0 = float(proto.params["eps0"])
+        return 0.0 if eps >= e0 else -math.expm1(eps - e0) / (1.0 + math.exp(-e0))
+    mech, method = cert
+    return _delta_at(mech, eps, method)
+
+
 def _mechanism_mse(mech) -> tuple[float | None, str]:
     """The exact worst-case MSE of the estimator the protocols build on this mechanism (module docstring)."""
     from shufflesim.pipeline import registry
@@ -416,6 +430,7 @@ def tolerant_mechanism(mech, fraction: float, delta: float, *, target_eps: float
 
     from shufflesim.accounting.account import calibrate_mechanism
     from shufflesim.core.checks import check_real
+    from shufflesim.core.progress import stage
 
     kind = getattr(mech, "kind", None)
     if kind not in TOLERATE_KINDS:
@@ -425,8 +440,8 @@ def tolerant_mechanism(mech, fraction: float, delta: float, *, target_eps: float
                                      if kind in HONEST_NOISE_KINDS else "no local parameter to calibrate"))
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     h0 = tolerated_count(mech.n, fraction)
-    base_n = _eps_at(mech, delta, method)
-    target = base_n[1] if target_eps is None else check_real("target_eps", target_eps, low=0.0, low_open=True)
+    if target_eps is not None:
+        target_eps = check_real("target_eps", target_eps, low=0.0, low_open=True)
     field_name, increasing = TOLERATE_KINDS[kind]
     base_value = float(getattr(mech, field_name))
     if kind == "krr":
@@ -439,19 +454,61 @@ def tolerant_mechanism(mech, fraction: float, delta: float, *, target_eps: float
         def make(e0, m=mech.n):
             return dataclasses.replace(mech, n=m, eps0=e0)
         lo, hi = 1e-6, base_value
-    if h0 == mech.n and target_eps is None:
-        value = base_value
-    else:
-        cal = calibrate_mechanism(lambda x: make(x, h0), field_name, target, delta, lo, hi, increasing=increasing,
-                                  method=method)
-        value = cal.value
-    defended = make(value)
-    mse_b, what = _mechanism_mse(mech)
-    mse_d, _ = _mechanism_mse(defended)
-    return Tolerance(kind, mech.n, float(fraction), h0, target, delta, field_name, base_value, value,
-                     _eps_at(make(value, h0), delta, method), _eps_at(make(base_value, h0), delta, method), base_n,
-                     _delta_at(make(value, h0), target, method), _delta_at(make(base_value, h0), target, method),
-                     mse_b, mse_d, what, mech, defended)
+    calibrating = not (h0 == mech.n and target_eps is None)
+    est = tolerate_estimate(mech, lo, hi, method, calibrating)
+    tolerate_check(est, method)  # before the first question
+    with stage(f"--tolerate calibration of {kind} ({est.engine})", est.seconds):  # the estimate, then its ETA
+        base_n = _eps_at(mech, delta, method)
+        target = base_n[1] if target_eps is None else target_eps
+        if not calibrating:
+            value = base_value
+        else:
+            cal = calibrate_mechanism(lambda x: make(x, h0), field_name, target, delta, lo, hi,
+                                      increasing=increasing, method=method, rtol=TOLERATE_RTOL)
+            value = cal.value
+        defended = make(value)
+        mse_b, what = _mechanism_mse(mech)
+        mse_d, _ = _mechanism_mse(defended)
+        return Tolerance(kind, mech.n, float(fraction), h0, target, delta, field_name, base_value, value,
+                         _eps_at(make(value, h0), delta, method), _eps_at(make(base_value, h0), delta, method),
+                         base_n, _delta_at(make(value, h0), target, method),
+                         _delta_at(make(base_value, h0), target, method), mse_b, mse_d, what, mech, defended)
+
+
+#: accountant questions of :func:`tolerant_mechanism` besides the calibration's: ε at n, ε and δ of the defended and
+#: of the undefended mechanism at h0
+TOLERATE_FIXED_RUNS = 5
+#: the relative tolerance of :func:`~shufflesim.accounting.account.calibrate_mechanism` (its default)
+TOLERATE_RTOL = 1e-6
+
+
+def tolerate_estimate(mech, lo: float, hi: float, method: str | None = None, calibrating: bool = True):
+    """Estimated memory and time of :func:`tolerant_mechanism` (an :class:`~shufflesim.accounting.engines.estimates.
+    Estimate`): one accountant question's estimate at n (:func:`~shufflesim.accounting.account.estimate_account`; h0 <= n
+    costs no more) times the questions it asks -- :data:`TOLERATE_FIXED_RUNS`, plus the calibration's evaluations
+    on [lo, hi] in log scale, at most those of a bisection to :data:`TOLERATE_RTOL`, log2(ln(hi/lo)/rtol) + 2."""
+    from shufflesim.accounting.account import estimate_account
+    from shufflesim.accounting.engines.estimates import Estimate
+
+    one = estimate_account(mech, method=method)
+    evals = math.ceil(math.log2(max(2.0, math.log(hi / lo) / TOLERATE_RTOL))) + 2 if calibrating else 0
+    runs = evals + TOLERATE_FIXED_RUNS
+    return Estimate(one.bytes, runs * one.seconds, f"{runs} accountant questions of {one.engine}")
+
+
+def tolerate_check(est, method: str | None = None) -> None:
+    """Refuse (:class:`~shufflesim.errors.ResourceError`, one line) a --tolerate calibration whose estimate ``est``
+    does not fit in memory or exceeds the time limit (the account command's knobs, SHUFFLESIM_MEMORY_LIMIT and
+    SHUFFLESIM_TIME_LIMIT; :mod:`shufflesim.core.resources`), naming the faster path: a published bound."""
+    from shufflesim.core.resources import check_memory, check_time
+
+    what = f"the --tolerate calibration ({est.engine})"
+    advice = ("a published bound answers each question at once (--method erlingsson|feldman), or a smaller n; "
+              "SHUFFLESIM_MEMORY_LIMIT / SHUFFLESIM_TIME_LIMIT set the limits")
+    if method in ("erlingsson", "feldman", "feldman-numerical"):
+        advice = "a smaller n; SHUFFLESIM_MEMORY_LIMIT / SHUFFLESIM_TIME_LIMIT set the limits"
+    check_memory(est.bytes, what, advice)
+    check_time(est.seconds, what, advice)
 
 
 class _FixedPrivacy:
@@ -524,17 +581,21 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
 
         g, adv = proto.privacy(), proto.params["adversary"]
 
-        def eps_h0(gm: float, m: int = h0) -> float:
-            return registry.create("krr", m, k=proto.k, gamma=gm, delta=g.delta, adversary=adv).privacy().eps
+        def at_h0(gm: float, m: int = h0):
+            return registry.create("krr", m, k=proto.k, gamma=gm, delta=g.delta, adversary=adv)
 
-        cal = calibrate(eps_h0, g.eps, proto.gamma, 1.0 - 1e-9, increasing=False, xtol=0.0, rtol=1e-5)
+        cal = calibrate(lambda gm: at_h0(gm).privacy().eps, g.eps, proto.gamma, 1.0 - 1e-9, increasing=False,
+                        xtol=0.0, rtol=1e-5)
         defended = registry.create("krr", n, k=proto.k, gamma=cal.x, delta=g.delta, adversary=adv)
+        # every field at h0 from the pair that certified it (KRRProtocol.certifier): the ε upper end and δ at the
+        # target ε of one pair, so that a certificate never stands next to a looser pair's δ (issue 29)
+        d_h0, b_h0 = at_h0(cal.x), at_h0(proto.gamma)
         tol = Tolerance(name, n, float(fraction), h0, g.eps, g.delta, "gamma", proto.gamma, cal.x,
-                        (None, cal.value), (None, eps_h0(proto.gamma)), (None, g.eps),
-                        _delta_at(honest_mechanism(defended.mechanism(), h0), g.eps),
-                        _delta_at(honest_mechanism(proto.mechanism(), h0), g.eps), proto.mse_worst(),
+                        (None, d_h0.privacy().eps), (None, b_h0.privacy().eps), (None, g.eps),
+                        certifier_delta(d_h0, g.eps), certifier_delta(b_h0, g.eps), proto.mse_worst(),
                         defended.mse_worst(), "worst-case MSE of the debiased histogram", proto, defended,
-                        "the krr protocol's certified eps at delta (its best pair), upper end only")
+                        "the krr protocol's certified eps at delta (its best pair), upper end only; delta_*_h0: "
+                        "the same pair's certified delta at the target eps")
     elif name in _RECALIBRATE:
         param, keep = _RECALIBRATE[name]
         fixed = _fixed_params(proto, name, keep)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Outcome:
-    """A check's result: the verdict (``reproduced`` | ``reproduced-with-caveat`` | ``refuted`` |
-    ``not-checkable``), a one-line ``shufflesim_value``, the named ``values`` it computed (the FINDINGS.md
+    """A check's result: the verdict (one of :data:`shufflesim.validation.claims.VERDICTS`: ``reproduced`` |
+    ``reproduced-with-caveat`` | ``refuted`` | ``not-certified`` | ``inconclusive`` | ``not-checkable`` ...), a one-line ``shufflesim_value``, the named ``values`` it computed (the FINDINGS.md
     templates use them), the caveat or the missing piece, and the evidence (numbers, method, trials, seed)."""
 
     verdict: str

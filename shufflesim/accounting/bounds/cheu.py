@@ -134,7 +134,10 @@ def _crossings(m, p, pc, r, dl, logd, eps, eta_l, evalf=None):
     delta_m = max(r - 2.0 * dmean, 1e-300)
     s2 = mm * q + r * 0.25 + 1.0
     c = mm * p + r / 2.0
-    guess = np.floor(c + np.minimum(thr, 1e6) * s2 / delta_m).astype(np.int64)
+    # clipped to the bracket in floating point before the cast: where Δ underflows to its 1e-300 floor the guess
+    # is ±inf, whose cast to int64 is undefined (it is only where the bisection looks, never what it accepts)
+    guess = np.floor(np.clip(c + np.minimum(thr, 1e6) * s2 / delta_m, -1.0, (mm + r + 1).astype(float)))
+    guess = guess.astype(np.int64)
     w = np.maximum(4, np.ceil(0.02 * np.sqrt(s2) + 1e-3 * np.abs(guess - c))).astype(np.int64)
     ga, gb = np.clip(guess - w, a + 1, b - 1), np.clip(guess + w, a + 1, b - 1)
     err = 0.0
