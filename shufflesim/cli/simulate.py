@@ -44,6 +44,10 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
     c.add_argument("--chunk", type=int_arg, default=None, metavar="USERS",
                    help="faithful engine: randomise USERS users at a time in bounded memory (streamed; default: "
                    "streamed in chunks of 2^20 users above n = 1e7, all users at once below)")
+    c.add_argument("--yes", action="store_true",
+                   help="run even when the run time estimated before the start is above the time limit (default: "
+                        "600 s; SHUFFLESIM_TIME_LIMIT sets it); without it such a run is refused with the estimate "
+                        "and the faster path")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
     _dishonest.add_options(pp.add_argument_group("dishonest users (issue 23)"))
@@ -63,19 +67,20 @@ COUNTS_MIN_N = 10**7
 
 
 def _as_counts(cls, spec, args) -> bool:
-    """True for ``--engine fast`` on a categorical protocol with a fast engine, synthetic or counts data
+    """True for the fast engine (``--engine fast``, or ``auto`` where the protocol has one: issue 29, ``auto``
+    never refuses for the n rows' memory where the fast engine answers) on a categorical protocol, synthetic or counts data
     (uniform, zipf, constant, counts) and n above :data:`COUNTS_MIN_N`."""
-    return (args.engine == "fast" and cls.data_kind == "categorical" and args.n is not None
+    return (_fast_chosen(cls, args.engine) and cls.data_kind == "categorical" and args.n is not None
             and args.n > COUNTS_MIN_N and spec.kind in ("uniform", "zipf", "constant", "counts")
             and callable(getattr(cls, "sample_fast", None)))
 
 
 def _as_summary(cls, spec, args) -> bool:
     """Issue 21 (a): data read as a multiset (a DataSummary), never as n rows, under ``--engine fast`` for a
-    protocol with a fast engine: ``counts:...`` always (the fast engine reads only the multiset, so the numbers
+    protocol with a fast engine (or ``auto`` on one that has it): ``counts:...`` always (the fast engine reads only the multiset, so the numbers
     are those of the rows path), real synthetic data (uniform, beta, normal, constant) above
     :data:`COUNTS_MIN_N` (drawn on a grid, :func:`shufflesim.experiments.data.real_counts`)."""
-    if args.engine != "fast" or not callable(getattr(cls, "sample_fast", None)):
+    if not _fast_chosen(cls, args.engine):
         return False
     if spec.kind == "counts":
         return True
@@ -121,6 +126,20 @@ def _streamed_data(cls, spec, args, k, rng):
     return load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng, lower=args.lower, upper=args.upper)
 
 
+def check_faithful_fits(protocol, args, *, trials: int, label: str, seconds: float, nbytes: float | None = None) -> None:
+    """Issue 29, work that will not fit is not started: a faithful run's estimate against the limits through the one
+    policy (:func:`shufflesim.core.resources.choose_path`): refused in one line with the estimate, the knob
+    (``--yes``; SHUFFLESIM_TIME_LIMIT) and the fast engine where the protocol has one."""
+    from shufflesim.core.resources import RunPath, choose_path
+    from shufflesim.pipeline.fast import has_fast
+
+    paths = [RunPath(label, "--engine faithful", seconds=seconds, bytes=nbytes)]
+    if has_fast(protocol):
+        paths.append(RunPath("the fast engine", "--engine fast"))
+    choose_path(f"simulate {protocol.name} (n={protocol.n}, {trials} trial(s))", paths, auto=args.engine == "auto",
+                yes=args.yes, advice=f"lower n or --trials ({protocol.name} has no fast engine)")
+
+
 def _run_streamed(protocol, data, trials: int, root, args):
     """Plan (estimates, refusals before allocation), announce and run the streamed faithful trials."""
     from shufflesim.core.checks import check_int
@@ -132,7 +151,9 @@ def _run_streamed(protocol, data, trials: int, root, args):
 
     chunk = STREAM_CHUNK if args.chunk is None else check_int("chunk", args.chunk, minimum=1)
     chunk = min(chunk, protocol.n)
-    plan = plan_stream(protocol, data, root, chunk=chunk, trials=trials)
+    plan = plan_stream(protocol, data, root, chunk=chunk, trials=trials, limit_time=False)
+    check_faithful_fits(protocol, args, trials=trials, label=f"the faithful engine streamed in chunks of {chunk} users",
+                        seconds=plan["seconds"])
     if not args.json:
         print(f"faithful engine streamed in chunks of {chunk} users: about {human_bytes(plan['memory_bytes'])} of "
               f"memory, about {plan['seconds']:.3g} s for {trials} trial(s) of n={protocol.n} "
@@ -225,6 +246,11 @@ def _run(args: argparse.Namespace, output) -> int:
     if streamed:
         result, stream_info = _run_streamed(protocol, data, trials, root, args)
     else:
+        if not _fast_chosen(cls, args.engine):  # issue 29: the in-memory faithful run's time, before it starts
+            from shufflesim.experiments.montecarlo import faithful_seconds
+
+            check_faithful_fits(protocol, args, trials=trials, label="the faithful engine",
+                                seconds=faithful_seconds(protocol, data, root, trials=trials, workers=workers))
         progress = Progress(trials, enabled=False if args.json else None)
         result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                             engine=args.engine)

@@ -89,6 +89,35 @@ def _run_chunk(root_state: tuple, point: int, trials: list[int]) -> list[dict[st
     return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"]) for t in trials]
 
 
+def faithful_seconds(protocol: Protocol, data: np.ndarray, root: RngLike, *, trials: int, workers: int = 1) -> float:
+    """Estimated run time of ``trials`` in-memory faithful trials (:func:`run_trials`, ``engine="faithful"``) on
+    ``workers`` processes, from a probe: one execution of the protocol (randomiser, shuffler, analyser, truth) on
+    the first min(:data:`~shufflesim.pipeline.stream.PROBE_USERS`, n) users with a throw-away seed (the probe
+    stream of :func:`~shufflesim.pipeline.stream.plan_stream`: no trial's draws change), scaled to n users a
+    trial; the faster of two probes where one is quick (the first pays for warm-up).  An analyser that refuses a
+    view of fewer than n users is timed to the randomiser only.  This is what
+    :func:`shufflesim.core.resources.choose_path` weighs against the time limit before a run starts."""
+    from shufflesim.core.rng import child
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.pipeline.stream import PROBE_STREAM, PROBE_USERS
+
+    rows = np.asarray(data)
+    probe = max(1, min(PROBE_USERS, int(rows.shape[0])))
+    seed = child(as_seed_sequence(root), PROBE_STREAM)
+    best = math.inf
+    for _ in range(2):
+        t0 = time.perf_counter()
+        try:
+            protocol.run(rows[:probe], seed, validate=False)
+        except (ShufflesimError, ValueError, IndexError, ArithmeticError):
+            t0 = time.perf_counter()
+            protocol.randomiser.randomise(rows[:probe], np.random.Generator(np.random.PCG64(seed)))
+        best = min(best, time.perf_counter() - t0)
+        if best > 0.1:
+            break
+    return best / probe * float(protocol.n) * trials / max(1, workers)
+
+
 # --- driver --------------------------------------------------------------------------------------------
 @dataclass
 class TrialRun:
