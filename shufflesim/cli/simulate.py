@@ -88,7 +88,14 @@ def _as_summary(cls, spec, args) -> bool:
             and spec.kind in ("uniform", "beta", "normal", "constant"))
 
 
-def _summary_data(cls, spec, args, k, rng):
+def as_summary_path(cls, spec, args) -> bool:
+    """Whether the data are drawn as a multiset (:class:`~shufflesim.pipeline.fast.DataSummary`) for the fast
+    engine, never as n rows (``simulate`` and ``validate``: :func:`_as_counts`, :func:`_as_summary`)."""
+    return _as_counts(cls, spec, args) or _as_summary(cls, spec, args)
+
+
+def summary_data(cls, spec, args, k, rng):
+    """The data of :func:`as_summary_path` as a DataSummary (counts or a grid of real values)."""
     from shufflesim.experiments.data import data_counts, real_counts
 
     if cls.data_kind == "categorical":
@@ -122,7 +129,7 @@ def _streamed_data(cls, spec, args, k, rng):
     countable = ("uniform", "zipf", "constant", "counts") if cls.data_kind == "categorical" else (
         "uniform", "beta", "normal", "constant", "counts")
     if args.n is not None and args.n > COUNTS_MIN_N and spec.kind in countable:
-        return _summary_data(cls, spec, args, k, rng)
+        return summary_data(cls, spec, args, k, rng)
     return load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng, lower=args.lower, upper=args.upper)
 
 
@@ -136,7 +143,7 @@ def check_faithful_fits(protocol, args, *, trials: int, label: str, seconds: flo
     paths = [RunPath(label, "--engine faithful", seconds=seconds, bytes=nbytes)]
     if has_fast(protocol):
         paths.append(RunPath("the fast engine", "--engine fast"))
-    choose_path(f"simulate {protocol.name} (n={protocol.n}, {trials} trial(s))", paths, auto=args.engine == "auto",
+    choose_path(f"{trials} trial(s) of {protocol.name} (n={protocol.n})", paths, auto=args.engine == "auto",
                 yes=args.yes, advice=f"lower n or --trials ({protocol.name} has no fast engine)")
 
 
@@ -201,7 +208,7 @@ def _run(args: argparse.Namespace, output) -> int:
     k = cls.data_k(params)
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
-    counts_path = _as_counts(cls, spec, args) or _as_summary(cls, spec, args)  # cost not growing with n
+    counts_path = as_summary_path(cls, spec, args)  # cost not growing with n
     streamed = _streamed(cls, args)
     attacked = _dishonest.active(args)  # issue 23: a deviating coalition (cli/_dishonest.py)
     if attacked and (counts_path or streamed):
@@ -213,7 +220,7 @@ def _run(args: argparse.Namespace, output) -> int:
         if not counts_path and not streamed and not _fast_chosen(cls, args.engine):
             probe.check_resources()  # the faithful engine's messages; the fast engine allocates none of them
     if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts, real_counts)
-        data = _summary_data(cls, spec, args, k, data_seed(root))
+        data = summary_data(cls, spec, args, k, data_seed(root))
         protocol = probe if args.n == data.n else cls.create(data.n, **params)  # created once at n = 1e9
     elif streamed:  # bounded memory: the chunk's messages, not the n users' (pipeline.stream)
         if args.n is not None:

@@ -1,7 +1,17 @@
-"""Resource estimates: refuse a request whose memory estimate exceeds what this machine has, with the estimate.
+"""Resource estimates: refuse a request whose memory estimate exceeds what this machine has, or whose time
+estimate exceeds the time limit, with the estimate.
 
 A refusal is a :class:`~shufflesim.errors.ResourceError` (one line, exit code 2 from the CLI) raised
-*before* anything is allocated, instead of an out-of-memory kill with no message.
+*before* anything is allocated, instead of an out-of-memory kill with no message or hours without asking.
+
+The policy (issue 29, "work that will not fit is not started") is :func:`choose_path`: a command lists the
+paths that answer its question (the engine asked for first, then the others: the fast engine, other chunks),
+each with its estimate (:class:`RunPath`); the first that fits runs under ``auto``, the one asked for runs if
+it fits, and otherwise the refusal names the estimate, the knob and the paths that fit.  Memory: at most
+:data:`MEMORY_FRACTION` of :func:`available_memory` (SHUFFLESIM_MEMORY_LIMIT, ``ulimit -v``).  Time:
+:func:`time_limit`, :data:`DEFAULT_TIME_LIMIT` (600 s, the threshold of ``run`` and ``sweep``) unless
+SHUFFLESIM_TIME_LIMIT sets another; ``--yes`` lifts it.  Commands without ``--yes`` (``account``) call
+:func:`check_time`, which keeps them unlimited unless the environment sets a limit.
 """
 
 from __future__ import annotations
@@ -104,9 +114,10 @@ TIME_LIMIT_ENV = "SHUFFLESIM_TIME_LIMIT"
 DEFAULT_TIME_LIMIT = 600.0
 
 
-def time_limit(*, yes: bool = False, default: float | None = DEFAULT_TIME_LIMIT) -> float:
+def time_limit(*, yes: bool = False, by_default: bool = True) -> float:
     """The time limit (seconds) of one request: unlimited with ``yes`` (the command's ``--yes``), else
-    :data:`TIME_LIMIT_ENV` when set, else ``default`` (``None``: no limit, for commands without ``--yes``)."""
+    :data:`TIME_LIMIT_ENV` when set, else :data:`DEFAULT_TIME_LIMIT` (``by_default=False``: no limit unless the
+    environment sets one, for commands without ``--yes``)."""
     if yes:
         return math.inf
     env = os.environ.get(TIME_LIMIT_ENV)
@@ -118,7 +129,7 @@ def time_limit(*, yes: bool = False, default: float | None = DEFAULT_TIME_LIMIT)
         if not limit > 0:  # nan, 0 and negative limits would refuse everything (or nothing) silently
             raise ResourceError(f"{TIME_LIMIT_ENV}={env!r} must be a positive number of seconds")
         return limit
-    return math.inf if default is None else float(default)
+    return float(DEFAULT_TIME_LIMIT) if by_default else math.inf
 
 
 def _limit_knob(limit: float) -> str:
@@ -126,12 +137,11 @@ def _limit_knob(limit: float) -> str:
     return f"{TIME_LIMIT_ENV}={limit:g} s" if env else f"the time limit of {limit:g} s"
 
 
-def check_time(seconds: float, what: str, advice: str = "", *, yes: bool = False,
-               default: float | None = None) -> None:
+def check_time(seconds: float, what: str, advice: str = "", *, yes: bool = False, by_default: bool = False) -> None:
     """Raise :class:`ResourceError` when the estimate ``seconds`` exceeds :func:`time_limit` (``yes`` and
-    ``default`` as there; the default ``None`` keeps commands without ``--yes`` unlimited unless
+    ``by_default`` as there; ``by_default=False`` keeps commands without ``--yes`` (``account``) unlimited unless
     SHUFFLESIM_TIME_LIMIT is set -- long runs show progress instead)."""
-    limit = time_limit(yes=yes, default=default)
+    limit = time_limit(yes=yes, by_default=by_default)
     if seconds > limit:
         tail = f"; {advice}" if advice else ""
         raise ResourceError(f"{what} is estimated to take about {seconds:.3g} s, above {_limit_knob(limit)}{tail}")
@@ -157,7 +167,7 @@ class RunPath:
         return "about " + " and ".join(parts) if parts else "a cost that does not grow with n"
 
 
-def over_limit(path: RunPath, *, yes: bool = False, default: float | None = DEFAULT_TIME_LIMIT) -> str | None:
+def over_limit(path: RunPath, *, yes: bool = False, by_default: bool = True) -> str | None:
     """Why ``path`` does not fit (its memory above :data:`MEMORY_FRACTION` of :func:`available_memory`, or its
     time above :func:`time_limit`), or ``None`` when it fits.  Memory is never lifted by ``yes``."""
     if path.bytes is not None:
@@ -165,14 +175,14 @@ def over_limit(path: RunPath, *, yes: bool = False, default: float | None = DEFA
         if path.bytes > MEMORY_FRACTION * avail:
             return f"needs about {human_bytes(path.bytes)} of memory but {human_bytes(avail)} is available"
     if path.seconds is not None:
-        limit = time_limit(yes=yes, default=default)
+        limit = time_limit(yes=yes, by_default=by_default)
         if path.seconds > limit:
             return f"is estimated to take about {path.seconds:.3g} s, above {_limit_knob(limit)}"
     return None
 
 
 def choose_path(what: str, paths: Sequence[RunPath], *, auto: bool = False, yes: bool = False,
-                advice: str = "", default: float | None = DEFAULT_TIME_LIMIT) -> RunPath:
+                advice: str = "", by_default: bool = True) -> RunPath:
     """The policy of every command that can estimate its work before it starts (issue 29: work that will not
     fit is not started).  ``paths[0]`` is the path asked for, the others are the alternatives that answer the
     same question (another engine, other chunks).  With ``auto`` the first path that fits is chosen (no refusal
@@ -181,7 +191,7 @@ def choose_path(what: str, paths: Sequence[RunPath], *, auto: bool = False, yes:
     paths that fit, with their costs, or ``advice`` when none does."""
     if not paths:
         raise ValueError("choose_path needs at least one path")
-    reasons = [over_limit(p, yes=yes, default=default) for p in paths]
+    reasons = [over_limit(p, yes=yes, by_default=by_default) for p in paths]
     if reasons[0] is None:
         return paths[0]
     if auto:

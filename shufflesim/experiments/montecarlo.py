@@ -43,7 +43,7 @@ def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any, summary: Any 
     _WORKER_STATE.update(protocol=protocol, data=data, truth=truth, summary=summary)
 
 
-def _check_summary(protocol: Protocol, summary: DataSummary) -> DataSummary:
+def check_summary(protocol: Protocol, summary: DataSummary) -> DataSummary:
     """A DataSummary given as the data: its kind, size and (categorical) domain must match the protocol."""
     if summary.kind != protocol.data_kind:
         raise DataError(f"the counts are {summary.kind} data; protocol {protocol.name!r} takes "
@@ -167,7 +167,7 @@ def run_trials(
         if engine != "fast":
             raise ParameterError("data given as counts (a DataSummary) run only under the fast engine; "
                                  "the faithful engine simulates every user's message (give the n inputs)")
-        summary = _check_summary(protocol, data)
+        summary = check_summary(protocol, data)
         truth = protocol.truth_from_summary(summary)
     else:
         engine = resolve_engine(protocol, engine)
@@ -242,7 +242,7 @@ def run_trials_streamed(protocol: Protocol, data: Any, *, trials: int, rng: RngL
     trials = check_int("trials", trials, minimum=1)
     chunk = STREAM_CHUNK if chunk is None else check_int("chunk", chunk, minimum=1)
     if isinstance(data, DataSummary):
-        data = _check_summary(protocol, data)
+        data = check_summary(protocol, data)
         truth = protocol.truth_from_summary(data)
     else:
         data = protocol.check_data(data)
