@@ -189,3 +189,26 @@ def test_validate_a_fixed_faithful_run_is_estimated_and_refused(capsys, monkeypa
     err = _one_error_line(capsys.readouterr().err)
     assert "about 1e+09 s" in err and "--yes" in err and "--engine fast answers" in err
     assert main(base + ["--yes"]) == 0
+
+
+def test_a_dishonest_faithful_run_is_estimated_and_refused(capsys, monkeypatch):
+    from shufflesim.experiments import montecarlo
+
+    monkeypatch.setattr(montecarlo, "faithful_seconds", lambda *a, **k: 1e9)
+    base = ["simulate", "krr", "--k", "3", "--gamma", "0.4", "--n", "30", "--trials", "5", "--engine", "faithful",
+            "--dishonest", "3", "--target", "1"]
+    assert main(base) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "10 trial(s) of krr" in err and "attacked and honest" in err and "--engine fast answers" in err
+    assert main(base + ["--yes"]) == 0
+
+
+def test_sweep_and_run_use_the_same_time_limit(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("SHUFFLESIM_TIME_LIMIT", "1e-9")  # every estimate is above it
+    code = main(["sweep", "krr", "--set", "k=3", "--set", "eps0=1", "--n", "100", "--trials", "2",
+                 "--output", str(tmp_path / "sw")])
+    err = _one_error_line(capsys.readouterr().err)
+    assert code == 2 and "--yes" in err and not (tmp_path / "sw").exists()
+    from shufflesim.scenarios import runner
+
+    assert runner.LONG_SECONDS == resources.DEFAULT_TIME_LIMIT == 600.0

@@ -247,6 +247,11 @@ def _run(args: argparse.Namespace, output) -> int:
         tolerance = tolerant_protocol(protocol, args.tolerate)
         protocol = tolerance.defended
     if attacked:
+        if not _fast_chosen(cls, args.engine):  # issue 29: attacked and honest faithful trials, in this process
+            from shufflesim.experiments.montecarlo import faithful_seconds
+
+            check_faithful_fits(protocol, args, trials=2 * trials, label="the faithful engine (attacked and honest runs)",
+                                seconds=faithful_seconds(protocol, data, root, trials=2 * trials))
         return _dishonest.run(args, protocol, data, root, trials=trials, level=level, output=output, t0=t0,
                               workers=workers)
     stream_info = None
