@@ -212,3 +212,24 @@ def test_sweep_and_run_use_the_same_time_limit(capsys, monkeypatch, tmp_path):
     from shufflesim.scenarios import runner
 
     assert runner.LONG_SECONDS == resources.DEFAULT_TIME_LIMIT == 600.0
+
+
+def test_the_fast_engine_is_limited_by_its_trials(capsys, monkeypatch):
+    from shufflesim.experiments import montecarlo
+
+    real = montecarlo.run_trials
+
+    def started(*args, **kwargs):
+        raise AssertionError("the run was started")
+
+    monkeypatch.setattr(montecarlo, "run_trials", started)
+    base = ["simulate", "krr", "--k", "3", "--gamma", "0.5", "--n", "1000", "--engine", "fast"]
+    assert main(base + ["--trials", "1e10", "--yes"]) == 2  # 10^10 records: memory, which --yes does not lift
+    err = _one_error_line(capsys.readouterr().err)
+    assert "on the fast engine needs about" in err and "of memory" in err and err.rstrip().endswith("lower --trials")
+    monkeypatch.setattr(montecarlo, "fast_seconds", lambda *a, **k: 1e9)
+    assert main(base + ["--trials", "10"]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "about 1e+09 s" in err and "--yes" in err
+    monkeypatch.setattr(montecarlo, "run_trials", real)
+    assert main(base + ["--trials", "10", "--yes"]) == 0

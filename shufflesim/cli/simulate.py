@@ -258,11 +258,19 @@ def _run(args: argparse.Namespace, output) -> int:
     if streamed:
         result, stream_info = _run_streamed(protocol, data, trials, root, args)
     else:
-        if not _fast_chosen(cls, args.engine):  # issue 29: the in-memory faithful run's time, before it starts
-            from shufflesim.experiments.montecarlo import faithful_seconds
+        from shufflesim.experiments.montecarlo import RECORD_BYTES, fast_seconds, faithful_seconds
 
+        if not _fast_chosen(cls, args.engine):  # issue 29: the in-memory faithful run's time, before it starts
             check_faithful_fits(protocol, args, trials=trials, label="the faithful engine",
-                                seconds=faithful_seconds(protocol, data, root, trials=trials, workers=workers))
+                                seconds=faithful_seconds(protocol, data, root, trials=trials, workers=workers),
+                                nbytes=RECORD_BYTES * trials)
+        else:  # the fast engine's cost does not grow with n, but it does with the trials (time and records)
+            from shufflesim.core.resources import RunPath, choose_path
+
+            choose_path(f"{trials} trial(s) of {protocol.name} (n={protocol.n})",
+                        [RunPath("the fast engine", "--engine fast", bytes=RECORD_BYTES * trials,
+                                 seconds=fast_seconds(protocol, data, root, trials=trials, workers=workers))],
+                        yes=args.yes, advice="lower --trials")
         progress = Progress(trials, enabled=False if args.json else None)
         result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                             engine=args.engine)
