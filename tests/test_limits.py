@@ -233,3 +233,14 @@ def test_the_fast_engine_is_limited_by_its_trials(capsys, monkeypatch):
     assert "about 1e+09 s" in err and "--yes" in err
     monkeypatch.setattr(montecarlo, "run_trials", real)
     assert main(base + ["--trials", "10", "--yes"]) == 0
+
+
+@pytest.mark.parametrize("argv", [["krr", "--set", "k=3", "--set", "eps0=1"], ["ikos-sum", "--set", "eps=1"]])
+def test_sweep_auto_at_1e9_answers_with_the_fast_engine(capsys, monkeypatch, tmp_path, argv):
+    monkeypatch.setenv("SHUFFLESIM_MEMORY_LIMIT", "2G")  # 10^9 rows (about 22 GiB) never fit
+    code = main(["sweep", *argv, "--n", "1000000000", "--trials", "2", "--engine", "auto", "--json",
+                 "--output", str(tmp_path / "sw")])
+    cap = capsys.readouterr()
+    assert code == 0, cap.err
+    row = json.loads(cap.out)["summary"][0]
+    assert row["engine"] == "fast" and row["n"] == 10**9 and row["mse_expected"] > 0

@@ -12,6 +12,7 @@ from shufflesim.cli import _dishonest
 from shufflesim.cli._common import add_output_options, cap_workers, float_arg, int_arg, open_output, print_json
 from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 from shufflesim.errors import ParameterError
+from shufflesim.experiments.data import COUNTS_MIN_N as DATA_COUNTS_MIN_N
 from shufflesim.pipeline import registry
 
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
 #: above this n, categorical synthetic data for the fast engine are drawn as counts (one multinomial) instead of
 #: n rows; below it the rows path is kept, so that results for a seed are unchanged there
-COUNTS_MIN_N = 10**7
+COUNTS_MIN_N = DATA_COUNTS_MIN_N
 
 
 def _as_counts(cls, spec, args) -> bool:
@@ -90,17 +91,16 @@ def _as_summary(cls, spec, args) -> bool:
 
 def as_summary_path(cls, spec, args) -> bool:
     """Whether the data are drawn as a multiset (:class:`~shufflesim.pipeline.fast.DataSummary`) for the fast
-    engine, never as n rows (``simulate`` and ``validate``: :func:`_as_counts`, :func:`_as_summary`)."""
+    engine, never as n rows (``simulate`` and ``validate``: :func:`_as_counts`, :func:`_as_summary`, the rule of
+    :func:`shufflesim.experiments.data.drawn_as_counts`)."""
     return _as_counts(cls, spec, args) or _as_summary(cls, spec, args)
 
 
 def summary_data(cls, spec, args, k, rng):
     """The data of :func:`as_summary_path` as a DataSummary (counts or a grid of real values)."""
-    from shufflesim.experiments.data import data_counts, real_counts
+    from shufflesim.experiments.data import population_counts
 
-    if cls.data_kind == "categorical":
-        return data_counts(spec, n=args.n, k=k, rng=rng)
-    return real_counts(spec, n=args.n, rng=rng)
+    return population_counts(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng)
 
 
 #: a streamed faithful run estimated to take longer than this (seconds) names the fast engine, where there is one
