@@ -67,33 +67,16 @@ def run(args: argparse.Namespace) -> int:
 COUNTS_MIN_N = DATA_COUNTS_MIN_N
 
 
-def _as_counts(cls, spec, args) -> bool:
-    """True for the fast engine (``--engine fast``, or ``auto`` where the protocol has one: issue 29, ``auto``
-    never refuses for the n rows' memory where the fast engine answers) on a categorical protocol, synthetic or counts data
-    (uniform, zipf, constant, counts) and n above :data:`COUNTS_MIN_N`."""
-    return (_fast_chosen(cls, args.engine) and cls.data_kind == "categorical" and args.n is not None
-            and args.n > COUNTS_MIN_N and spec.kind in ("uniform", "zipf", "constant", "counts")
-            and callable(getattr(cls, "sample_fast", None)))
-
-
-def _as_summary(cls, spec, args) -> bool:
-    """Issue 21 (a): data read as a multiset (a DataSummary), never as n rows, under ``--engine fast`` for a
-    protocol with a fast engine (or ``auto`` on one that has it): ``counts:...`` always (the fast engine reads only the multiset, so the numbers
-    are those of the rows path), real synthetic data (uniform, beta, normal, constant) above
-    :data:`COUNTS_MIN_N` (drawn on a grid, :func:`shufflesim.experiments.data.real_counts`)."""
-    if not _fast_chosen(cls, args.engine):
-        return False
-    if spec.kind == "counts":
-        return True
-    return (cls.data_kind == "real" and args.n is not None and args.n > COUNTS_MIN_N
-            and spec.kind in ("uniform", "beta", "normal", "constant"))
-
-
 def as_summary_path(cls, spec, args) -> bool:
-    """Whether the data are drawn as a multiset (:class:`~shufflesim.pipeline.fast.DataSummary`) for the fast
-    engine, never as n rows (``simulate`` and ``validate``: :func:`_as_counts`, :func:`_as_summary`, the rule of
-    :func:`shufflesim.experiments.data.drawn_as_counts`)."""
-    return _as_counts(cls, spec, args) or _as_summary(cls, spec, args)
+    """Issue 21 (a): the data drawn as a multiset (a :class:`~shufflesim.pipeline.fast.DataSummary`), never as n
+    rows, for the fast engine (``--engine fast``, or ``auto`` where the protocol has one: issue 29, ``auto`` never
+    refuses for the n rows' memory where the fast engine answers): ``counts:...`` always (the fast engine reads
+    only the multiset, so the numbers are those of the rows path), synthetic data above :data:`COUNTS_MIN_N`
+    (categorical: one multinomial; real: a grid, :func:`shufflesim.experiments.data.real_counts`).  The rule is
+    :func:`shufflesim.experiments.data.drawn_as_counts`, shared with ``validate`` and ``sweep``."""
+    from shufflesim.experiments.data import drawn_as_counts
+
+    return _fast_chosen(cls, args.engine) and drawn_as_counts(spec, data_kind=cls.data_kind, n=args.n)
 
 
 def summary_data(cls, spec, args, k, rng):
@@ -133,9 +116,10 @@ def _streamed_data(cls, spec, args, k, rng):
     return load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng, lower=args.lower, upper=args.upper)
 
 
-def check_faithful_fits(protocol, args, *, trials: int, label: str, seconds: float, nbytes: float | None = None) -> None:
-    """Issue 29, work that will not fit is not started: a faithful run's estimate against the limits through the one
-    policy (:func:`shufflesim.core.resources.choose_path`): refused in one line with the estimate, the knob
+def check_faithful_fits(protocol, args, *, trials: int, label: str, seconds: float,
+                        nbytes: float | None = None) -> None:
+    """Issue 29, work that will not fit is not started: a faithful run's estimate against the limits through the
+    one policy (:func:`shufflesim.core.resources.choose_path`): refused in one line with the estimate, the knob
     (``--yes``; SHUFFLESIM_TIME_LIMIT) and the fast engine where the protocol has one."""
     from shufflesim.core.resources import RunPath, choose_path
     from shufflesim.pipeline.fast import has_fast
@@ -250,7 +234,8 @@ def _run(args: argparse.Namespace, output) -> int:
         if not _fast_chosen(cls, args.engine):  # issue 29: attacked and honest faithful trials, in this process
             from shufflesim.experiments.montecarlo import faithful_seconds
 
-            check_faithful_fits(protocol, args, trials=2 * trials, label="the faithful engine (attacked and honest runs)",
+            check_faithful_fits(protocol, args, trials=2 * trials,
+                                label="the faithful engine (attacked and honest runs)",
                                 seconds=faithful_seconds(protocol, data, root, trials=2 * trials))
         return _dishonest.run(args, protocol, data, root, trials=trials, level=level, output=output, t0=t0,
                               workers=workers)

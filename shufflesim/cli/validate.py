@@ -114,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.core.rng import as_seed_sequence, data_seed
     from shufflesim.errors import ParameterError
     from shufflesim.experiments.data import load_data, parse_data_spec
-    from shufflesim.pipeline import registry
     from shufflesim.cli.simulate import as_summary_path, summary_data
+    from shufflesim.pipeline import registry
     from shufflesim.pipeline.fast import resolve_engine
     from shufflesim.validation.mse import validate_protocol
 
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         resolve_engine(probe, args.engine)  # refuse --engine fast before any work
     if as_summary_path(cls, spec, args):  # issue 29: the fast engine at n = 1e9 reads counts, never n rows
         data = summary_data(cls, spec, args, cls.data_k(params), data_seed(root))
-        protocol = cls.create(data.n, **params)
+        protocol = probe if args.n is not None and args.n == data.n else cls.create(data.n, **params)
     else:
         data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=cls.data_k(params), rng=data_seed(root),
                          lower=args.lower, upper=args.upper)

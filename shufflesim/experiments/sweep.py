@@ -525,7 +525,7 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
         lo = max(lo, 0.0) if math.isfinite(lo) else lo  # clipped to the MSE's support [0, inf), as summarise() does
         row = {"point": g, "protocol": pt.protocol, "data": pt.data, "n": proto.n, "engine": engine,
                **{f"param_{k}": v for k, v in proto.params.items() if isinstance(v, (int, float, str))},
-               "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": mse_expected_of(proto, x)}  # rows or counts
+               "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": mse_expected_of(proto, x)}
         coalition = point_coalition(spec, g, proto)
         if coalition is not None:  # issue 23: bias of the attacked estimate, and the derived figures
             from shufflesim.experiments.population import attack_engine, attack_summary
