@@ -12,6 +12,7 @@ from shufflesim.cli import _dishonest
 from shufflesim.cli._common import add_output_options, cap_workers, float_arg, int_arg, open_output, print_json
 from shufflesim.cli._protocol_args import add_data_options, add_protocol_parsers, protocol_params
 from shufflesim.errors import ParameterError
+from shufflesim.experiments.data import COUNTS_MIN_N as DATA_COUNTS_MIN_N
 from shufflesim.pipeline import registry
 
 
@@ -47,6 +48,10 @@ def _study_options(pp: argparse.ArgumentParser) -> None:
     c.add_argument("--chunk", type=int_arg, default=None, metavar="USERS",
                    help="faithful engine: randomise USERS users at a time in bounded memory (streamed; default: "
                    "streamed in chunks of 2^20 users above n = 1e7, all users at once below)")
+    c.add_argument("--yes", action="store_true",
+                   help="run even when the run time estimated before the start is above the time limit (default: "
+                        "600 s; SHUFFLESIM_TIME_LIMIT sets it); without it such a run is refused with the estimate "
+                        "and the faster path")
     add_output_options(c, "records.parquet (run metadata in its schema), records.csv, records.meta.json")
     c.add_argument("--json", action="store_true", help="print one JSON object; no progress bar")
     _dishonest.add_options(pp.add_argument_group("dishonest users"))
@@ -62,36 +67,26 @@ def run(args: argparse.Namespace) -> int:
 
 #: above this n, categorical synthetic data for the fast engine are drawn as counts (one multinomial) instead of
 #: n rows; below it the rows path is kept, so that results for a seed are unchanged there
-COUNTS_MIN_N = 10**7
+COUNTS_MIN_N = DATA_COUNTS_MIN_N
 
 
-def _as_counts(cls, spec, args) -> bool:
-    """True for ``--engine fast`` on a categorical protocol with a fast engine, synthetic or counts data
-    (uniform, zipf, constant, counts) and n above :data:`COUNTS_MIN_N`."""
-    return (args.engine == "fast" and cls.data_kind == "categorical" and args.n is not None
-            and args.n > COUNTS_MIN_N and spec.kind in ("uniform", "zipf", "constant", "counts")
-            and callable(getattr(cls, "sample_fast", None)))
+def as_summary_path(cls, spec, args) -> bool:
+    """Issue 21 (a): the data drawn as a multiset (a :class:`~shufflesim.pipeline.fast.DataSummary`), never as n
+    rows, for the fast engine (``--engine fast``, or ``auto`` where the protocol has one: issue 29, ``auto`` never
+    refuses for the n rows' memory where the fast engine answers): ``counts:...`` always (the fast engine reads
+    only the multiset, so the numbers are those of the rows path), synthetic data above :data:`COUNTS_MIN_N`
+    (categorical: one multinomial; real: a grid, :func:`shufflesim.experiments.data.real_counts`).  The rule is
+    :func:`shufflesim.experiments.data.drawn_as_counts`, shared with ``validate`` and ``sweep``."""
+    from shufflesim.experiments.data import drawn_as_counts
+
+    return _fast_chosen(cls, args.engine) and drawn_as_counts(spec, data_kind=cls.data_kind, n=args.n)
 
 
-def _as_summary(cls, spec, args) -> bool:
-    """Issue 21 (a): data read as a multiset (a DataSummary), never as n rows, under ``--engine fast`` for a
-    protocol with a fast engine: ``counts:...`` always (the fast engine reads only the multiset, so the numbers
-    are those of the rows path), real synthetic data (uniform, beta, normal, constant) above
-    :data:`COUNTS_MIN_N` (drawn on a grid, :func:`shufflesim.experiments.data.real_counts`)."""
-    if args.engine != "fast" or not callable(getattr(cls, "sample_fast", None)):
-        return False
-    if spec.kind == "counts":
-        return True
-    return (cls.data_kind == "real" and args.n is not None and args.n > COUNTS_MIN_N
-            and spec.kind in ("uniform", "beta", "normal", "constant"))
+def summary_data(cls, spec, args, k, rng):
+    """The data of :func:`as_summary_path` as a DataSummary (counts or a grid of real values)."""
+    from shufflesim.experiments.data import population_counts
 
-
-def _summary_data(cls, spec, args, k, rng):
-    from shufflesim.experiments.data import data_counts, real_counts
-
-    if cls.data_kind == "categorical":
-        return data_counts(spec, n=args.n, k=k, rng=rng)
-    return real_counts(spec, n=args.n, rng=rng)
+    return population_counts(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng)
 
 
 #: a streamed faithful run estimated to take longer than this (seconds) names the fast engine, where there is one
@@ -120,8 +115,23 @@ def _streamed_data(cls, spec, args, k, rng):
     countable = ("uniform", "zipf", "constant", "counts") if cls.data_kind == "categorical" else (
         "uniform", "beta", "normal", "constant", "counts")
     if args.n is not None and args.n > COUNTS_MIN_N and spec.kind in countable:
-        return _summary_data(cls, spec, args, k, rng)
+        return summary_data(cls, spec, args, k, rng)
     return load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng, lower=args.lower, upper=args.upper)
+
+
+def check_faithful_fits(protocol, args, *, trials: int, label: str, seconds: float,
+                        nbytes: float | None = None) -> None:
+    """Issue 29, work that will not fit is not started: a faithful run's estimate against the limits through the
+    one policy (:func:`shufflesim.core.resources.choose_path`): refused in one line with the estimate, the knob
+    (``--yes``; SHUFFLESIM_TIME_LIMIT) and the fast engine where the protocol has one."""
+    from shufflesim.core.resources import RunPath, choose_path
+    from shufflesim.pipeline.fast import has_fast
+
+    paths = [RunPath(label, "--engine faithful", seconds=seconds, bytes=nbytes)]
+    if has_fast(protocol):
+        paths.append(RunPath("the fast engine", "--engine fast"))
+    choose_path(f"{trials} trial(s) of {protocol.name} (n={protocol.n})", paths, auto=args.engine == "auto",
+                yes=args.yes, advice=f"lower n or --trials ({protocol.name} has no fast engine)")
 
 
 def _run_streamed(protocol, data, trials: int, root, args):
@@ -135,7 +145,9 @@ def _run_streamed(protocol, data, trials: int, root, args):
 
     chunk = STREAM_CHUNK if args.chunk is None else check_int("chunk", args.chunk, minimum=1)
     chunk = min(chunk, protocol.n)
-    plan = plan_stream(protocol, data, root, chunk=chunk, trials=trials)
+    plan = plan_stream(protocol, data, root, chunk=chunk, trials=trials, limit_time=False)
+    check_faithful_fits(protocol, args, trials=trials, label=f"the faithful engine streamed in chunks of {chunk} users",
+                        seconds=plan["seconds"])
     if not args.json:
         print(f"faithful engine streamed in chunks of {chunk} users: about {human_bytes(plan['memory_bytes'])} of "
               f"memory, about {plan['seconds']:.3g} s for {trials} trial(s) of n={protocol.n} "
@@ -183,7 +195,7 @@ def _run(args: argparse.Namespace, output) -> int:
     k = cls.data_k(params)
     if cls.data_kind == "categorical" and k is not None:
         check_int("k", k, minimum=2)
-    counts_path = _as_counts(cls, spec, args) or _as_summary(cls, spec, args)  # cost not growing with n
+    counts_path = as_summary_path(cls, spec, args)  # cost not growing with n
     streamed = _streamed(cls, args)
     attacked = _dishonest.active(args)  # issue 23: a deviating coalition (cli/_dishonest.py)
     if attacked and (counts_path or streamed):
@@ -195,7 +207,7 @@ def _run(args: argparse.Namespace, output) -> int:
         if not counts_path and not streamed and not _fast_chosen(cls, args.engine):
             probe.check_resources()  # the faithful engine's messages; the fast engine allocates none of them
     if counts_path:  # issue 21: population scale, never n rows (experiments.data.data_counts, real_counts)
-        data = _summary_data(cls, spec, args, k, data_seed(root))
+        data = summary_data(cls, spec, args, k, data_seed(root))
         protocol = probe if args.n == data.n else cls.create(data.n, **params)  # created once at n = 1e9
     elif streamed:  # bounded memory: the chunk's messages, not the n users' (pipeline.stream)
         if args.n is not None:
@@ -222,12 +234,31 @@ def _run(args: argparse.Namespace, output) -> int:
         tolerance = tolerant_protocol(protocol, args.tolerate)
         protocol = tolerance.defended
     if attacked:
+        if not _fast_chosen(cls, args.engine):  # issue 29: attacked and honest faithful trials, in this process
+            from shufflesim.experiments.montecarlo import faithful_seconds
+
+            check_faithful_fits(protocol, args, trials=2 * trials,
+                                label="the faithful engine (attacked and honest runs)",
+                                seconds=faithful_seconds(protocol, data, root, trials=2 * trials))
         return _dishonest.run(args, protocol, data, root, trials=trials, level=level, output=output, t0=t0,
                               workers=workers)
     stream_info = None
     if streamed:
         result, stream_info = _run_streamed(protocol, data, trials, root, args)
     else:
+        from shufflesim.experiments.montecarlo import RECORD_BYTES, fast_seconds, faithful_seconds
+
+        if not _fast_chosen(cls, args.engine):  # issue 29: the in-memory faithful run's time, before it starts
+            check_faithful_fits(protocol, args, trials=trials, label="the faithful engine",
+                                seconds=faithful_seconds(protocol, data, root, trials=trials, workers=workers),
+                                nbytes=RECORD_BYTES * trials)
+        else:  # the fast engine's cost does not grow with n, but it does with the trials (time and records)
+            from shufflesim.core.resources import RunPath, choose_path
+
+            choose_path(f"{trials} trial(s) of {protocol.name} (n={protocol.n})",
+                        [RunPath("the fast engine", "--engine fast", bytes=RECORD_BYTES * trials,
+                                 seconds=fast_seconds(protocol, data, root, trials=trials, workers=workers))],
+                        yes=args.yes, advice="lower --trials")
         progress = Progress(trials, enabled=False if args.json else None)
         result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                             engine=args.engine)

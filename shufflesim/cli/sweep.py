@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from shufflesim.cli._common import cap_workers, float_arg, int_arg, print_json
+from shufflesim.core.resources import DEFAULT_TIME_LIMIT, time_limit
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline import registry
 
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     workers = cap_workers(check_int("workers", args.workers, minimum=1))
     sweep = build_sweep(args)
     est = estimate_seconds(sweep, workers)
-    if est > LONG_SECONDS and not args.yes:
+    if est > time_limit(yes=args.yes):  # the one time limit (core.resources; SHUFFLESIM_TIME_LIMIT sets it)
         raise ParameterError(f"this sweep of {len(sweep.points)} points x {sweep.trials} trials would take about "
                              f"{est / 60:.0f} minutes on {workers} worker(s); pass --yes to run it (or fewer points "
                              "or trials)")
@@ -162,8 +163,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: a sweep estimated to take longer than this many seconds needs --yes (as ``run`` asks for a long scenario)
-LONG_SECONDS = 600.0
+#: a sweep estimated to take longer than this many seconds needs --yes (as ``run`` asks for a long scenario): the
+#: default time limit of every command (:data:`shufflesim.core.resources.DEFAULT_TIME_LIMIT`)
+LONG_SECONDS = DEFAULT_TIME_LIMIT
 
 
 def estimate_seconds(sweep, workers: int) -> float:

@@ -56,6 +56,9 @@ def _common(pp: argparse.ArgumentParser) -> None:
     _budget(c, inherited=True)
     c.add_argument("--workers", type=int_arg, default=1,
                    help="local worker processes (default: 1)")
+    c.add_argument("--yes", action="store_true",
+                   help="a fixed-size faithful run (--trials) even when its estimated time is above the time limit "
+                        "(default: 600 s; SHUFFLESIM_TIME_LIMIT sets it)")
     c.add_argument("--plant-error", dest="plant_error", type=float_arg, default=0.0, metavar="REL",
                    help="multiply every theory value by 1 + REL: a deliberately wrong theory, to see it caught")
     c.add_argument("--json", action="store_true", help="print one JSON object")
@@ -129,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from shufflesim.core.rng import as_seed_sequence, data_seed
     from shufflesim.errors import ParameterError
     from shufflesim.experiments.data import load_data, parse_data_spec
+    from shufflesim.cli.simulate import as_summary_path, summary_data
     from shufflesim.pipeline import registry
     from shufflesim.pipeline.fast import resolve_engine
     from shufflesim.validation.mse import validate_protocol
@@ -153,11 +157,22 @@ def run(args: argparse.Namespace) -> int:
     if args.n is None and spec.kind not in ("file", "counts", "adult-age"):
         raise ParameterError(f"--n is required with the synthetic data spec {args.data!r} (n >= 1)")
     if args.n is not None:
-        cls.create(check_int("n", args.n, minimum=1), **params)
-    data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=cls.data_k(params), rng=data_seed(root),
-                     lower=args.lower, upper=args.upper)
-    protocol = cls.create(len(data), **params)
-    resolve_engine(protocol, args.engine)  # refuse --engine fast before any work
+        probe = cls.create(check_int("n", args.n, minimum=1), **params)
+        resolve_engine(probe, args.engine)  # refuse --engine fast before any work
+    if as_summary_path(cls, spec, args):  # issue 29: the fast engine at n = 1e9 reads counts, never n rows
+        data = summary_data(cls, spec, args, cls.data_k(params), data_seed(root))
+        protocol = probe if args.n is not None and args.n == data.n else cls.create(data.n, **params)
+    else:
+        data = load_data(spec, data_kind=cls.data_kind, n=args.n, k=cls.data_k(params), rng=data_seed(root),
+                         lower=args.lower, upper=args.upper)
+        protocol = cls.create(len(data), **params)
+    engine = resolve_engine(protocol, args.engine)  # refuse --engine fast before any work
+    if engine == "faithful" and args.trials is not None:  # issue 29: a fixed run's time, before it starts
+        from shufflesim.cli.simulate import check_faithful_fits
+        from shufflesim.experiments.montecarlo import faithful_seconds
+
+        check_faithful_fits(protocol, args, trials=args.trials, label="the faithful engine",
+                            seconds=faithful_seconds(protocol, data, root, trials=args.trials, workers=workers))
     status = _Status(_tty() and not args.json and args.trials is None)
     progress = None
     if args.trials is not None and not args.json:

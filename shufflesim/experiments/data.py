@@ -401,3 +401,27 @@ def real_counts(spec, *, n: int | None, rng: RngLike = None, grid: int = REAL_CO
     keep = counts > 0
     values, counts = values[keep], counts[keep]
     return DataSummary(values, counts, int(counts.sum()), "real")
+
+
+#: above this n, synthetic data for the fast engine are drawn as counts (one multinomial, or a grid of real values)
+#: instead of n rows; below it the rows path is kept, so that results for a seed are unchanged there (issue 21)
+COUNTS_MIN_N = 10**7
+#: the synthetic specs drawn as counts above :data:`COUNTS_MIN_N`, per data kind (``counts:`` always is)
+COUNTABLE = {"categorical": ("uniform", "zipf", "constant"), "real": ("uniform", "beta", "normal", "constant")}
+
+
+def drawn_as_counts(spec, *, data_kind: str, n: int | None) -> bool:
+    """Whether the fast engine reads ``spec`` as a multiset (:func:`population_counts`), never as n rows:
+    ``counts:...`` always (the fast engine reads only the multiset, so the numbers are those of the rows path),
+    the :data:`COUNTABLE` synthetic specs above :data:`COUNTS_MIN_N` (issue 29: ``--engine auto`` and ``fast``
+    answer n = 1e9 in ``simulate``, ``validate`` and ``sweep`` alike)."""
+    ds = parse_data_spec(spec) if isinstance(spec, str) else spec
+    return ds.kind == "counts" or (n is not None and n > COUNTS_MIN_N and ds.kind in COUNTABLE.get(data_kind, ()))
+
+
+def population_counts(spec, *, data_kind: str, n: int | None, k: int | None, rng: RngLike = None):
+    """The data of :func:`drawn_as_counts` as a DataSummary: :func:`data_counts` (categorical) or
+    :func:`real_counts` (real)."""
+    if data_kind == "categorical":
+        return data_counts(spec, n=n, k=k, rng=rng)
+    return real_counts(spec, n=n, rng=rng)

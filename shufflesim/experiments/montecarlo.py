@@ -43,7 +43,7 @@ def _init_worker(protocol: Protocol, data: np.ndarray, truth: Any, summary: Any 
     _WORKER_STATE.update(protocol=protocol, data=data, truth=truth, summary=summary)
 
 
-def _check_summary(protocol: Protocol, summary: DataSummary) -> DataSummary:
+def check_summary(protocol: Protocol, summary: DataSummary) -> DataSummary:
     """A DataSummary given as the data: its kind, size and (categorical) domain must match the protocol."""
     if summary.kind != protocol.data_kind:
         raise DataError(f"the counts are {summary.kind} data; protocol {protocol.name!r} takes "
@@ -87,6 +87,59 @@ def _run_chunk(root_state: tuple, point: int, trials: list[int]) -> list[dict[st
     if st.get("summary") is not None:  # chunks are runs of consecutive trials
         return fast_trials(st["protocol"], st["summary"], st["truth"], root, point, trials[0], trials[-1] + 1)
     return [run_trial(st["protocol"], st["data"], root, point, t, st["truth"]) for t in trials]
+
+
+def faithful_seconds(protocol: Protocol, data: np.ndarray, root: RngLike, *, trials: int, workers: int = 1) -> float:
+    """Estimated run time of ``trials`` in-memory faithful trials (:func:`run_trials`, ``engine="faithful"``) on
+    ``workers`` processes, from a probe: one execution of the protocol (randomiser, shuffler, analyser, truth) on
+    the first min(:data:`~shufflesim.pipeline.stream.PROBE_USERS`, n) users with a throw-away seed (the probe
+    stream of :func:`~shufflesim.pipeline.stream.plan_stream`: no trial's draws change), scaled to n users a
+    trial; the faster of two probes where one is quick (the first pays for warm-up).  An analyser that refuses a
+    view of fewer than n users is timed to the randomiser only.  This is what
+    :func:`shufflesim.core.resources.choose_path` weighs against the time limit before a run starts."""
+    from shufflesim.core.rng import child
+    from shufflesim.errors import ShufflesimError
+    from shufflesim.pipeline.stream import PROBE_STREAM, PROBE_USERS
+
+    rows = np.asarray(data)
+    probe = max(1, min(PROBE_USERS, int(rows.shape[0])))
+    seed = child(as_seed_sequence(root), PROBE_STREAM)
+    best = math.inf
+    for _ in range(2):
+        t0 = time.perf_counter()
+        try:
+            protocol.run(rows[:probe], seed, validate=False)
+        except (ShufflesimError, ValueError, IndexError, ArithmeticError):
+            t0 = time.perf_counter()
+            protocol.randomiser.randomise(rows[:probe], np.random.Generator(np.random.PCG64(seed)))
+        best = min(best, time.perf_counter() - t0)
+        if best > 0.1:
+            break
+    return best / probe * float(protocol.n) * trials / max(1, workers)
+
+
+#: bytes one trial's record takes at the peak of :func:`run_trials` (a dict of a few floats, then a DataFrame row:
+#: 370 measured with tracemalloc for k-RR and the blanket sum, rounded up)
+RECORD_BYTES = 512.0
+
+
+def fast_seconds(protocol: Protocol, data: Any, root: RngLike, *, trials: int, workers: int = 1) -> float:
+    """Estimated run time of ``trials`` fast-engine trials of :func:`run_trials` on ``workers`` processes: one
+    block (up to :data:`~shufflesim.pipeline.fast.FAST_BLOCK` trials) drawn from the probe stream
+    (``child(root, PROBE_STREAM)``: no trial's draws change), records included, scaled to ``trials``."""
+    from shufflesim.core.rng import child
+    from shufflesim.pipeline.stream import PROBE_STREAM
+
+    if isinstance(data, DataSummary):
+        summary = check_summary(protocol, data)
+        truth = protocol.truth_from_summary(summary)
+    else:
+        rows = protocol.check_data(data)
+        summary, truth = summarise_data(protocol, rows), protocol.truth(rows)
+    probe = min(trials, FAST_BLOCK)
+    t0 = time.perf_counter()
+    fast_trials(protocol, summary, truth, child(as_seed_sequence(root), PROBE_STREAM), 0, 0, probe)
+    return (time.perf_counter() - t0) / probe * trials / max(1, workers)
 
 
 # --- driver --------------------------------------------------------------------------------------------
@@ -138,7 +191,7 @@ def run_trials(
         if engine != "fast":
             raise ParameterError("data given as counts (a DataSummary) run only under the fast engine; "
                                  "the faithful engine simulates every user's message (give the n inputs)")
-        summary = _check_summary(protocol, data)
+        summary = check_summary(protocol, data)
         truth = protocol.truth_from_summary(summary)
     else:
         engine = resolve_engine(protocol, engine)
@@ -213,7 +266,7 @@ def run_trials_streamed(protocol: Protocol, data: Any, *, trials: int, rng: RngL
     trials = check_int("trials", trials, minimum=1)
     chunk = STREAM_CHUNK if chunk is None else check_int("chunk", chunk, minimum=1)
     if isinstance(data, DataSummary):
-        data = _check_summary(protocol, data)
+        data = check_summary(protocol, data)
         truth = protocol.truth_from_summary(data)
     else:
         data = protocol.check_data(data)

@@ -161,13 +161,22 @@ def check_point(spec: Mapping, g: int) -> None:
 
 def build_point(spec: Mapping, g: int):
     """``(protocol, data, truth, summary or None, engine)`` of point ``g`` (data from stream (0, 0))."""
-    from shufflesim.experiments.data import load_data
+    from shufflesim.experiments.data import COUNTS_MIN_N, drawn_as_counts, load_data, population_counts
+    from shufflesim.experiments.montecarlo import check_summary
     from shufflesim.pipeline import registry
     from shufflesim.pipeline.fast import resolve_engine, summarise_data
 
     pt = spec["points"][g]
     cls = registry.get(pt["protocol"])
     root = np.random.SeedSequence(int(spec["seed"]))
+    if (pt.get("attack") is None and pt["n"] is not None and pt["n"] > COUNTS_MIN_N
+            and drawn_as_counts(pt["data"], data_kind=cls.data_kind, n=pt["n"])):
+        # issue 29: the fast engine at n = 1e9 reads counts, never n rows (as simulate and validate do)
+        proto = cls.create(pt["n"], **pt["params"])
+        if resolve_engine(proto, spec["engine"]) == "fast":
+            x = check_summary(proto, population_counts(pt["data"], data_kind=cls.data_kind, n=pt["n"],
+                                                       k=cls.data_k(pt["params"]), rng=data_seed(root)))
+            return proto, x, proto.truth_from_summary(x), x, "fast"
     x = load_data(pt["data"], data_kind=cls.data_kind, n=pt["n"], k=cls.data_k(pt["params"]), rng=data_seed(root),
                   lower=pt["lower"], upper=pt["upper"])
     proto = cls.create(len(x), **pt["params"])
@@ -510,6 +519,8 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
     support [0, inf)), the exact expectation, metrics."""
     import pyarrow.parquet as pq
 
+    from shufflesim.pipeline.fast import mse_expected_of
+
     root = Path(root)
     spec = sweep.to_dict()
     rows = []
@@ -521,7 +532,7 @@ def summarise_sweep(root: str | os.PathLike, sweep: Sweep, chunk_size: int | Non
         lo = max(lo, 0.0) if math.isfinite(lo) else lo  # clipped to the MSE's support [0, inf), as summarise() does
         row = {"point": g, "protocol": pt.protocol, "data": pt.data, "n": proto.n, "engine": engine,
                **{f"param_{k}": v for k, v in proto.params.items() if isinstance(v, (int, float, str))},
-               "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": proto.mse_expected(x)}
+               "trials": count, "mse": mse, "mse_lo": lo, "mse_hi": hi, "mse_expected": mse_expected_of(proto, x)}
         coalition = point_coalition(spec, g, proto)
         if coalition is not None:  # issue 23: bias of the attacked estimate, and the derived figures
             from shufflesim.experiments.population import attack_engine, attack_summary

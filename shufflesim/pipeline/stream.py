@@ -218,12 +218,14 @@ def stream_run(protocol: Protocol, data: Any, seed: np.random.SeedSequence, *, c
                      bits_per_message=protocol.randomiser.bits_per_message, view=None, details=raw)
 
 
-def plan_stream(protocol: Protocol, data: Any, root: np.random.SeedSequence, *, chunk: int, trials: int) -> dict:
+def plan_stream(protocol: Protocol, data: Any, root: np.random.SeedSequence, *, chunk: int, trials: int,
+                limit_time: bool = True) -> dict:
     """Check a streamed run before it starts: refuse (ResourceError with the estimate and the knob) when a
     chunk would not fit in memory -- before anything is allocated -- or when the time estimated from a probe
     (:data:`PROBE_USERS` users randomised with a throw-away seed, then the protocol's analyser on their view,
     which also refuses analysers that need the messages) exceeds ``SHUFFLESIM_TIME_LIMIT``.  Returns the
-    estimates: ``memory_bytes``, ``seconds``, ``users_per_second`` (of the probe)."""
+    estimates: ``memory_bytes``, ``seconds``, ``users_per_second`` (of the probe).  ``limit_time=False`` leaves
+    the time to the caller's policy (:func:`shufflesim.core.resources.choose_path`, as ``simulate`` does)."""
     from shufflesim.core.resources import check_memory, check_time
 
     check_streamable(protocol)
@@ -246,6 +248,7 @@ def plan_stream(protocol: Protocol, data: Any, root: np.random.SeedSequence, *, 
     except NeedsMessages as exc:
         raise NotApplicableError(f"protocol {protocol.name!r} cannot be streamed ({exc}); {_OTHERWISE}") from None
     seconds = per_user * protocol.n * trials
-    check_time(seconds, f"{trials} streamed faithful trial(s) of {protocol.name} (n={protocol.n})",
-               "lower n or --trials, or use --engine fast")
+    if limit_time:
+        check_time(seconds, f"{trials} streamed faithful trial(s) of {protocol.name} (n={protocol.n})",
+                   "lower n or --trials, or use --engine fast")
     return {"memory_bytes": mem, "seconds": seconds, "users_per_second": 1.0 / per_user if per_user > 0 else math.inf}

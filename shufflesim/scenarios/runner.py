@@ -29,6 +29,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from shufflesim.core.resources import DEFAULT_TIME_LIMIT, time_limit
 from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agreement, plot_curves, plot_defence,
                                         plot_heatmaps, plot_sweeps, plot_training)
 from shufflesim.scenarios.report import write_report
@@ -40,8 +41,9 @@ from shufflesim.scenarios.steps import (as_list, active_sweeps, cells_trials, ch
 
 __all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
 
-#: a scenario whose estimated run time exceeds this many seconds needs --yes (or --quick)
-LONG_SECONDS = 600.0
+#: a scenario whose estimated run time exceeds this many seconds needs --yes (or --quick): the default time limit
+#: of every command (:data:`shufflesim.core.resources.DEFAULT_TIME_LIMIT`)
+LONG_SECONDS = DEFAULT_TIME_LIMIT
 #: the marker file of an output directory whose run has not finished (or failed)
 INCOMPLETE = "INCOMPLETE"
 
@@ -303,7 +305,7 @@ def run_scenario(sc: dict, out: str | Path, *, quick: bool = False, workers: int
 
     log = log or (lambda m: None)
     est = estimate_seconds(sc, quick)
-    if est > LONG_SECONDS and not yes:
+    if est > time_limit(yes=yes):  # the one time limit (core.resources; SHUFFLESIM_TIME_LIMIT sets it)
         raise ScenarioError(f"{sc['_path']}: this scenario would take about {est / 60:.0f} minutes in "
                             f"{'quick' if quick else 'full'} mode; pass --yes to run it or --quick for a small run")
     check_runnable(sc, quick)  # everything checkable is checked before anything is written

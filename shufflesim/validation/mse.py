@@ -281,7 +281,9 @@ def theory_values(protocol, data: np.ndarray, planted_error: float = 0.0) -> dic
     """The protocol's theory hooks at ``data``, each multiplied by 1 + ``planted_error`` (a deliberately
     wrong theory, for showing that validation catches it; 0 leaves them alone)."""
     f = 1.0 + planted_error
-    vals = {"expected": protocol.mse_expected(data), "worst": protocol.mse_worst(), "bound": protocol.mse_bound()}
+    from shufflesim.pipeline.fast import mse_expected_of
+
+    vals = {"expected": mse_expected_of(protocol, data), "worst": protocol.mse_worst(), "bound": protocol.mse_bound()}
     return {k: (None if v is None else float(v) * f) for k, v in vals.items()}
 
 
@@ -352,7 +354,7 @@ def validate_protocol(protocol, data: np.ndarray, *, trials: int | None = None, 
     stopped by ``max_seconds``.
     """
     from shufflesim.experiments.montecarlo import run_trials
-    from shufflesim.pipeline.fast import resolve_engine, summarise_data
+    from shufflesim.pipeline.fast import DataSummary, resolve_engine, summarise_data
 
     planted_error = check_real("planted_error", planted_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     root = as_seed_sequence(rng)
@@ -367,10 +369,19 @@ def validate_protocol(protocol, data: np.ndarray, *, trials: int | None = None, 
         out = validate_errors(sq, **theory, alpha=alpha, margin=margin, resamples=resamples, rng=boot_seed)
         out["complete"] = run.complete
     else:
-        protocol.check_resources()
-        data = protocol.check_data(data)
-        truth = protocol.truth(data)
-        summary = summarise_data(protocol, data) if engine == "fast" else None
+        if isinstance(data, DataSummary):  # data as counts (issue 29: validate at n = 1e9 on the fast engine)
+            from shufflesim.experiments.montecarlo import check_summary
+
+            if engine != "fast":
+                raise ParameterError("data given as counts (a DataSummary) run only under the fast engine")
+            summary = check_summary(protocol, data)
+            truth = protocol.truth_from_summary(summary)
+        else:
+            if engine == "faithful":  # the faithful trial's messages; the fast engine allocates none of them
+                protocol.check_resources()
+            data = protocol.check_data(data)
+            truth = protocol.truth(data)
+            summary = summarise_data(protocol, data) if engine == "fast" else None
         state = (protocol, data, truth, summary, root.entropy, tuple(root.spawn_key))
         pool = _pool(protocol, state, workers)
         try:
