@@ -13,7 +13,12 @@ from shufflesim.errors import ParameterError, ShufflesimError
 def _as_real(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ParameterError(f"{name} must be a real number; got {value!r}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an integer beyond the double range (a 400-digit int)
+        raise ParameterError(f"{name} must be a finite number within double precision (about 1e308); got an "
+                             "integer of " + (f"{len(str(value))} digits" if abs(value) < 10**4000 else
+                                              "more than 4000 digits")) from None
     if not math.isfinite(v):
         raise ParameterError(f"{name} must be finite; got {value!r}")
     return v
