@@ -218,10 +218,43 @@ def _is(value: Any, types: tuple) -> bool:
     return isinstance(value, types)
 
 
+def scenario_number(where: str, v: Any) -> Any:
+    """A number of a scenario file by the rules of every number a user gives (:mod:`shufflesim.core.checks`):
+    finite (TOML's nan and inf are refused; nan passes every comparison), an integer within int64 (TOML
+    integers are unbounded in Python, numpy's are not).  Applied to every value and every param."""
+    from shufflesim.core.checks import INT64_MAX, check_int, check_real
+    from shufflesim.errors import ParameterError
+
+    try:
+        if isinstance(v, int):
+            check_int(where, v, minimum=-INT64_MAX, maximum=INT64_MAX)
+        else:
+            check_real(where, v)
+    except ParameterError as exc:
+        raise ScenarioError(str(exc)) from None
+    return v
+
+
+def _params_numbers(where: str, value: Any) -> None:
+    """Every number inside a params / args / settings table (and its lists), by :func:`scenario_number`."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return
+    if isinstance(value, (int, float)):
+        scenario_number(where, value)
+    elif isinstance(value, list):
+        for i, x in enumerate(value):
+            _params_numbers(f"{where}[{i}]", x)
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            _params_numbers(f"{where}.{k}", x)
+
+
 def _check_value(path: str, value: Any, key: Key) -> Any:
     def one(v, where):
         if not _is(v, key.types):
             raise ScenarioError(f"{where}: expected {_tname(key.types)}, got {type(v).__name__} {v!r}")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            scenario_number(where, v)
         if key.choices is not None and v not in key.choices:
             raise ScenarioError(f"{where}: {v!r} is not allowed (allowed: {', '.join(map(str, key.choices))})")
         if key.minimum is not None and isinstance(v, (int, float)) and v < key.minimum:
@@ -258,6 +291,8 @@ def _check_table(path: str, table: dict, schema: dict[str, Key]) -> dict:
             out[name] = key.default
             continue
         out[name] = _check_value(p, table[name], key)
+        if name in ("params", "args", "settings"):
+            _params_numbers(p, table[name])
     return out
 
 
