@@ -171,6 +171,16 @@ def build_point(spec: Mapping, g: int):
     return proto, x, proto.truth(x), summary, engine
 
 
+def check_point(spec: Mapping, g: int):
+    """Point ``g`` of a sweep spec checked as its trials will use it: the protocol built from its parameters and
+    data, and its coalition (``dishonest`` etc.) checked against that protocol.  Raises the one-line error of
+    the first bad value; nothing is written.  Every point is checked so before a sweep writes anything (and a
+    scenario's ``run --check`` calls it too).  Returns :func:`build_point`'s tuple."""
+    state = build_point(spec, g)
+    point_coalition(spec, g, state[0])
+    return state
+
+
 def _point_state(spec_json: str, g: int):
     key = (spec_json, g)
     if key not in _CACHE:
@@ -370,8 +380,8 @@ def run_sweep(
     env = environment()
     recomputed: list[str] = []
     spec_json = json.dumps(sweep.to_dict(), sort_keys=True)
-    for g in range(len(sweep.points)):  # fail on bad parameters before anything is written or sent out
-        build_point(sweep.to_dict(), g)
+    for g in range(len(sweep.points)):  # fail on bad parameters (and coalitions) before anything is written
+        check_point(sweep.to_dict(), g)
     backend_ = make_backend(backend, workers=workers, scheduler=scheduler)  # a cluster is reached before writing
     try:
         root.mkdir(parents=True, exist_ok=True)
