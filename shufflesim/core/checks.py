@@ -24,16 +24,21 @@ def _as_real(name: str, value) -> float:
     return v
 
 
-def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None,
+#: integers must fit a signed 64-bit integer (numpy's counts, sizes and sums) unless a caller states a wider range
+INT64_MAX = 2**63 - 1
+
+
+def check_int(name: str, value, *, minimum: int | None = -INT64_MAX, maximum: int | None = INT64_MAX,
               error: type[ShufflesimError] = ParameterError) -> int:
-    """An integer within [minimum, maximum]."""
+    """An integer within [minimum, maximum]; by default within the int64 range, so no integer a user gives wraps
+    around where numpy holds it (a caller may pass ``maximum=None`` for a Python-integer-only quantity)."""
     if isinstance(value, bool) or not isinstance(value, Integral):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
             raise error(f"{name} must be an integer; got {value!r}")
     v = int(value)
-    shown = v if abs(v) < 10**15 else f"{float(v):.6g}" if abs(v) < 10**300 else "an integer beyond 1e300"
+    shown = v if abs(v) < 10**15 else f"{float(v):.6g}" if abs(v) < 10**308 else "an integer beyond 1e308"
     if minimum is not None and v < minimum:
         raise error(f"{name} must be an integer >= {minimum}; got {shown}")
     if maximum is not None and v > maximum:
@@ -108,8 +113,9 @@ def check_probability(name: str, value, *, allow_zero: bool = True, allow_one: b
 #: int64 at most 20; a longer token ('1e999999999' is short, but a 400-digit integer or a megabyte string is not) is
 #: refused before any conversion, so no conversion is slow (Python's int() of n digits is quadratic) or overflows.
 MAX_NUMBER_CHARS = 64
-#: integers read from text must fit a signed 64-bit integer (numpy's counts and sums), checked before conversion
-INT64_MAX = 2**63 - 1
+#: most digits of an integer written out in full ('123...'): Python reads it in microseconds, and check_int then
+#: refuses it by its range with the parameter's name (a real number's token has at most MAX_NUMBER_CHARS)
+MAX_INT_DIGITS = 1000
 #: largest decimal exponent a number read from text may carry; beyond it the value is inf or 0 in double precision
 #: (DBL_MAX ~ 1.8e308, the smallest subnormal ~ 4.9e-324), so the token is refused as out of range, not rounded
 MAX_EXPONENT = 400
@@ -166,11 +172,11 @@ def parse_int(name: str, text, *, minimum: int | None = None, maximum: int | Non
               error: type[ShufflesimError] = ParameterError) -> int:
     """An integer written as text ('12', '1_000', '1e6', '2.0'), length-capped before conversion and checked
     against [minimum, maximum] and the int64 range *before* it is used (no wrap-around downstream)."""
-    t = _token(name, text, error)
-    plain = t.replace("_", "")
-    if re.fullmatch(r"[+-]?\d+", plain):
-        v = int(plain)  # at most MAX_NUMBER_CHARS digits: fast and exact
+    plain = text.strip().replace("_", "") if isinstance(text, str) else text
+    if isinstance(plain, str) and len(plain) <= MAX_INT_DIGITS and re.fullmatch(r"[+-]?\d+", plain):
+        v = int(plain)  # at most MAX_INT_DIGITS digits: fast and exact; the range check below names it
     else:
+        t = _token(name, text, error)
         x = parse_real(name, t, error=error)
         if not x.is_integer():
             raise error(f"{name} must be an integer; got {t!r}")

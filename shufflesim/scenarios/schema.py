@@ -23,6 +23,7 @@ shufflesim value and verdict the report tabulates.  Every error names the key pa
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -219,19 +220,18 @@ def _is(value: Any, types: tuple) -> bool:
 
 
 def scenario_number(where: str, v: Any) -> Any:
-    """A number of a scenario file by the rules of every number a user gives (:mod:`shufflesim.core.checks`):
-    finite (TOML's nan and inf are refused; nan passes every comparison), an integer within int64 (TOML
-    integers are unbounded in Python, numpy's are not).  Applied to every value and every param."""
-    from shufflesim.core.checks import INT64_MAX, check_int, check_real
+    """A real of a scenario's params, args or settings table by the rule of every number a user gives
+    (:func:`shufflesim.core.checks.check_real`): finite.  TOML's nan passes every range comparison, so it is
+    refused here, with the validator's own line (``where: eps must be finite; got nan``) — the same line the
+    protocol gives when the run builds the point, also for points ``run --check`` does not build."""
+    from shufflesim.core.checks import check_real
     from shufflesim.errors import ParameterError
 
-    try:
-        if isinstance(v, int):
-            check_int(where, v, minimum=-INT64_MAX, maximum=INT64_MAX)
-        else:
-            check_real(where, v)
-    except ParameterError as exc:
-        raise ScenarioError(str(exc)) from None
+    if isinstance(v, float):
+        try:
+            check_real(where.rsplit(".", 1)[-1].split("[")[0], v)
+        except ParameterError as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
     return v
 
 
@@ -253,8 +253,11 @@ def _check_value(path: str, value: Any, key: Key) -> Any:
     def one(v, where):
         if not _is(v, key.types):
             raise ScenarioError(f"{where}: expected {_tname(key.types)}, got {type(v).__name__} {v!r}")
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            scenario_number(where, v)
+        if (key.minimum is not None or key.maximum is not None) and isinstance(v, float) and not math.isfinite(v):
+            # nan passes both comparisons below; the schema checks this key's range itself
+            raise ScenarioError(f"{where}: {v!r} is out of range (allowed: a finite number"
+                                + (f", >= {key.minimum}" if key.minimum is not None else "")
+                                + (f", <= {key.maximum}" if key.maximum is not None else "") + ")")
         if key.choices is not None and v not in key.choices:
             raise ScenarioError(f"{where}: {v!r} is not allowed (allowed: {', '.join(map(str, key.choices))})")
         if key.minimum is not None and isinstance(v, (int, float)) and v < key.minimum:
