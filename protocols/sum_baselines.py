@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from shufflesim.core.checks import EPS_PRECISION, check_int, check_real
+from shufflesim.core.checks import check_int, check_real
 from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
@@ -80,7 +80,7 @@ MIN_EPS = 1e-100
 def _eps(eps) -> float:
     if eps is None:
         raise ParameterError("this protocol needs --eps (epsilon > 0)")
-    eps = check_real("eps", eps, low=0.0, low_open=True, precise=EPS_PRECISION)
+    eps = check_real("eps", eps, low=0.0, low_open=True)
     if eps < MIN_EPS:
         raise ParameterError(f"eps must be >= {MIN_EPS:g}: below it the noise scale 1/eps and the error ~ n/eps^2 "
                              f"overflow double precision; got {eps!r}")
