@@ -64,8 +64,9 @@ def _numbers(text: str, spec: str, count: int | None, what: str) -> tuple[float,
 
     if not text.strip() or (count is not None and text.count(",") != count - 1):
         raise DataError(f"data spec {shown_spec(spec)}: expected {what}")
-    return parse_list(f"data spec {shown_spec(spec)}", text, lambda name, t: parse_real(name, t, error=DataError),
-                      max_items=count or MAX_COUNTS_K, error=DataError)
+    return parse_list(f"data spec {shown_spec(spec)}: expected {what}; the value", text,
+                      lambda name, t: parse_real(name, t, error=DataError), max_items=count or MAX_COUNTS_K,
+                      error=DataError)
 
 
 def _counts(text: str, spec: str) -> tuple[int, ...]:
@@ -76,7 +77,8 @@ def _counts(text: str, spec: str) -> tuple[int, ...]:
     what = "counts:c0,c1,... with non-negative integer counts"
     if not text.strip():
         raise DataError(f"data spec {shown_spec(spec)}: expected {what}")
-    vals = parse_list(f"data spec {shown_spec(spec)}: count", text,
+    vals = parse_list(f"data spec {shown_spec(spec)}: counts must be non-negative integers with a positive total "
+                      "of at most 2^62; count", text,
                       lambda name, t: parse_int(name, t, minimum=0, maximum=MAX_COUNTS_N, error=DataError),
                       max_items=MAX_COUNTS_K, error=DataError)
     total = sum(vals)  # Python integers: no wrap-around

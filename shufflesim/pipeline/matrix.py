@@ -55,10 +55,16 @@ def _entry(v: Any, where: str) -> float:
         return check_real(name, v)
     if isinstance(v, str):
         top, slash, bottom = v.partition("/")
-        parse_real(name, top)
+        try:
+            parse_real(name, top)
+            zero = bool(slash) and not parse_real(name, bottom)
+        except ParameterError:
+            shown = repr(v) if len(v) <= 40 else repr(v[:30] + "...") + f" ({len(v)} characters)"
+            raise ParameterError(f"{name} must be a number or a fraction like 1/3, within double precision; "
+                                 f"got {shown}") from None
         if not slash:
             return float(Fraction(top.strip()))
-        if not parse_real(name + " (denominator)", bottom):
+        if zero:
             raise ParameterError(f"{name}: a fraction with denominator 0; got {v!r}")
         value = Fraction(top.strip()) / Fraction(bottom.strip())
         if value > 1:  # a probability; also keeps float() below the double range
