@@ -75,16 +75,14 @@ EPS_REQUIRED = Option("eps", float, "central epsilon > 0 (required)")
 #: smallest eps the noise baselines accept: the noise scale 1/eps and the error ~ n/eps^2 of a smaller eps
 #: overflow double precision (the answer would be inf/NaN, not a number)
 MIN_EPS = 1e-100
+EPS_PRECISION_NOISE = Precision(low=MIN_EPS, below="the noise scale 1/eps and the error ~ n/eps^2 overflow double "
+                                "precision")
 
 
 def _eps(eps) -> float:
     if eps is None:
         raise ParameterError("this protocol needs --eps (epsilon > 0)")
-    eps = check_real("eps", eps, low=0.0, low_open=True)
-    if eps < MIN_EPS:
-        raise ParameterError(f"eps must be >= {MIN_EPS:g}: below it the noise scale 1/eps and the error ~ n/eps^2 "
-                             f"overflow double precision; got {eps!r}")
-    return eps
+    return check_real("eps", eps, low=0.0, low_open=True, precise=EPS_PRECISION_NOISE)
 
 
 class _RealSum(Protocol):

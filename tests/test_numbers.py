@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import signal
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
@@ -200,3 +199,14 @@ def test_every_grid_point_is_checked_before_a_sweep_writes(tmp_path, capsys):
     line = refused(capsys, "sweep", "blanket-sum", "--n", "1000", "--set", "eps=1", "--set", "dishonest=0,2000",
                    "--trials", "2", "--output", out)
     assert "dishonest" in line and not out.exists()
+
+
+@pytest.mark.parametrize("question", [{"eps": 10**400}, {"delta": 10**400}, {"eps": -10**400},
+                                      {"eps": 1.0, "compositions": 10**400}])
+def test_account_refuses_integers_beyond_the_double_range(question):
+    # old: OverflowError ("int too large to convert to float") from account(..., eps=10**400)
+    from shufflesim.accounting.account import account
+    from shufflesim.mechanisms import RR2
+
+    with pytest.raises(ShufflesimError):
+        account(RR2(1000, 1.0), **question)

@@ -169,12 +169,10 @@ def _read_csv(path: Path):
     """The CSV file's rows of tokens, counted before they are split: more than :data:`MAX_ENTRIES` entries is
     refused at the row that passes the cap.  Rows of plain numbers are converted by numpy at once (an array
     back); fractions such as 1/3 keep the row of tokens (read by :func:`_entry`)."""
-    rows, entries, numeric = [], 0, True
+    rows, numeric = [], True
     with path.open(encoding="utf-8") as fh:  # read a row at a time: refused at the cap, not after reading it all
         lines = list(_rows_until_cap(fh, path))
     for line in lines:
-        if not line:
-            continue
         tokens = [t.strip() for t in line.split(",") if t.strip()]
         if numeric and all(len(t) <= 32 and "/" not in t and "_" not in t for t in tokens):
             try:

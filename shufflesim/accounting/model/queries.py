@@ -45,7 +45,10 @@ def _values(name: str, values) -> list[float]:
         v = v.item() if isinstance(v, np.generic) else v
         if isinstance(v, bool) or not isinstance(v, Real):
             raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got {v!r}")
-        out.append(float(v))
+        try:
+            out.append(float(v))
+        except OverflowError:  # an integer beyond the double range: refused below as the infinity it rounds to
+            out.append(math.inf if v > 0 else -math.inf)
     if not out:
         raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got an empty list")
     return out
