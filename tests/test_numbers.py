@@ -170,6 +170,9 @@ CHECK_EQUALS_RUN = {
                                    "certifies delta = 0"),
     "params eps0 = nan": (DEFENCE.format(p="krr", n=1000, params="k = 3, eps0 = nan", tol="0.1"),
                           "eps0 must be finite"),
+    "curve n beyond the pair methods' 1e10": (
+        '[[curve]]\nname = "c"\nmechanism = "krr"\nargs = { n = 1000000000000, k = 3, gamma = 0.25, relation = '
+        '"strong" }\neps = [1.0]\n', "n must be <= 1e+10"),
 }
 
 

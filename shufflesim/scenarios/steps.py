@@ -273,10 +273,17 @@ def _check_curve(where: str, step: dict, quick: bool) -> None:
             except (ShufflesimError, ValueError, OverflowError) as exc:
                 raise ScenarioError(f"{where}.args: {exc}") from None
             if step["method"] != "best":
-                try:
+                from shufflesim.accounting.model.queries import check_method_applies
+
+                try:  # what account() refuses before computing (the run's refusal, the same line)
                     mech.check_method(step["method"])
                 except ShufflesimError as exc:
                     raise ScenarioError(f"{where}.method: {exc}") from None
+                for c in as_list(step["compositions"]):
+                    try:
+                        check_method_applies(mech, step["method"], c)
+                    except ShufflesimError as exc:
+                        raise ScenarioError(f"{where}.args: {exc}") from None
     _label_fields(where, step["label"], set(step["args"]) | {"compositions", "method"})
 
 

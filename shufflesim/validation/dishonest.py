@@ -500,8 +500,6 @@ def check_tolerance(proto, fraction) -> int:
     noise to scale, F is a finite fraction in [0, 1), and the accountant can certify the protocol among the
     h0 = ⌈(1 − F)n⌉ honest users (a pair-based method's n limit).  ``run --check`` and the run call this one
     function, so the check refuses exactly what the run would.  Returns h0."""
-    from shufflesim.accounting.model.mechanism import PAIR_METHODS
-
     name = proto.name
     if name in _NOTHING_TO_TOLERATE:
         raise NotApplicableError(f"--tolerate: nothing to calibrate for {name} ({_NOTHING_TO_TOLERATE[name]})")
@@ -513,15 +511,17 @@ def check_tolerance(proto, fraction) -> int:
         raise NotApplicableError(f"--tolerate: {name} at eps={proto.params.get('eps', float('nan')):g} certifies "
                                  "delta = 0 (its delta(eps) is 0, or below the smallest double), so "
                                  "there is no delta target to recalibrate for the honest users; give a smaller eps")
-    if name != "ikos-sum":
+    if name != "ikos-sum":  # the certificate among h0 honest users: what account() refuses before computing
+        from shufflesim.accounting.model.queries import check_method_applies
+
         mech = honest_mechanism(proto.mechanism(), h0)
         parts = [p for p, _ in mech.parts] if getattr(mech, "kind", None) == "composition" else [mech]
         for part in parts:
-            limit = getattr(part, "max_n_pairs", None)
-            if part.default_method in PAIR_METHODS and limit is not None and part.n > limit:
+            try:
+                check_method_applies(part, part.default_method)
+            except ParameterError as exc:
                 raise ParameterError(f"--tolerate {float(fraction):g}: the defence is certified among h0 = {part.n} "
-                                     f"honest users by method {part.default_method!r} (pair-based), which needs "
-                                     f"n <= {limit:.0e}")
+                                     f"honest users: {exc}") from None
     return h0
 
 

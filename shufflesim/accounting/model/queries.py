@@ -94,6 +94,21 @@ def check_compositions(compositions, *, pair_based: bool = False) -> int:
     return c
 
 
+def check_method_applies(mechanism, method: str, compositions: int = 1) -> None:
+    """What :func:`~shufflesim.accounting.account.account` refuses about a (mechanism, method) pair before it
+    computes anything: the method is one of the description's, and a pair-based method's limits on n and on
+    the compositions.  ``account``, ``run --check`` (a curve's and a defence's mechanisms) and the defence's
+    pre-check call this one function, so a check refuses exactly what the run would."""
+    from shufflesim.accounting.model.mechanism import PAIR_METHODS
+
+    mechanism.check_method(method)
+    if method in PAIR_METHODS:
+        if mechanism.n > mechanism.max_n_pairs:
+            raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
+                                 f"got n={mechanism.n}")
+        check_compositions(compositions, pair_based=True)
+
+
 def check_question(*, eps=None, delta=None, compositions=1, pair_based: bool = False):
     """One question checked whole: exactly one of ``eps`` / ``delta`` (returned as lists, the other None) and the
     number of compositions; ``(eps_list, delta_list, compositions)``."""
