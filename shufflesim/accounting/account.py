@@ -26,7 +26,8 @@ from typing import Sequence
 
 from shufflesim.accounting.model.mechanism import PAIR_METHODS, BoundOptions, Mechanism
 from shufflesim.accounting.model.provenance import LocalGuarantee, LowerEnd, PairRef, Provenance, render, truncation_note
-from shufflesim.accounting.model.queries import check_method_applies, check_question, delta_values, eps_values
+from shufflesim.accounting.model.queries import (check_compositions, check_method_applies, check_question,
+                                                 delta_values, eps_values)
 from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound
 from shufflesim.errors import AccuracyError, ParameterError
 
