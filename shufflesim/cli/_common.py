@@ -41,7 +41,7 @@ def int_arg(text: str) -> int:
     try:
         return parse_int("value", text)
     except ParameterError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(_invalid("integer", text, exc)) from None
 
 
 def float_arg(text: str) -> float:
@@ -52,7 +52,14 @@ def float_arg(text: str) -> float:
     try:
         return parse_real("value", text, finite=False)
     except ParameterError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(_invalid("number", text, exc)) from None
+
+
+def _invalid(what: str, text: str, exc: Exception) -> str:
+    """'invalid number '1e400': must be a finite number within double precision ...' (a long token shortened)."""
+    shown = repr(text) if len(text) <= 40 else repr(text[:20] + "...") + f" ({len(text)} characters)"
+    reason = str(exc).split("; got", 1)[0].removeprefix("value ")
+    return f"invalid {what} {shown}: {reason}"
 
 
 def print_json(obj: Any) -> None:
