@@ -174,7 +174,9 @@ def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _bad_row(path: str, column: str, idx: int, raw: str, why: str) -> DataError:
     # idx is the 0-based data row; the file line is idx + 2 (header on line 1)
-    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {str(raw)!r} {why}")
+    raw = str(raw)
+    shown = repr(raw) if len(raw) <= 40 else repr(raw[:30] + "...") + f" ({len(raw)} characters)"
+    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {shown} {why}")
 
 
 def _adult_ages() -> np.ndarray:
