@@ -24,7 +24,7 @@ from shufflesim.accounting.bounds.balle import MIN_EPS as BOUNDS_MIN_EPS
 from shufflesim.accounting.bounds.balle import bennett_gamma_near
 from shufflesim.accounting.numerics.invert import calibrate_near
 from shufflesim.accounting.model.mechanism import Composition, Relation
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import EPS_PRECISION, Precision, check_int, check_real
 from shufflesim.errors import InfeasibleError, NotApplicableError, ParameterError
 from shufflesim.mechanisms.krr import KRR
 from shufflesim.maths.rounding import grid_dtype
@@ -263,6 +263,11 @@ def integer_argmin(f: Callable[[int], float], lo: int, hi: int) -> tuple[int, fl
     return best, F(best)
 
 
+#: the ε range where the blanket protocols' formulas keep double precision (checks.Precision)
+BLANKET_EPS_PRECISION = Precision(low=BOUNDS_MIN_EPS, below="eps^2 and the blanket bounds' terms underflow double "
+                                  "precision", high=EPS_PRECISION.high, above=EPS_PRECISION.above)
+
+
 def check_common(n, eps, delta, mode, adversary, variant):
     """Validate the options the blanket protocols share; returns (n, eps, delta), delta defaulting to 1/n²."""
     n = check_int("n", n, minimum=2)
@@ -273,10 +278,7 @@ def check_common(n, eps, delta, mode, adversary, variant):
     if variant not in BENNETT_VARIANTS:
         raise ParameterError(f"bennett_variant must be one of {', '.join(BENNETT_VARIANTS)}; got {variant!r}")
     if eps is not None:
-        eps = check_real("eps", eps, low=0.0, low_open=True)
-        if eps < BOUNDS_MIN_EPS:
-            raise ParameterError(f"eps must be >= {BOUNDS_MIN_EPS:g}: below it eps^2 and the blanket bounds' terms "
-                                 f"underflow double precision; got {eps!r}")
+        eps = check_real("eps", eps, low=0.0, low_open=True, precise=BLANKET_EPS_PRECISION)
     delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
                                                                  high_open=True)
     return n, eps, delta

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from shufflesim.core.checks import check_int, check_positive, check_probability
+from shufflesim.core.checks import Precision, check_int, check_positive, check_probability, check_real
 from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
@@ -93,6 +93,11 @@ _NB = Option("neighbouring", str, "neighbouring relation for the sensitivity", d
              choices=tuple(SENSITIVITY))
 
 
+#: the ε range where the Laplace histogram's formulas keep double precision (checks.Precision)
+LAPLACE_EPS_PRECISION = Precision(low=1e-100, below="the Laplace scale 1/eps and the error ~ 1/eps^2 overflow double "
+                                  "precision")
+
+
 @register
 class CentralLaplaceHistogram(_CentralHistogram):
     """Laplace mechanism on the histogram (pure ε-DP)."""
@@ -107,10 +112,7 @@ class CentralLaplaceHistogram(_CentralHistogram):
         n, k = _common(n, k, neighbouring)
         if eps is None:
             raise ParameterError("central-laplace-hist needs eps > 0")
-        eps = check_positive("eps", eps)
-        if eps < 1e-100:
-            raise ParameterError(f"eps must be >= 1e-100: below it the Laplace scale 1/eps and the error ~ 1/eps^2 "
-                                 f"overflow double precision; got {eps!r}")
+        eps = check_real("eps", eps, low=0.0, low_open=True, precise=LAPLACE_EPS_PRECISION)
         b = laplace_scale(eps, SENSITIVITY[neighbouring][0])
         return cls(n=n, randomiser=IdentityRandomiser(k), shuffler=TrustedCurator(),
                    analyser=NoisyHistogramAnalyser(k, n, "laplace", b),

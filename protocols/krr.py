@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.accounting.model.mechanism import Relation
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import Precision, check_int, check_real
 from shufflesim.maths.rounding import grid_dtype
 from shufflesim.maths.rr import eps0_from_gamma
 from shufflesim.mechanisms.krr import DEFAULT_ADVERSARY, KRR
@@ -126,6 +126,9 @@ class KRRProtocol(HistogramProtocol):
         if k is None:
             raise ParameterError("krr needs the number of categories k >= 2 (--k on the command line)")
         mech = KRR.resolve(n, k, gamma, eps0, Relation.parse(adversary))
+        if gamma is None and mech.gamma == 1.0:  # eps0 given below the range where gamma stays below 1
+            Precision(low=mech.k * 2.0**-52, below=f"gamma = k/(e^eps0 - 1 + k) rounds to 1 in double precision (pure "
+                      "noise: the counts cannot be debiased)").check("eps0", float(eps0))
         k, gamma, eps0, adversary = mech.k, mech.gamma, mech.eps0, mech.relation.value
         # default 1/n^2; for n = 1 that is 1 (not a valid delta): use 1/4, as for n = 2 (params say so)
         delta = 1.0 / max(n, 2)**2 if delta is None else check_real("delta", delta, low=0.0, high=1.0,

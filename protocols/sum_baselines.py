@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import Precision, check_int, check_real
 from shufflesim.accounting.model.results import PrivacyGuarantee
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.baselines import IdentityRandomiser
@@ -75,16 +75,14 @@ EPS_REQUIRED = Option("eps", float, "central epsilon > 0 (required)")
 #: smallest eps the noise baselines accept: the noise scale 1/eps and the error ~ n/eps^2 of a smaller eps
 #: overflow double precision (the answer would be inf/NaN, not a number)
 MIN_EPS = 1e-100
+EPS_PRECISION_NOISE = Precision(low=MIN_EPS, below="the noise scale 1/eps and the error ~ n/eps^2 overflow double "
+                                "precision")
 
 
 def _eps(eps) -> float:
     if eps is None:
         raise ParameterError("this protocol needs --eps (epsilon > 0)")
-    eps = check_real("eps", eps, low=0.0, low_open=True)
-    if eps < MIN_EPS:
-        raise ParameterError(f"eps must be >= {MIN_EPS:g}: below it the noise scale 1/eps and the error ~ n/eps^2 "
-                             f"overflow double precision; got {eps!r}")
-    return eps
+    return check_real("eps", eps, low=0.0, low_open=True, precise=EPS_PRECISION_NOISE)
 
 
 class _RealSum(Protocol):
@@ -113,7 +111,14 @@ class _RealSum(Protocol):
 
 def cheu_messages(n: int, eps: float) -> int:
     """r = ⌈ε√n⌉ (the message counts of seed 004 Table 3), at least 1."""
-    return max(1, math.ceil(eps * math.sqrt(n) - 1e-12))
+    x = eps * math.sqrt(n) - 1e-12
+    return max(1, math.ceil(x)) if x < MAX_PAPER_MESSAGES else MAX_PAPER_MESSAGES  # eps = 1e308: no inf to ceil
+
+
+#: cheu_messages' value beyond which it is reported as this (a huge eps; the r used is capped far below anyway)
+MAX_PAPER_MESSAGES = 2**62
+#: the δ range where cheu-sum's bound keeps double precision: its tail charge 10⁻⁶·δ must stay a positive double
+CHEU_DELTA_PRECISION = Precision(low=1e-300, below="the bound's tail charge 1e-6*delta underflows double precision")
 
 
 def cheu_tail(n: int, delta: float) -> float:
@@ -227,7 +232,7 @@ class CheuSumProtocol(_RealSum):
         n = check_int("n", n, minimum=2)
         eps = _eps(eps)
         delta = default_delta(n) if delta is None else check_real("delta", delta, low=0.0, high=1.0, low_open=True,
-                                                                     high_open=True)
+                                                                     high_open=True, precise=CHEU_DELTA_PRECISION)
         paper_r = cheu_messages(n, eps)
         notes: tuple[str, ...] = ()
         if messages is None:

@@ -106,7 +106,8 @@ REFUSED = [
     (["simulate", "central-dlap-sum", "--n", "100", "--eps", "1", "--p", "1e18", "--trials", "2"], "noise scale"),
     # issue 21: the default r = ceil(eps*sqrt(n)) is capped (with a note) instead of refused; more than the cap is refused
     (["simulate", "cheu-sum", "--n", "100", "--eps", "1000", "--messages", "2001", "--trials", "2"], "messages must be"),
-    (["simulate", "krr", "--k", "3", "--eps0", "1", "--data", "counts:1e30,1,1", "--trials", "2"], "memory"),
+    # a count beyond int64 is refused by its range before any memory estimate (issue 29)
+    (["simulate", "krr", "--k", "3", "--eps0", "1", "--data", "counts:1e30,1,1", "--trials", "2"], "must be an integer <="),
 ]
 
 

@@ -26,7 +26,8 @@ from typing import Sequence
 
 from shufflesim.accounting.model.mechanism import PAIR_METHODS, BoundOptions, Mechanism
 from shufflesim.accounting.model.provenance import LocalGuarantee, LowerEnd, PairRef, Provenance, render, truncation_note
-from shufflesim.accounting.model.queries import check_compositions, check_question, delta_values, eps_values
+from shufflesim.accounting.model.queries import (check_compositions, check_method_applies, check_question,
+                                                 delta_values, eps_values)
 from shufflesim.accounting.model.results import AccountReport, DeltaBound, EpsBound
 from shufflesim.errors import AccuracyError, ParameterError
 
@@ -76,13 +77,8 @@ def account(
 
         return best(mechanism, run=account, eps=eps, delta=delta, compositions=compositions,
                     composition=composition, numerics=numerics)
-    mechanism.check_method(method)
+    check_method_applies(mechanism, method, compositions)
     pair_based = method in PAIR_METHODS
-    if pair_based:
-        if mechanism.n > mechanism.max_n_pairs:
-            raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
-                                 f"got n={mechanism.n}")
-        check_compositions(compositions, pair_based=True)
     if composition not in ("basic", "advanced", "best"):
         raise ParameterError(f"composition must be basic, advanced or best; got {composition!r}")
     options = BoundOptions(bennett_variant)

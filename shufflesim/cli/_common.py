@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 from typing import Any, NoReturn
@@ -96,26 +95,32 @@ class Parser(argparse.ArgumentParser):
 
 
 def int_arg(text: str) -> int:
-    """An integer, also written as 1e6 or 1_000_000."""
+    """An integer, also written as 1e6 or 1_000_000 (the one bounded parser, :func:`shufflesim.core.checks.parse_int`:
+    at most 64 characters, no conversion of a huge token)."""
+    from shufflesim.core.checks import parse_int
+
     try:
-        return int(text.replace("_", ""))
-    except ValueError:
-        pass
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
-    if not math.isfinite(v) or v != int(v):
-        raise argparse.ArgumentTypeError(f"invalid integer {text!r}")
-    return int(v)
+        return parse_int("value", text)
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(_invalid("integer", text, exc)) from None
 
 
 def float_arg(text: str) -> float:
-    """A real number (finiteness is checked by the library, which names the parameter)."""
+    """A real number, read by the one bounded parser (:func:`shufflesim.core.checks.parse_real`; '1e400' is refused
+    as beyond double precision, not read as inf); 'inf' and 'nan' pass to the library, which names the parameter."""
+    from shufflesim.core.checks import parse_real
+
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+        return parse_real("value", text, finite=False)
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(_invalid("number", text, exc)) from None
+
+
+def _invalid(what: str, text: str, exc: Exception) -> str:
+    """'invalid number '1e400': must be a finite number within double precision ...' (a long token shortened)."""
+    shown = repr(text) if len(text) <= 40 else repr(text[:20] + "...") + f" ({len(text)} characters)"
+    reason = str(exc).split("; got", 1)[0].removeprefix("value ")
+    return f"invalid {what} {shown}: {reason}"
 
 
 def print_json(obj: Any) -> None:

@@ -57,6 +57,12 @@ def spec_forms() -> str:
     return ", ".join(form for form, _ in SPEC_FORMS.values())
 
 
+#: largest number of users a multiset holds (int64 counts and their sums)
+MAX_COUNTS_N = 2**62
+#: most categories (entries) a ``counts:`` spec may list
+MAX_COUNTS_K = 10**6
+
+
 @dataclass(frozen=True)
 class DataSpec:
     """A parsed data specification: ``kind`` plus arguments (numbers) or a file and column."""
@@ -69,15 +75,41 @@ class DataSpec:
 
 
 def _numbers(text: str, spec: str, count: int | None, what: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise DataError(f"data spec {spec!r}: expected {what}") from None
-    if count is not None and len(vals) != count:
-        raise DataError(f"data spec {spec!r}: expected {what}")
-    if not all(math.isfinite(v) for v in vals):
-        raise DataError(f"data spec {spec!r}: numbers must be finite")
+    """The spec's numbers, read by the one bounded parser (:func:`shufflesim.core.checks.parse_list`): the
+    number of entries and each token's length are checked before anything is converted."""
+    from shufflesim.core.checks import parse_list, parse_real
+
+    if not text.strip() or (count is not None and text.count(",") != count - 1):
+        raise DataError(f"data spec {shown_spec(spec)}: expected {what}")
+    return parse_list(f"data spec {shown_spec(spec)}: expected {what}; the value", text,
+                      lambda name, t: parse_real(name, t, error=DataError), max_items=count or MAX_COUNTS_K,
+                      error=DataError)
+
+
+def _counts(text: str, spec: str) -> tuple[int, ...]:
+    """``counts:c0,c1,...``: at most :data:`MAX_COUNTS_K` non-negative integers (each token length-capped, read
+    exactly, never through float or int64), with a positive total of at most :data:`MAX_COUNTS_N` users."""
+    from shufflesim.core.checks import parse_int, parse_list
+
+    what = "counts:c0,c1,... with non-negative integer counts"
+    if not text.strip():
+        raise DataError(f"data spec {shown_spec(spec)}: expected {what}")
+    vals = parse_list(f"data spec {shown_spec(spec)}: counts must be non-negative integers with a positive total "
+                      "of at most 2^62; count", text,
+                      lambda name, t: parse_int(name, t, minimum=0, maximum=MAX_COUNTS_N, error=DataError),
+                      max_items=MAX_COUNTS_K, error=DataError)
+    total = sum(vals)  # Python integers: no wrap-around
+    if total < 1:
+        raise DataError(f"data spec {shown_spec(spec)}: counts must be non-negative integers with a positive total")
+    if total > MAX_COUNTS_N:
+        raise DataError(f"data spec {shown_spec(spec)}: the counts add up to {float(total):.6g} users; at most 2^62 = "
+                        f"{MAX_COUNTS_N} are supported (int64 counts and their sums)")
     return vals
+
+
+def shown_spec(spec: str) -> str:
+    """A data spec quoted for an error line (a long spec shortened: the line stays one readable line)."""
+    return repr(spec) if len(spec) <= 80 else repr(spec[:60] + "...") + f" ({len(spec)} characters)"
 
 
 def parse_data_spec(text: str) -> DataSpec:
@@ -106,10 +138,7 @@ def parse_data_spec(text: str) -> DataSpec:
     if name == "constant":
         return DataSpec(text, "constant", _numbers(arg, text, 1, "constant:value"))
     if name == "counts":
-        vals = _numbers(arg, text, None, "counts:c0,c1,... with non-negative integer counts")
-        if any(v < 0 or v != int(v) for v in vals) or sum(vals) < 1:
-            raise DataError(f"data spec {text!r}: counts must be non-negative integers with a positive total")
-        return DataSpec(text, "counts", tuple(int(v) for v in vals))
+        return DataSpec(text, "counts", _counts(arg, text))
     if name == "normal":
         mu, sigma = _numbers(arg, text, 2, "normal:mu,sigma")
         if sigma <= 0:
@@ -161,7 +190,9 @@ def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _bad_row(path: str, column: str, idx: int, raw: str, why: str) -> DataError:
     # idx is the 0-based data row; the file line is idx + 2 (header on line 1)
-    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {str(raw)!r} {why}")
+    raw = str(raw)
+    shown = repr(raw) if len(raw) <= 40 else repr(raw[:30] + "...") + f" ({len(raw)} characters)"
+    return DataError(f"{path}: row {idx + 1} (line {idx + 2}), column {column!r}: {shown} {why}")
 
 
 def _adult_ages() -> np.ndarray:
@@ -343,10 +374,6 @@ def data_counts(spec, *, n: int, k: int, rng: RngLike = None):
 #: midpoints (j + 1/2)/REAL_COUNTS_GRID of the cells of [0, 1] (and the end points 0 and 1 where a clipped
 #: normal puts mass there)
 REAL_COUNTS_GRID = 4096
-#: largest number of users a multiset holds (int64 counts and their sums)
-MAX_COUNTS_N = 2**62
-
-
 def real_counts(spec, *, n: int | None, rng: RngLike = None, grid: int = REAL_COUNTS_GRID):
     """Real-valued data in [0, 1] as a multiset, never expanded to n rows (issue 21): a
     :class:`~shufflesim.pipeline.fast.DataSummary` of the sorted distinct values held by at least one user and

@@ -153,12 +153,6 @@ def point_coalition(spec: Mapping, g: int, proto):
     return coalition_of(attack, proto)
 
 
-def check_point(spec: Mapping, g: int) -> None:
-    """Refuse point ``g`` in one line if its trials would be refused: the protocol built on its data, and its
-    coalition (:func:`point_coalition`).  :func:`run_sweep` checks every point before it writes anything."""
-    point_coalition(spec, g, build_point(spec, g)[0])
-
-
 def build_point(spec: Mapping, g: int):
     """``(protocol, data, truth, summary or None, engine)`` of point ``g`` (data from stream (0, 0))."""
     from shufflesim.experiments.data import COUNTS_MIN_N, drawn_as_counts, load_data, population_counts
@@ -184,6 +178,16 @@ def build_point(spec: Mapping, g: int):
     engine = resolve_engine(proto, spec["engine"])
     summary = summarise_data(proto, x) if engine == "fast" else None
     return proto, x, proto.truth(x), summary, engine
+
+
+def check_point(spec: Mapping, g: int):
+    """Point ``g`` of a sweep spec checked as its trials will use it: the protocol built from its parameters and
+    data, and its coalition (``dishonest`` etc.) checked against that protocol.  Raises the one-line error of
+    the first bad value; nothing is written.  Every point is checked so before a sweep writes anything (and a
+    scenario's ``run --check`` calls it too).  Returns :func:`build_point`'s tuple."""
+    state = build_point(spec, g)
+    point_coalition(spec, g, state[0])
+    return state
 
 
 def _point_state(spec_json: str, g: int):

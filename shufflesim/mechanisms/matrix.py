@@ -257,8 +257,16 @@ def _strip(results) -> list:
 
 
 def enumeration_cost(n: int, k: int, m: int) -> float:
-    """Steps of :func:`neighbouring_table`: multisets of n inputs × n users × histograms × outputs."""
-    return float(math.comb(n + k - 1, k - 1)) * n * math.comb(n + m - 1, m - 1) * m
+    """Steps of :func:`neighbouring_table`: multisets of n inputs × n users × histograms × outputs, i.e.
+    C(n+k−1, k−1)·n·C(n+m−1, m−1)·m.  Computed in log space first (lgamma), so that a large matrix or n gives
+    +inf (beyond any budget) instead of an OverflowError or a slow exact binomial; exact below 1e300."""
+    def log_comb(a: int, b: int) -> float:
+        return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
+
+    log_cost = log_comb(n + k - 1, k - 1) + math.log(n) + log_comb(n + m - 1, m - 1) + math.log(m)
+    if log_cost > 690.0:  # e^690 ~ 1e300 (lgamma's rounding cannot move it past the double range)
+        return math.inf
+    return float(math.comb(n + k - 1, k - 1) * n * math.comb(n + m - 1, m - 1) * m)
 
 
 @dataclass

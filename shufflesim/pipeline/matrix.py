@@ -49,17 +49,34 @@ DECLARED_RTOL = 1e-9
 
 
 def _entry(v: Any, where: str) -> float:
-    """A matrix entry: a number or a string such as "1/3" or "0.25"."""
+    """A matrix entry: a number or a string such as "1/3" or "0.25", read by the one bounded parser
+    (:func:`shufflesim.core.checks.parse_real`: a long token, '1e400' or '1e999999999' is refused before any
+    conversion; a fraction's two sides are each checked first, then divided exactly)."""
+    from shufflesim.core.checks import check_real, parse_real
+
+    name = f"matrix entry {where}"
     if isinstance(v, bool):
-        raise ParameterError(f"matrix entry {where} must be a number; got {v!r}")
+        raise ParameterError(f"{name} must be a number; got {v!r}")
     if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
+        return check_real(name, v)
     if isinstance(v, str):
+        top, slash, bottom = v.partition("/")
         try:
-            return float(Fraction(v.strip()))
-        except (ValueError, ZeroDivisionError):
-            raise ParameterError(f"matrix entry {where} must be a number or a fraction like 1/3; got {v!r}") from None
-    raise ParameterError(f"matrix entry {where} must be a number; got {v!r}")
+            parse_real(name, top)
+            zero = bool(slash) and not parse_real(name, bottom)
+        except ParameterError:
+            shown = repr(v) if len(v) <= 40 else repr(v[:30] + "...") + f" ({len(v)} characters)"
+            raise ParameterError(f"{name} must be a number or a fraction like 1/3, within double precision; "
+                                 f"got {shown}") from None
+        if not slash:
+            return float(Fraction(top.strip()))
+        if zero:
+            raise ParameterError(f"{name}: a fraction with denominator 0; got {v!r}")
+        value = Fraction(top.strip()) / Fraction(bottom.strip())
+        if value > 1:  # a probability; also keeps float() below the double range
+            raise ParameterError(f"{name} must be a probability in [0, 1]; got {v!r}")
+        return float(value)
+    raise ParameterError(f"{name} must be a number; got {v!r}")
 
 
 def check_matrix(matrix: Any, *, name: str = "matrix") -> np.ndarray:
@@ -156,13 +173,46 @@ def check_declared_eps0(derived: float, declared: float | None) -> None:
                              "(max over outputs of log max_x R[x,y] / min_x R[x,y]); fix the matrix or the declaration")
 
 
-def _read_csv(path: Path) -> list[list[str]]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            rows.append([t.strip() for t in line.replace(";", ",").split(",") if t.strip()])
-    return rows
+#: largest matrix file read: MAX_ENTRIES entries of up to 31 characters and a separator (the file's size is
+#: checked before it is read)
+MAX_FILE_BYTES = 32 * MAX_ENTRIES
+
+
+def _rows_until_cap(fh, path: Path):
+    """The file's data lines (comments and blanks dropped, ';' read as ','), refused as soon as their entries
+    pass :data:`MAX_ENTRIES`."""
+    entries = 0
+    for i, line in enumerate(fh):
+        line = line.split("#", 1)[0].strip().replace(";", ",")
+        if not line:
+            continue
+        entries += line.count(",") + 1
+        if entries > MAX_ENTRIES:
+            raise ParameterError(f"matrix of {path.name} has more than {MAX_ENTRIES} entries (passed on line {i + 1}); "
+                                 f"at most {MAX_ENTRIES} are supported (use a sampler)")
+        yield line
+
+
+def _read_csv(path: Path):
+    """The CSV file's rows of tokens, counted before they are split: more than :data:`MAX_ENTRIES` entries is
+    refused at the row that passes the cap.  Rows of plain numbers are converted by numpy at once (an array
+    back); fractions such as 1/3 keep the row of tokens (read by :func:`_entry`)."""
+    rows, numeric = [], True
+    with path.open(encoding="utf-8") as fh:  # read a row at a time: refused at the cap, not after reading it all
+        lines = list(_rows_until_cap(fh, path))
+    for line in lines:
+        tokens = [t.strip() for t in line.split(",") if t.strip()]
+        if numeric and all(len(t) <= 32 and "/" not in t and "_" not in t for t in tokens):
+            try:
+                rows.append(np.array(tokens, dtype=float))
+                continue
+            except ValueError:
+                pass
+        numeric = False
+        rows.append(tokens)
+    if numeric and rows and len({r.size for r in rows}) == 1:
+        return np.vstack(rows)
+    return [list(r) for r in rows]
 
 
 def read_matrix(source: Any) -> tuple[np.ndarray, float | None]:
@@ -177,10 +227,18 @@ def read_matrix(source: Any) -> tuple[np.ndarray, float | None]:
         raise DataError(f"matrix file {str(source)!r} not found (give a .csv or .toml file with one row per input)")
     declared = None
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ParameterError(f"matrix file {str(source)!r} is {size / 1e6:.1f} MB; at most {MAX_FILE_BYTES / 1e6:g} MB "
+                                 f"({MAX_ENTRIES} entries) are read (use a sampler)")
         if path.suffix.lower() == ".toml":
             import tomllib
 
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            if text.count(",") > 2 * MAX_ENTRIES:  # k·m entries need at most k·m + k separators: counted first
+                raise ParameterError(f"matrix file {str(source)!r} has more than {MAX_ENTRIES} entries; at most "
+                                     f"{MAX_ENTRIES} are supported (use a sampler)")
+            doc = tomllib.loads(text)
             if "matrix" not in doc:
                 raise DataError(f"matrix file {str(source)!r} has no 'matrix' key (matrix = [[p00, p01, ...], ...])")
             unknown = sorted(set(doc) - {"matrix", "eps0", "name", "description", "inputs", "outputs"})
@@ -193,7 +251,7 @@ def read_matrix(source: Any) -> tuple[np.ndarray, float | None]:
     except (UnicodeDecodeError, OSError) as exc:
         raise DataError(f"cannot read matrix file {str(source)!r}: {exc}") from None
     except ValueError as exc:  # tomllib.TOMLDecodeError
-        if isinstance(exc, DataError):
+        if isinstance(exc, (DataError, ParameterError)):
             raise
         raise DataError(f"matrix file {str(source)!r} is not valid TOML: {str(exc).splitlines()[0]}") from None
     return check_matrix(rows, name=f"matrix of {path.name}"), declared

@@ -7,13 +7,17 @@ from typing import Any, Callable
 
 
 def float_list(text: str) -> tuple[float, ...]:
-    """Parse "a,b,c" into a tuple of floats."""
-    return tuple(float(t) for t in str(text).split(",") if t.strip())
+    """Parse "a,b,c" into a tuple of finite floats (the bounded parser of :mod:`shufflesim.core.checks`)."""
+    from shufflesim.core.checks import parse_list, parse_real
+
+    return parse_list("list", str(text), parse_real)
 
 
 def int_list(text: str) -> tuple[int, ...]:
-    """Parse "a,b,c" into a tuple of ints."""
-    return tuple(int(t) for t in str(text).split(",") if t.strip())
+    """Parse "a,b,c" into a tuple of ints (the bounded parser of :mod:`shufflesim.core.checks`)."""
+    from shufflesim.core.checks import parse_int, parse_list
+
+    return parse_list("list", str(text), parse_int)
 
 
 @dataclass(frozen=True)

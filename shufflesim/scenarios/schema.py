@@ -23,6 +23,7 @@ shufflesim value and verdict the report tabulates.  Every error names the key pa
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -218,10 +219,45 @@ def _is(value: Any, types: tuple) -> bool:
     return isinstance(value, types)
 
 
+def scenario_number(where: str, v: Any) -> Any:
+    """A real of a scenario's params, args or settings table by the rule of every number a user gives
+    (:func:`shufflesim.core.checks.check_real`): finite.  TOML's nan passes every range comparison, so it is
+    refused here, with the validator's own line (``where: eps must be finite; got nan``) — the same line the
+    protocol gives when the run builds the point, also for points ``run --check`` does not build."""
+    from shufflesim.core.checks import check_real
+    from shufflesim.errors import ParameterError
+
+    if isinstance(v, float):
+        try:
+            check_real(where.rsplit(".", 1)[-1].split("[")[0], v)
+        except ParameterError as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
+    return v
+
+
+def _params_numbers(where: str, value: Any) -> None:
+    """Every number inside a params / args / settings table (and its lists), by :func:`scenario_number`."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return
+    if isinstance(value, (int, float)):
+        scenario_number(where, value)
+    elif isinstance(value, list):
+        for i, x in enumerate(value):
+            _params_numbers(f"{where}[{i}]", x)
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            _params_numbers(f"{where}.{k}", x)
+
+
 def _check_value(path: str, value: Any, key: Key) -> Any:
     def one(v, where):
         if not _is(v, key.types):
             raise ScenarioError(f"{where}: expected {_tname(key.types)}, got {type(v).__name__} {v!r}")
+        if (key.minimum is not None or key.maximum is not None) and isinstance(v, float) and not math.isfinite(v):
+            # nan passes both comparisons below; the schema checks this key's range itself
+            raise ScenarioError(f"{where}: {v!r} is out of range (allowed: a finite number"
+                                + (f", >= {key.minimum}" if key.minimum is not None else "")
+                                + (f", <= {key.maximum}" if key.maximum is not None else "") + ")")
         if key.choices is not None and v not in key.choices:
             from shufflesim.core.checks import did_you_mean
 
@@ -264,6 +300,8 @@ def _check_table(path: str, table: dict, schema: dict[str, Key]) -> dict:
             out[name] = key.default
             continue
         out[name] = _check_value(p, table[name], key)
+        if name in ("params", "args", "settings"):
+            _params_numbers(p, table[name])
     return out
 
 

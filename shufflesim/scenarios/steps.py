@@ -357,10 +357,17 @@ def _check_curve(where: str, step: dict, quick: bool) -> None:
             except (ShufflesimError, ValueError, OverflowError) as exc:
                 raise ScenarioError(f"{where}.args: {exc}") from None
             if step["method"] != "best":
-                try:
+                from shufflesim.accounting.model.queries import check_method_applies
+
+                try:  # what account() refuses before computing (the run's refusal, the same line)
                     mech.check_method(step["method"])
                 except ShufflesimError as exc:
                     raise ScenarioError(f"{where}.method: {exc}") from None
+                for c in as_list(step["compositions"]):
+                    try:
+                        check_method_applies(mech, step["method"], c)
+                    except ShufflesimError as exc:
+                        raise ScenarioError(f"{where}.args: {exc}") from None
     _label_fields(where, step["label"], set(step["args"]) | {"compositions", "method"})
 
 
@@ -409,17 +416,25 @@ def training_points(axes: dict[str, list]) -> list[dict]:
     return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
 
-def _check_defence(where: str, step: dict) -> None:
-    """A [[defence]] step: every protocol is constructible at n with the step's params (nothing calibrated yet)."""
+def _check_defence(where: str, step: dict, quick: bool) -> None:
+    """A [[defence]] step: every protocol is constructible at n with the step's params, and every fraction F of
+    this mode passes what the run's calibration checks first (:func:`~shufflesim.validation.dishonest.check_tolerance`,
+    the one function both call; nothing calibrated yet)."""
     from shufflesim.errors import ShufflesimError
     from shufflesim.pipeline import registry
+    from shufflesim.validation.dishonest import check_tolerance
 
     _label_fields(where, step["label"], {"protocol"})
     for name in as_list(step["protocol"]):
         try:
-            registry.create(name, step["n"], **step["params"])
+            proto = registry.create(name, step["n"], **step["params"])
         except (ShufflesimError, TypeError, ValueError) as e:
             raise ScenarioError(f"{where}.params: {name}: {e}") from None
+        for f in defence_fractions(step, quick):
+            try:
+                check_tolerance(proto, f)
+            except ShufflesimError as e:
+                raise ScenarioError(f"{where}.tolerate: {name}: {e}") from None
 
 
 def _check_claims(ids: list[str]) -> None:
@@ -460,7 +475,7 @@ def check_runnable(sc: dict, quick: bool) -> None:
         for i, s in enumerate(sc["training"]):
             _check_training(f"training[{i}]", s)
         for i, s in enumerate(sc["defence"]):
-            _check_defence(f"defence[{i}]", s)
+            _check_defence(f"defence[{i}]", s, quick)
         if sc["claims"]:
             _check_claims(sc["claims"])
         kinds: dict[str, set] = {}  # one figure draws one kind of step

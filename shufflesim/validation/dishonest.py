@@ -552,6 +552,36 @@ def _fixed_params(proto, name: str, keep) -> dict:
     return out
 
 
+def check_tolerance(proto, fraction) -> int:
+    """Everything :func:`tolerant_protocol` refuses before it calibrates, without calibrating: the protocol has
+    noise to scale, F is a finite fraction in [0, 1), and the accountant can certify the protocol among the
+    h0 = ⌈(1 − F)n⌉ honest users (a pair-based method's n limit).  ``run --check`` and the run call this one
+    function, so the check refuses exactly what the run would.  Returns h0."""
+    name = proto.name
+    if name in _NOTHING_TO_TOLERATE:
+        raise NotApplicableError(f"--tolerate: nothing to calibrate for {name} ({_NOTHING_TO_TOLERATE[name]})")
+    if name != "krr" and name not in _RECALIBRATE and name != "ikos-sum":
+        raise NotApplicableError(f"--tolerate is implemented for krr, {', '.join(_RECALIBRATE)} and ikos-sum; "
+                                 f"{name}: no calibrated noise to scale")
+    h0 = tolerated_count(proto.n, fraction)
+    if name in _RECALIBRATE and not proto.params.get("delta", 1.0) > 0.0:
+        raise NotApplicableError(f"--tolerate: {name} at eps={proto.params.get('eps', float('nan')):g} certifies "
+                                 "delta = 0 (its delta(eps) is 0, or below the smallest double), so "
+                                 "there is no delta target to recalibrate for the honest users; give a smaller eps")
+    if name != "ikos-sum":  # the certificate among h0 honest users: what account() refuses before computing
+        from shufflesim.accounting.model.queries import check_method_applies
+
+        mech = honest_mechanism(proto.mechanism(), h0)
+        parts = [p for p, _ in mech.parts] if getattr(mech, "kind", None) == "composition" else [mech]
+        for part in parts:
+            try:
+                check_method_applies(part, part.default_method)
+            except ParameterError as exc:
+                raise ParameterError(f"--tolerate {float(fraction):g}: the defence is certified among h0 = {part.n} "
+                                     f"honest users: {exc}") from None
+    return h0
+
+
 def tolerant_protocol(proto, fraction: float) -> Tolerance:
     """The protocol calibrated to keep its (ε, δ) target whenever at least h0 = ⌈(1 − F)n⌉ of its n users are
     honest (seed 004 §8's defence; docs/theory.md#dishonest-tolerate), its certificate and its MSE price.
@@ -571,9 +601,7 @@ def tolerant_protocol(proto, fraction: float) -> Tolerance:
 
     name = proto.name
     n = proto.n
-    if name in _NOTHING_TO_TOLERATE:
-        raise NotApplicableError(f"--tolerate: nothing to calibrate for {name} ({_NOTHING_TO_TOLERATE[name]})")
-    h0 = tolerated_count(n, fraction)
+    h0 = check_tolerance(proto, fraction)
     if name == "krr":
         # γ calibrated against the protocol's own certified ε among h0 users (its best pair: the stronger clone
         # pair, the strong and, up to n = 2e4, the weak adversary's pair), by the safe-side calibrator

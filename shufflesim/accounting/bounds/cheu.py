@@ -271,7 +271,8 @@ def _conv_hockey(m: int, p: float, pc: float, r: int, dl: int, logd: np.ndarray,
             return 0.0
         if qv <= 0.0:
             return pv
-        return pv * max(0.0, -math.expm1(eps + math.log(qv) - math.log(pv)))
+        x = eps + math.log(qv) - math.log(pv)
+        return 0.0 if x >= 0.0 else pv * -math.expm1(x)  # x >= 0: no positive part (and e^x may overflow)
 
     def scaled(x):
         return 0.0 if x <= 0.0 else math.exp(s + math.log(x))

@@ -45,7 +45,10 @@ def _values(name: str, values) -> list[float]:
         v = v.item() if isinstance(v, np.generic) else v
         if isinstance(v, bool) or not isinstance(v, Real):
             raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got {v!r}")
-        out.append(float(v))
+        try:
+            out.append(float(v))
+        except OverflowError:  # an integer beyond the double range: refused below as the infinity it rounds to
+            out.append(math.inf if v > 0 else -math.inf)
     if not out:
         raise ParameterError(f"{name} must be a number or a non-empty list of numbers; got an empty list")
     return out
@@ -89,6 +92,21 @@ def check_compositions(compositions, *, pair_based: bool = False) -> int:
         shown = c if c < 10**15 else f"{float(c):.6g}"
         raise ParameterError(f"compositions must be <= {MAX_COMPOSITIONS:.0e} for {PAIR_BASED}; got {shown}")
     return c
+
+
+def check_method_applies(mechanism, method: str, compositions: int = 1) -> None:
+    """What :func:`~shufflesim.accounting.account.account` refuses about a (mechanism, method) pair before it
+    computes anything: the method is one of the description's, and a pair-based method's limits on n and on
+    the compositions.  ``account``, ``run --check`` (a curve's and a defence's mechanisms) and the defence's
+    pre-check call this one function, so a check refuses exactly what the run would."""
+    from shufflesim.accounting.model.mechanism import PAIR_METHODS
+
+    mechanism.check_method(method)
+    if method in PAIR_METHODS:
+        if mechanism.n > mechanism.max_n_pairs:
+            raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
+                                 f"got n={mechanism.n}")
+        check_compositions(compositions, pair_based=True)
 
 
 def check_question(*, eps=None, delta=None, compositions=1, pair_based: bool = False):
