@@ -95,6 +95,8 @@ def one_point_per_series(ax, names: list[str], ys, lo=None, hi=None, *, colours=
 
     x = np.arange(len(names))
     ys = np.asarray(ys, dtype=float)
+    if lo is not None and hi is not None:  # an interval not computable (one trial) is None: no error bar
+        lo, hi = ([np.nan if v is None else float(v) for v in ends] for ends in (lo, hi))
     for i, name in enumerate(names):
         kw = {"color": colours[i]} if colours else {}
         if lo is not None and hi is not None and np.isfinite(lo[i]) and np.isfinite(hi[i]):
