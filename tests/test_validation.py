@@ -320,3 +320,23 @@ def test_sequential_p_values_match_the_verdicts(shift, verdict):
     assert c["p_value"] <= 0.05
     other = c["p_violated"] if verdict == "agrees" else c["p_agrees"]
     assert other > 0.05
+
+
+def test_a_fixed_run_of_few_trials_decides_nothing_from_its_interval():
+    """Issue 29 (verdicts as precise as their evidence): the bootstrap-t interval's coverage is asymptotic, so a
+    fixed run below MIN_FIXED_TRIALS leaves every simulation check undecided, however far its interval lies; at
+    MIN_FIXED_TRIALS the same kind of data decides.  (The old design called 5 trials of ikos-sum 'violated'.)"""
+    from shufflesim.validation.mse import MIN_FIXED_TRIALS
+
+    far = np.random.default_rng(3).normal(10.0, 0.1, 5)  # mean ~10, theory says 1: the interval excludes 1
+    res = validate_errors(far, expected=1.0, bound=2.0, rng=1)
+    lo, hi = res["interval"]
+    assert lo > 2.0  # the interval alone would call both checks violated
+    assert res["verdict"] == "undecided"
+    simulated = [c for c in res["checks"] if c["basis"] == "simulation"]  # mse_expected (the bound is exact)
+    assert simulated
+    for c in simulated:
+        assert c["verdict"] == "undecided" and f"fewer than the {MIN_FIXED_TRIALS}" in c["reason"]
+        assert c["trials_needed"] >= MIN_FIXED_TRIALS
+    enough = np.random.default_rng(3).normal(10.0, 0.1, MIN_FIXED_TRIALS)
+    assert validate_errors(enough, expected=1.0, bound=2.0, rng=1)["verdict"] == "violated"

@@ -98,7 +98,7 @@ def _plots(s, table, out: Path, k: int) -> list[Path]:
 
     n = int(s.n.iloc[0])
     plot_mse(s, "param_eps0", out / "mse_vs_eps0.png", xlabel="local ε0",
-             title=f"shuffled k-RR, Adult ages in {k} bins, n={n}")
+             title="shuffled k-RR, Adult ages")  # plot_mse adds n and k
     fig, ax = plt.subplots(figsize=(5.0, 3.6), dpi=150)
     t = table.sort_values("eps")
     ax.plot(t.eps, t.tv_shuffle, "o-", label="shuffle + INV (k-RR)")
