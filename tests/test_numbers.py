@@ -213,3 +213,25 @@ def test_account_refuses_integers_beyond_the_double_range(question):
 
     with pytest.raises(ShufflesimError):
         account(RR2(1000, 1.0), **question)
+
+
+def test_a_csv_file_is_sized_before_it_is_read(tmp_path, monkeypatch):
+    """Issue 29 (size before work): a CSV data file whose cells, read as text, would not fit is refused by its
+    size before pandas reads it (the estimate is checked against the memory limit; pandas is never called)."""
+    import pandas as pd
+
+    from shufflesim.errors import ResourceError
+    from shufflesim.experiments.data import csv_read_bytes, load_data
+
+    f = tmp_path / "big.csv"
+    f.write_text("age,x\n" + "37,1\n" * 200_000)  # 1 MB: 400,000 cells
+    est = csv_read_bytes(f)
+    assert 400_000 * 57 <= est <= 400_000 * 80 + f.stat().st_size  # a str and a pointer a cell
+    monkeypatch.setenv("SHUFFLESIM_MEMORY_LIMIT", "4M")
+
+    def refuse(*a, **k):
+        raise AssertionError("the file was read before its size was checked")
+
+    monkeypatch.setattr(pd, "read_csv", refuse)
+    with pytest.raises(ResourceError, match=r"big\.csv .*needs about .* of memory"):
+        load_data(f"{f}:age", data_kind="categorical", k=100)

@@ -154,9 +154,24 @@ def parse_data_spec(text: str) -> DataSpec:
     raise DataError(f"unknown data spec {text!r}{did_you_mean(name, SPEC_FORMS)}; allowed: {spec_forms()}")
 
 
+def csv_read_bytes(p: Path) -> float:
+    """Estimated memory of reading the CSV file ``p`` as strings (as :func:`_read_column` does), from its size
+    and the cells per byte of its first MiB: each cell is a CPython ``str`` (``sys.getsizeof("")`` bytes plus
+    its characters) and a pointer.  Checked before the file is read, so a huge file is refused by its size."""
+    import sys
+
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        head = f.read(1 << 20)
+    cells_per_byte = (head.count(b",") + head.count(b"\n") + 1) / max(len(head), 1)
+    return size * cells_per_byte * (sys.getsizeof("") + 8) + size
+
+
 def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
     """Read one CSV column; returns (values as float with NaN for non-numbers, raw strings)."""
     import pandas as pd
+
+    from shufflesim.core.resources import check_memory
 
     p = Path(path)
     if not p.is_file():
@@ -165,6 +180,8 @@ def _read_column(path: str, column: str) -> tuple[np.ndarray, np.ndarray]:
         if p.exists():
             raise DataError(f"{path}: is not a regular file (a device or pipe); give a CSV file")
         raise DataError(f"{path}: no such file")
+    check_memory(csv_read_bytes(p), f"reading {path} ({p.stat().st_size / 1e6:.3g} MB of CSV as text)",
+                 "give a file with fewer rows or columns (only the named column is used)")
     try:
         # blank lines are kept (as empty rows) so that row and line numbers stay true; trailing blank lines
         # at the end of the file are ignored, a blank line between data rows is reported below
