@@ -921,8 +921,8 @@ SAMPLE_SEED = 29
 
 def sample(cases=None, seed: int = SAMPLE_SEED) -> list[tuple]:
     """The default suite's part of the walk, deterministic and stratified: one case of every (subcommand, value
-    class) pair, one of every command (each protocol, mechanism and plug-in of each subcommand) and one of every
-    flag of each subcommand."""
+    class) pair, one of every command (each protocol, mechanism and plug-in of each subcommand), one of every
+    flag of each subcommand, and every data specification, matrix file and output path of the pools."""
     cases = WALK if cases is None else cases
     rng = random.Random(seed)
     strata: dict[tuple, list] = {}
@@ -931,6 +931,8 @@ def sample(cases=None, seed: int = SAMPLE_SEED) -> list[tuple]:
         strata.setdefault(("class", head, c[2]), []).append(c)
         strata.setdefault(("command", c[0]), []).append(c)
         strata.setdefault(("flag", head, c[1]), []).append(c)
+        if c[2] in ("data-spec", "matrix-file", "output-path"):
+            strata.setdefault(("value", c[2], c[3]), []).append(c)
     chosen = {rng.choice(group) for _, group in sorted(strata.items())}
     return sorted(chosen, key=WALK.index)
 
