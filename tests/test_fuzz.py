@@ -810,7 +810,9 @@ def _tree(root: Path) -> dict:
 
 
 def _root_listing() -> dict:
-    return {p.name: p.lstat().st_mtime_ns for p in ROOT.iterdir()}
+    """The repository root's entries, with the modification time of its files (a folder's own time changes when
+    Python caches bytecode inside it, so only its presence counts)."""
+    return {p.name: None if p.is_dir() else p.lstat().st_mtime_ns for p in ROOT.iterdir()}
 
 
 def _plant(sandbox: Path, cwd: Path) -> None:
