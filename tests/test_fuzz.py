@@ -600,7 +600,8 @@ EDGE_VALUES = {
 }
 #: --data: counts that are huge, wrap int64, have 400 digits, overflow a double; distributions at the edges; CSVs
 EDGE_DATA = {"data-spec": [
-    "counts:1e19,1,1", "counts:5000000000000000000,5000000000000000000", f"counts:{DIGITS400},1",
+    "counts:1e19,1,1", "counts:5000000000000000000,5000000000000000000",
+    "counts:5000000000000000000,5000000000000000000,1", f"counts:{DIGITS400},1", f"counts:{DIGITS400},1,1",
     "counts:18446744073709551617,1", "counts:1e400,1", "counts:1e999999999,1", "counts:-1,2", "counts:nan,1",
     "counts:0,0", "counts:", "counts:1,,1", "zipf:1e-320", "zipf:1e308", "zipf:nan", "normal:1e308,1e308",
     "beta:1e-320,1e-320", "constant:1e308", "@data_1e400.csv:x", "@data_nonutf8.csv:x", "@data_ragged.csv:x",
@@ -709,8 +710,9 @@ def _nodes(parser: argparse.ArgumentParser, path=()):
 
 
 def _value_classes(action, name: str) -> dict[str, list[str]]:
-    if name == "data":
-        return {**EDGE_VALUES, **EDGE_DATA}
+    if name == "data":  # the data specs also with --engine fast where there is an engine (the counts' own path)
+        has_engine = any(_name(a) == "engine" for a in getattr(action, "walk_siblings", ()))
+        return {**EDGE_VALUES, **EDGE_DATA, **({"data-spec-fast": EDGE_DATA["data-spec"]} if has_engine else {})}
     if name == "matrix":
         return {**EDGE_VALUES, **EDGE_MATRIX}
     if name in OUTPUT_FLAGS or name in ("dir", "records-in", "scenario", "rows", "id", "pair", "set", "method",
@@ -756,6 +758,7 @@ def walk(parser: argparse.ArgumentParser | None = None) -> list[tuple[str, ...]]
         for a in p._actions:
             if isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
                 continue
+            a.walk_siblings = p._actions
             name = _name(a)
             if name in WALK_SKIP:
                 continue
@@ -791,6 +794,8 @@ def case_argv(case: tuple, parser, inputs: Path) -> list[str]:
         value = _value_classes(action, _name(action))[cls][i]
     if leaf:
         argv = _edge(base_call(path), action, value, len(path))
+        if cls.endswith("-fast"):
+            argv = _edge(argv, next(a for a in p._actions if _name(a) == "engine"), "fast", len(path))
     else:  # the parent's option goes between the parent's prefix and the child's name
         child = _child_base(path, p)
         argv = child[:len(path)] + ([flag] if value is None else [flag, value]) + child[len(path):]
@@ -933,7 +938,7 @@ def sample(cases=None, seed: int = SAMPLE_SEED) -> list[tuple]:
         strata.setdefault(("class", head, c[2]), []).append(c)
         strata.setdefault(("command", c[0]), []).append(c)
         strata.setdefault(("flag", head, c[1]), []).append(c)
-        if c[2] in ("data-spec", "matrix-file", "output-path"):
+        if c[2] in ("data-spec", "data-spec-fast", "matrix-file", "output-path"):
             strata.setdefault(("value", c[2], c[3]), []).append(c)
     chosen = {rng.choice(group) for _, group in sorted(strata.items())}
     return sorted(chosen, key=WALK.index)
