@@ -929,7 +929,8 @@ SAMPLE_SEED = 29
 def sample(cases=None, seed: int = SAMPLE_SEED) -> list[tuple]:
     """The default suite's part of the walk, deterministic and stratified: one case of every (subcommand, value
     class) pair, one of every command (each protocol, mechanism and plug-in of each subcommand), one of every
-    flag of each subcommand, and every data specification, matrix file and output path of the pools."""
+    flag of each subcommand, every data specification and matrix file of the pools (in simulate, where they are
+    read for a run), and every output path in each subcommand that writes."""
     cases = WALK if cases is None else cases
     rng = random.Random(seed)
     strata: dict[tuple, list] = {}
@@ -938,8 +939,10 @@ def sample(cases=None, seed: int = SAMPLE_SEED) -> list[tuple]:
         strata.setdefault(("class", head, c[2]), []).append(c)
         strata.setdefault(("command", c[0]), []).append(c)
         strata.setdefault(("flag", head, c[1]), []).append(c)
-        if c[2] in ("data-spec", "data-spec-fast", "matrix-file", "output-path"):
+        if c[2] in ("data-spec", "data-spec-fast", "matrix-file") and head == "simulate":
             strata.setdefault(("value", c[2], c[3]), []).append(c)
+        if c[2] == "output-path":
+            strata.setdefault(("value", head, c[2], c[3]), []).append(c)
     chosen = {rng.choice(group) for _, group in sorted(strata.items())}
     return sorted(chosen, key=WALK.index)
 
