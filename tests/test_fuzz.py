@@ -9,6 +9,15 @@ only :class:`~shufflesim.errors.ShufflesimError` subclasses for bad input.
 
 The fast profile (default suite) is derandomised with few examples and small sizes; ``--run-slow`` runs the
 long profile (more examples, any subcommand with valid values).
+
+Issue 29 adds a systematic walk (second half of this file): every (command, flag) x edge value, one flag edged at a
+time on a valid base call, each call in a fresh empty working directory and checked for files written outside its
+output.  ``test_walk_sample`` (default suite) runs a stratified, fixed sample of it; ``test_walk_full`` (slow) runs
+all of it.  ``python tests/test_fuzz.py`` prints the sizes of both.
+
+"One line" (every contract here): a refusal is exit code 2 with exactly one ``error: ...`` line, the last line on
+stderr; lines before it may only be ``warning: ...`` (a plug-in that failed to load) or ``note: ...`` (what a
+valid run prints before it starts); never a traceback.
 """
 
 from __future__ import annotations
@@ -179,7 +188,13 @@ def _reject_constant(name):
 
 def check_cli(argv: list[str], capsys, seconds: int) -> None:
     """The contract of every CLI call (module docstring)."""
+    import sys
+
     capsys.readouterr()
+    # the interpreter's own stderr escapes what it cannot encode (a non-UTF-8 argument echoed in an error line);
+    # its stdout does not: the captured streams are made to behave the same
+    if hasattr(sys.stderr, "reconfigure"):
+        sys.stderr.reconfigure(errors="backslashreplace")
     try:
         with time_limit(seconds):
             code = main(argv)
@@ -201,6 +216,7 @@ def check_cli(argv: list[str], capsys, seconds: int) -> None:
     assert code == 2, (argv, code, out.err[-500:])
     assert lines and lines[-1].startswith("error: "), (argv, out.err[-500:])
     assert sum(ln.startswith("error: ") for ln in lines) == 1, (argv, out.err[-500:])
+    assert all(ln.startswith(("warning: ", "note: ")) for ln in lines[:-1]), (argv, "not one line", out.err[-500:])
 
 
 @settings(derandomize=True, max_examples=300, deadline=None, database=None,
@@ -549,3 +565,449 @@ def test_run_fuzz_fast(data, capsys, tmp_path_factory):
 @given(data=scenario_strategy())
 def test_run_fuzz_long(data, capsys, tmp_path_factory):
     check_run(data, capsys, tmp_path_factory.getbasetemp(), SLOW_TIMEOUT)
+
+
+# --- the systematic walk over the whole command line (issue 29, item 6) ----------------------------------------
+#
+# Every runnable command (subcommand, protocol or mechanism, plug-in protocols included) has one valid BASE call
+# that answers quickly.  A case edges ONE flag (or positional) of that call with ONE value of a value class (the
+# issue's edge numbers, data specifications, matrix files, output paths, huge and non-UTF-8 strings) and keeps the
+# rest valid, so each refusal is reached past the checks that come first.  The walk is the cross product, so its
+# size is known (``walk()``); the default suite runs a deterministic stratified sample of it (``sample()``: every
+# command and every value class at least once), ``--run-slow`` the whole walk.
+#
+# Contract of a case (``check_walk_case``), on top of ``check_cli``'s (exit 0 or 2, one ``error:`` line last on
+# stderr, no traceback): it runs with cwd = a fresh empty directory; afterwards no file exists or changed outside the
+# folders/files the call names as its output (--output, --out, --plot, --records-out), nothing in the repository
+# root changed; and it answers or refuses within WALK_TIMEOUT seconds (a call that would run long must refuse).
+import itertools  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+#: per-call bound of the walk: generous (a base call answers in well under a second), so only a run that would go
+#: on for minutes — which must refuse with its estimate instead (issue 29 §2) — hits it
+WALK_TIMEOUT = 30
+HUGE = "9" * 2**20  # a 1 MB argument
+NON_UTF8 = b"\xff\xfe1".decode("utf-8", "surrogateescape")  # what Python makes of non-UTF-8 argv bytes
+DIGITS400 = "1" + "0" * 399
+#: value class -> values, for any flag that takes a value (numbers, names, choices alike)
+EDGE_VALUES = {
+    "zero": ["0"], "negative": ["-1"], "nan": ["nan"], "inf": ["inf", "-inf"], "subnormal": ["1e-320", "5e-324"],
+    "huge-number": ["1e308", "1e400"], "2^63": ["9223372036854775808", "-9223372036854775809"],
+    "400-digit": [DIGITS400], "empty": [""], "huge-string": [HUGE], "non-utf8": [NON_UTF8], "text": ["abc"],
+}
+#: --data: counts that are huge, wrap int64, have 400 digits, overflow a double; distributions at the edges; CSVs
+EDGE_DATA = {"data-spec": [
+    "counts:1e19,1,1", "counts:5000000000000000000,5000000000000000000",
+    "counts:5000000000000000000,5000000000000000000,1", f"counts:{DIGITS400},1", f"counts:{DIGITS400},1,1",
+    "counts:18446744073709551617,1", "counts:1e400,1", "counts:1e999999999,1", "counts:-1,2", "counts:nan,1",
+    "counts:0,0", "counts:", "counts:1,,1", "zipf:1e-320", "zipf:1e308", "zipf:nan", "normal:1e308,1e308",
+    "beta:1e-320,1e-320", "constant:1e308", "@data_1e400.csv:x", "@data_nonutf8.csv:x", "@data_ragged.csv:x",
+    "@data_huge_header.csv:x", "counts:" + ",".join(["1"] * 100000)]}
+#: --matrix: files written into the inputs folder (``write_inputs``)
+MATRIX_FILES = {
+    "m_1e400.csv": "1e400,0.5\n0.5,0.5\n",
+    "m_bigexp.csv": "1e999999999,0.5\n0.5,0.5\n",
+    "m_400digit.csv": f"{DIGITS400},1\n1,1\n",
+    "m_identity.csv": "1,0\n0,1\n",
+    "m_3x2_equal_rows.csv": "0.6,0.4\n0.6,0.4\n0.4,0.6\n",
+    "m_ragged.csv": "0.5,0.5\n1\n",
+    "m_nonutf8.csv": b"\xff\xfe0.5,0.5\n0.5,0.5\n",
+    "m_huge_header.csv": "x" * 2**21 + "\n0.5,0.5\n0.5,0.5\n",
+    "m_empty.csv": "",
+    "m_subnormal.csv": "1e-320,1\n1,1e-320\n",
+    "m_nan.csv": "nan,0.5\n0.5,0.5\n",
+    "m_1000x1000.csv": None,  # valid, large (written by write_inputs)
+}
+EDGE_MATRIX = {"matrix-file": [f"@{name}" for name in MATRIX_FILES] + ["@missing.csv", "@."]}
+#: output flags: relative paths that leave the call's folder, are not paths, or hold a planted symlink
+OUTPUT_FLAGS = ("output", "out", "plot", "records-out")
+EDGE_PATHS = {"output-path": ["", ".", "..", "out/../..", "x" * 300, "/dev/null", "@planted", "out/" + NON_UTF8]}
+PLANTED = ("scenario.toml", "results", "parts", "report.md", "summary.csv", "sweep.json", "records.json")
+
+
+def write_inputs(where: Path) -> Path:
+    """The input files the values refer to as ``@NAME`` (matrices, data CSVs), written once."""
+    where.mkdir(parents=True, exist_ok=True)
+    for name, text in MATRIX_FILES.items():
+        if text is None:
+            k = 1000
+            row = lambda i: ",".join("2/1001" if j == i else "1/1001" for j in range(k))  # noqa: E731
+            text = "\n".join(row(i) for i in range(k)) + "\n"
+        (where / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    (where / "data_1e400.csv").write_text("x\n1e400\n1\n")
+    (where / "data_nonutf8.csv").write_bytes(b"x\n\xff\xfe\n1\n")
+    (where / "data_ragged.csv").write_text("x,y\n1\n2,3,4\n")
+    (where / "data_huge_header.csv").write_text("x" * 2**21 + "\n1\n")
+    (where / "ok.toml").write_text("matrix = [[0.75, 0.25], [0.25, 0.75]]\n")
+    (where / "tiny.toml").write_text(
+        'title = "t"\npaper = "none"\nreproduces = "none"\nseed = 1\n'
+        '[[sweep]]\nname = "s"\nprotocol = "krr"\nn = [40]\nparams = { k = 3, eps0 = 1.0 }\ntrials = 2\n'
+        'quick_trials = 2\n')
+    return where
+
+
+#: valid options of each protocol (simulate / validate / audit share them; audit's question is --eps)
+PROTOCOL_BASE = {
+    "blanket-sum": ["--eps", "1"], "central-dlap-sum": ["--eps", "1"], "central-laplace-sum": ["--eps", "1"],
+    "central-gaussian-hist": ["--k", "3", "--eps", "1", "--delta", "1e-3"],
+    "central-laplace-hist": ["--k", "3", "--eps", "1"], "cheu-sum": ["--eps", "1", "--delta", "1e-3"],
+    "flame-double": ["--eps-l", "1"], "flame-simple": ["--eps-l", "1"], "flame-topk": ["--eps-l", "1"], "ikos-sum": ["--eps", "1", "--delta", "1e-3"],
+    "krr": ["--k", "3", "--eps0", "1"], "local-laplace-sum": ["--eps", "1"], "local-rr-sum": ["--eps", "1"],
+    "matrix-rr": ["--matrix", "@ok.toml"], "recursive-sum": ["--eps", "1"],
+    "subset-selection": ["--k", "4", "--d", "2", "--eps0", "1"],
+}
+MECHANISM_BASE = {
+    "biswas": ["--n", "20", "--k", "3", "--eps0", "1", "--n-x0", "2"], "central-dlap": ["--eps0", "1"],
+    "central-gaussian": ["--sigma", "2"], "central-laplace": ["--eps0", "1"], "cheu": ["--n", "20", "--messages", "2", "--gamma", "0.5"],
+    "clones": ["--n", "20", "--eps0", "1"], "ikos": ["--eps0", "1", "--p", "5", "--sigma", "2"],
+    "krr": ["--n", "20", "--k", "3", "--eps0", "1", "--adversary", "strong"], "matrix": ["--n", "20", "--matrix", "@ok.toml"],
+    "rr2": ["--n", "20", "--eps0", "1"],
+}
+
+
+def base_call(path: list[str]) -> list[str]:
+    """A valid call of the command at ``path`` that answers in well under a second."""
+    head, rest = path[0], path[1:]
+    if head == "simulate":
+        return [*path, *PROTOCOL_BASE[rest[0]], "--n", "40", "--trials", "2", "--json"]
+    if head == "validate":
+        return [*path, *PROTOCOL_BASE[rest[0]], "--n", "40", "--trials", "3", "--json"]
+    if head == "audit":
+        proto = [a for a in PROTOCOL_BASE[rest[0]]]
+        proto = ["--protocol-eps" if a == "--eps" else ("--protocol-delta" if a == "--delta" else a) for a in proto]
+        return [*path, *proto, "--n", "10", "--eps", "1", "--trials", "20", "--json"]
+    if head == "account":
+        if rest[0] in MECHANISM_BASE:
+            return [*path, *MECHANISM_BASE[rest[0]], "--eps", "1", "--json"]
+        return [*path, *PROTOCOL_BASE[rest[0]], "--n", "20", "--eps", "1", "--json"]
+    return {
+        "demo": ["demo", "--k", "3", "--eps0", "1", "--trials", "2", "--output", "out", "--json"],
+        "table": ["table", "balle2020", "--rows", "localdp", "--json"],
+        "sweep": ["sweep", "krr", "--set", "k=3", "--set", "eps0=1", "--n", "40", "--trials", "2",
+                  "--backend", "serial", "--output", "out", "--json"],
+        "fl": ["fl", "--protocol", "np", "--rounds", "1", "--n", "20", "--per-user", "2", "--json"],
+        "run": ["run", "@tiny.toml", "--out", "out", "--quick"],
+        "claims": [*path, "--id", "s8-recursive-bounded"] + (["--json"] if rest == ["check"] else []),
+    }[head]
+
+
+def _nodes(parser: argparse.ArgumentParser, path=()):
+    """(argv prefix, parser, is_leaf) of every parser of the tree: the leaves (runnable commands) and the
+    parents whose own options come before the next name (``validate --max-seconds X krr ...``)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    yield list(path), parser, not subs
+    for sp_action in subs[:1]:
+        if type(sp_action.choices) is not dict:  # a container that builds a sub-parser when named (account PROTOCOL)
+            from shufflesim.pipeline import registry
+
+            for name in registry.names():
+                name in sp_action.choices  # noqa: B015 - the lookup builds it
+        for name, sp in list(sp_action.choices.items()):
+            yield from _nodes(sp, (*path, name))
+
+
+def _value_classes(action, name: str) -> dict[str, list[str]]:
+    if name == "data":  # the data specs also with --engine fast where there is an engine (the counts' own path)
+        has_engine = any(_name(a) == "engine" for a in getattr(action, "walk_siblings", ()))
+        return {**EDGE_VALUES, **EDGE_DATA, **({"data-spec-fast": EDGE_DATA["data-spec"]} if has_engine else {})}
+    if name == "matrix":
+        return {**EDGE_VALUES, **EDGE_MATRIX}
+    if name in OUTPUT_FLAGS or name in ("dir", "records-in", "scenario", "rows", "id", "pair", "set", "method",
+                                        "strategy", "n"):
+        return {**EDGE_VALUES, **(EDGE_PATHS if name in OUTPUT_FLAGS else {})}
+    return EDGE_VALUES
+
+
+def _edge(argv: list[str], action, value: str | None, prefix_len: int) -> list[str]:
+    """``argv`` with ``action`` given ``value`` (its value replaced where the base gives it; appended otherwise;
+    a positional's value replaced in place; ``None``: the flag without a value, for switches)."""
+    if not action.option_strings:  # positional: the first word after the prefix that is not an option value
+        out = list(argv)
+        i = prefix_len
+        out[i] = value
+        return out
+    flag = action.option_strings[-1]
+    out = list(argv)
+    if flag in out:
+        i = out.index(flag)
+        if value is None:
+            return out
+        n_old = 1
+        while i + n_old < len(out) and not (out[i + n_old].startswith("--") and len(out[i + n_old]) > 2):
+            n_old += 1
+        return out[:i + 1] + [value] + out[i + n_old:]
+    return out + ([flag] if value is None else [flag, value])
+
+
+#: options never walked: --help/--version exit through SystemExit by design; the documented long runs (a
+#: cluster address, the slow claims, a full table, "run it even though it is long") are asked for explicitly
+WALK_SKIP = ("help", "version", "scheduler", "slow", "full", "yes")
+
+
+def walk(parser: argparse.ArgumentParser | None = None) -> list[tuple[str, ...]]:
+    """Every case of the walk: (command, flag, value class, value index), in a fixed order.  The command is the
+    space-joined argv prefix; the flag is the option string or the positional's dest."""
+    parser = parser or build_parser("*")
+    cases = []
+    for path, p, leaf in _nodes(parser):
+        if not path or (path == ["claims"]):
+            continue
+        for a in p._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
+                continue
+            a.walk_siblings = p._actions
+            name = _name(a)
+            if name in WALK_SKIP:
+                continue
+            if not leaf and not a.option_strings:
+                continue
+            flag = a.option_strings[-1] if a.option_strings else a.dest
+            if a.nargs == 0:
+                cases.append((" ".join(path), flag, "switch", 0))
+                continue
+            for cls, values in _value_classes(a, name).items():
+                cases.extend((" ".join(path), flag, cls, i) for i in range(len(values)))
+    return cases
+
+
+def _child_base(path: list[str], parser) -> list[str]:
+    """For a parent's option: the parent's prefix, then a base call of its first runnable child (krr when it has one)."""
+    sub = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)][0]
+    child = "krr" if "krr" in sub.choices else next(iter(sub.choices))
+    return base_call([*path, child])
+
+
+def case_argv(case: tuple, parser, inputs: Path) -> list[str]:
+    """The argv of one case (``@NAME`` values refer to the inputs folder; ``@planted`` stays for check_walk_case)."""
+    command, flag, cls, i = case
+    path = command.split()
+    if getattr(parser, "walk_nodes", None) is None:
+        parser.walk_nodes = {" ".join(pth): (p, leaf) for pth, p, leaf in _nodes(parser)}
+    p, leaf = parser.walk_nodes[command]
+    action = next(a for a in p._actions if (a.option_strings[-1] if a.option_strings else a.dest) == flag)
+    if cls == "switch":
+        value = None
+    else:
+        value = _value_classes(action, _name(action))[cls][i]
+    if leaf:
+        argv = _edge(base_call(path), action, value, len(path))
+        if cls.endswith("-fast"):
+            argv = _edge(argv, next(a for a in p._actions if _name(a) == "engine"), "fast", len(path))
+    else:  # the parent's option goes between the parent's prefix and the child's name
+        child = _child_base(path, p)
+        argv = child[:len(path)] + ([flag] if value is None else [flag, value]) + child[len(path):]
+    return [str(inputs / a[1:]) if a.startswith("@") and a != "@planted" else a for a in argv]
+
+
+def _tree(root: Path) -> dict:
+    """Every file and symlink under ``root`` (not following links) with its size and modification time."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath, name)
+            st_ = p.lstat()
+            if p.is_symlink() or not p.is_dir():
+                out[str(p.relative_to(root))] = (st_.st_size, st_.st_mtime_ns)
+    return out
+
+
+def _root_listing() -> dict:
+    """The repository root's entries, with the modification time of its files (a folder's own time changes when
+    Python caches bytecode inside it, so only its presence counts)."""
+    return {p.name: None if p.is_dir() else p.lstat().st_mtime_ns for p in ROOT.iterdir()}
+
+
+def _plant(sandbox: Path, cwd: Path) -> None:
+    """An existing output folder ``cwd/planted`` whose usual entries are symlinks to files and folders outside it."""
+    victims = sandbox / "victims"
+    victims.mkdir()
+    planted = cwd / "planted"
+    planted.mkdir()
+    for name in PLANTED:
+        target = victims / name
+        if "." in name:
+            target.write_text("victim\n")
+        else:
+            target.mkdir()
+        (planted / name).symlink_to(target)
+
+
+def _outputs(argv: list[str], cwd: Path) -> list[Path]:
+    """Where the call may write: the values of its output flags, resolved from cwd (lexically: '..' counts)."""
+    outs = []
+    for i, a in enumerate(argv[:-1]):
+        if a.lstrip("-") in OUTPUT_FLAGS and a.startswith("--"):
+            outs.append(Path(os.path.normpath(cwd / argv[i + 1])))
+    if argv[0] == "run" and "--out" not in argv:
+        outs.append(cwd / "run-tiny")  # run's documented default
+    if argv[0] == "demo" and "--output" not in argv:
+        outs.append(cwd / "shufflesim-demo")  # demo's documented default
+    return outs
+
+
+def check_walk_case(argv: list[str], capsys, base: Path, seconds: int = WALK_TIMEOUT) -> None:
+    """One case of the walk (contract in the comment above WALK_TIMEOUT)."""
+    import uuid
+
+    sandbox = base / f"case-{uuid.uuid4().hex[:12]}"
+    cwd = sandbox / "work"
+    cwd.mkdir(parents=True)
+    if "@planted" in argv:
+        _plant(sandbox, cwd)
+        argv = [("planted" if a == "@planted" else a) for a in argv]
+        argv += [] if "--overwrite" in argv or not any(a == "--output" for a in argv) else ["--overwrite"]
+    before, root_before = _tree(sandbox), _root_listing()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        check_cli(argv, capsys, seconds)
+    finally:
+        os.chdir(old)
+    after = _tree(sandbox)
+    allowed = _outputs(argv, cwd)
+    changed = sorted(p for p in after if before.get(p) != after[p])
+
+    def inside(rel: str) -> bool:  # in an output folder, or the output file (a suffix may be added: x -> x.png)
+        p = Path(os.path.normpath(sandbox / rel))
+        return any(p == o or o in p.parents or (p.parent == o.parent and p.name.startswith(o.name + "."))
+                   for o in allowed)
+
+    outside = [p for p in changed if not inside(p)]
+    assert not outside, (argv, "written outside the output", outside)
+    assert not set(before) - set(after), (argv, "removed", sorted(set(before) - set(after)))
+    assert _root_listing() == root_before, (argv, "the repository root changed")
+
+
+@contextmanager
+def guide_plugin():
+    """docs/plugins.md's plug-in (``subset-selection``, options --k --d --eps0) registered through a fake entry
+    point, as tests/test_plugins.py installs it (its helpers are loaded from that file, not copied), so that the
+    walk reaches a plug-in's options in every command that takes a protocol; the registry is restored after."""
+    import importlib.util
+    import sys
+    import tempfile
+
+    from shufflesim.pipeline import registry
+
+    spec = importlib.util.spec_from_file_location("shufflesim_test_plugins", ROOT / "tests" / "test_plugins.py")
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    where = Path(tempfile.mkdtemp(prefix="shufflesim-fuzz-plugin-"))
+    helpers.write_files(where)
+    registry.names()
+    saved = dict(registry._REGISTRY), registry._discovered, list(registry._PROBLEMS), registry.entry_points
+    eps = [helpers.FakeEntryPoint("subset-selection", "subset_selection", "shufflesim-subset-selection")]
+    sys.path.insert(0, str(where / "my-plugin"))
+    registry.entry_points = lambda group: list(eps) if group == "shufflesim.protocols" else []
+    registry._discovered = False
+    registry._PROBLEMS.clear()
+    mods = set(sys.modules)
+    try:
+        assert "subset-selection" in registry.names(), registry.problems()
+        yield
+    finally:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(saved[0])
+        registry._discovered, registry._PROBLEMS[:], registry.entry_points = saved[1], saved[2], saved[3]
+        sys.path.remove(str(where / "my-plugin"))
+        for m in set(sys.modules) - mods:
+            if m.startswith("subset_selection"):
+                del sys.modules[m]
+
+
+with guide_plugin():
+    WALK_PARSER = build_parser("*")
+    WALK = walk(WALK_PARSER)
+WALK_COMMANDS = sorted({c[0] for c in WALK})
+#: a flag's value class in the default sample; the seed fixes the sample (the walk's order is the parsers')
+SAMPLE_SEED = 29
+
+
+def sample(cases=None, seed: int = SAMPLE_SEED) -> list[tuple]:
+    """The default suite's part of the walk, deterministic and stratified: one case of every (subcommand, value
+    class) pair, one of every command (each protocol, mechanism and plug-in of each subcommand), one of every
+    flag of each subcommand, every data specification and matrix file of the pools (in simulate, where they are
+    read for a run), and every output path in each subcommand that writes."""
+    cases = WALK if cases is None else cases
+    rng = random.Random(seed)
+    strata: dict[tuple, list] = {}
+    for c in cases:
+        head = c[0].split()[0]
+        strata.setdefault(("class", head, c[2]), []).append(c)
+        strata.setdefault(("command", c[0]), []).append(c)
+        strata.setdefault(("flag", head, c[1]), []).append(c)
+        if c[2] in ("data-spec", "data-spec-fast", "matrix-file") and head == "simulate":
+            strata.setdefault(("value", c[2], c[3]), []).append(c)
+        if c[2] == "output-path":
+            strata.setdefault(("value", head, c[2], c[3]), []).append(c)
+    chosen = {rng.choice(group) for _, group in sorted(strata.items())}
+    return sorted(chosen, key=WALK.index)
+
+
+WALK_SAMPLE = sample()
+
+
+@pytest.fixture(scope="module")
+def walk_env(tmp_path_factory):
+    """The plug-in installed and the input files written, for the cases of this module."""
+    inputs = write_inputs(tmp_path_factory.mktemp("fuzz-inputs"))
+    with guide_plugin():
+        yield inputs, tmp_path_factory.mktemp("fuzz-cases")
+
+
+def test_walk_bases_answer(walk_env, capsys):
+    """Each command's base call answers (exit 0), so a case's refusal is its edged value's."""
+    inputs, base = walk_env
+    for command in WALK_COMMANDS:
+        path = command.split()
+        nodes = {" ".join(p): leaf for p, _, leaf in _nodes(WALK_PARSER)}
+        if not nodes[command]:
+            continue
+        argv = [str(inputs / a[1:]) if a.startswith("@") else a for a in base_call(path)]
+        capsys.readouterr()
+        old = os.getcwd()
+        os.chdir(base.joinpath(f"base-{command.replace(' ', '-')}").mkdir() or base / f"base-{command.replace(' ', '-')}")
+        try:
+            with time_limit(WALK_TIMEOUT):
+                code = main(argv)
+        finally:
+            os.chdir(old)
+        assert code == 0, (argv, capsys.readouterr().err[-500:])
+
+
+def _case_id(c) -> str:
+    return f"{c[0]}|{c[1]}|{c[2]}{c[3]}".replace(" ", "_")
+
+
+@pytest.mark.parametrize("case", WALK_SAMPLE, ids=_case_id)
+def test_walk_sample(case, walk_env, capsys):
+    inputs, base = walk_env
+    check_walk_case(case_argv(case, WALK_PARSER, inputs), capsys, base)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", WALK_COMMANDS)
+def test_walk_full(command, walk_env, capsys):
+    """The whole walk, one test per command; every failing case of the command is listed."""
+    inputs, base = walk_env
+    failures = []
+    for case in (c for c in WALK if c[0] == command):
+        argv = case_argv(case, WALK_PARSER, inputs)
+        try:
+            check_walk_case(argv, capsys, base)
+        except (AssertionError, pytest.fail.Exception) as exc:
+            failures.append(f"{_case_id(case)}: {str(exc)[:400]}")
+    assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures)
+
+
+if __name__ == "__main__":
+    from collections import Counter
+
+    print(f"walk: {len(WALK)} cases over {len(WALK_COMMANDS)} commands; default sample: {len(WALK_SAMPLE)} cases")
+    for name, counter in (("walk", Counter(c[0].split()[0] for c in WALK)),
+                          ("sample", Counter(c[0].split()[0] for c in WALK_SAMPLE))):
+        print(f"{name} by subcommand: " + ", ".join(f"{k} {v}" for k, v in sorted(counter.items())))
+    print("sample by value class: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(c[2] for c in WALK_SAMPLE).items())))
