@@ -143,6 +143,24 @@ def test_empty_output_folder_is_refused(argv, scenario, tmp_path, capsys, monkey
     assert sorted(p.name for p in Path.cwd().iterdir()) == before
 
 
+BAD_UTF8 = "out-\udcff\udcfe"  # argv bytes b"out-\xff\xfe" as Python receives them (surrogateescape)
+
+
+@pytest.mark.parametrize("argv", [["run", "s.toml", "--out", BAD_UTF8], [*SWEEP, "--output", BAD_UTF8],
+                                  ["simulate", "krr", "--k", "4", "--eps0", "1", "--n", "100", "--trials", "3",
+                                   "--output", BAD_UTF8],
+                                  ["demo", "--k", "3", "--eps0", "1", "--trials", "2", "--output", BAD_UTF8]])
+def test_output_folder_not_utf8_is_refused_before_writing(argv, scenario, tmp_path, capsys, monkeypatch):
+    """A folder name that is not UTF-8 is refused in one line before anything is written (the fuzz walk: the
+    Parquet writer raised UnicodeEncodeError after the run, leaving a half-written folder)."""
+    if argv[0] == "sweep":
+        monkeypatch.chdir(tmp_path / "outside")
+    before = sorted(p.name for p in Path.cwd().iterdir())
+    assert main(argv) == 2
+    assert "must be a path in UTF-8 text" in one_error(capsys)
+    assert sorted(p.name for p in Path.cwd().iterdir()) == before
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_sweep_checks_every_point_before_writing(existing, tmp_path, capsys):
     """dishonest=2000 with n=1000 is refused before the first part is written (on main: sweep.json and the

@@ -37,9 +37,19 @@ _OWNED: list[str] = []
 
 
 def check_dir_name(text: str | os.PathLike | None, option: str) -> None:
-    """ParameterError for an empty (or blank) output folder name: ``Path('')`` is the current directory."""
-    if text is not None and not os.fspath(text).strip():
+    """ParameterError for an empty (or blank) output folder name (``Path('')`` is the current directory), and for
+    one that is not UTF-8 text (bytes that are not UTF-8 reach Python as surrogates, which the Parquet writer
+    cannot name a file with: refused before anything is written)."""
+    if text is None:
+        return
+    name = os.fsdecode(text)
+    if not name.strip():
         raise ParameterError(f"{option} needs a directory name; got an empty string")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = name.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise ParameterError(f"{option} must be a path in UTF-8 text; got {shown!r}") from None
 
 
 def _link_error(link: str, root: str) -> ParameterError:
