@@ -235,3 +235,22 @@ def test_a_csv_file_is_sized_before_it_is_read(tmp_path, monkeypatch):
     monkeypatch.setattr(pd, "read_csv", refuse)
     with pytest.raises(ResourceError, match=r"big\.csv .*needs about .* of memory"):
         load_data(f"{f}:age", data_kind="categorical", k=100)
+
+
+def test_a_large_matrix_of_numbers_is_checked_as_an_array(monkeypatch):
+    """Issue 29 (size before work / the fuzz walk): a valid 1000 x 1000 matrix given as rows of numbers (as a
+    frozen mechanism description keeps it) is checked by numpy, not entry by entry (10 such checks per simulate
+    call took over 30 s); strings and bools still go through the entry parser."""
+    import numpy as np
+
+    import shufflesim.pipeline.matrix as pm
+
+    rows = np.full((1000, 1000), 1e-3).tolist()
+
+    def one_by_one(*a, **k):
+        raise AssertionError("a matrix of plain numbers was read entry by entry")
+
+    monkeypatch.setattr(pm, "_entry", one_by_one)
+    assert pm.check_matrix(rows).shape == (1000, 1000)
+    with pytest.raises(AssertionError, match="entry by entry"):
+        pm.check_matrix([[True, 0.0], [0.5, 0.5]])

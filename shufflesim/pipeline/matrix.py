@@ -79,6 +79,21 @@ def _entry(v: Any, where: str) -> float:
     raise ParameterError(f"{name} must be a number; got {v!r}")
 
 
+def _numeric_rows(rows: list[list]) -> np.ndarray | None:
+    """Rows of plain numbers (Python or numpy ints and floats, no bool) as one float array, converted by numpy
+    (a 1000 x 1000 matrix given as lists, as a frozen description keeps it, is checked in milliseconds, not
+    entry by entry); None when any entry needs :func:`_entry` (a string, a bool, another type).  Finiteness
+    and the ranges are checked on the array by :func:`check_matrix`."""
+    plain = (float, int, np.floating, np.integer)
+    if not all(type(v) is not bool and isinstance(v, plain) for r in rows for v in r):
+        return None
+    try:
+        R = np.array(rows, dtype=float)
+    except (OverflowError, ValueError):  # an int beyond the double range: _entry names it
+        return None
+    return R if R.ndim == 2 else None
+
+
 def check_matrix(matrix: Any, *, name: str = "matrix") -> np.ndarray:
     """The randomiser matrix as a float array (k × m, k ≥ 2 inputs, m ≥ 2 outputs, entries ≥ 0, rows
     summing to 1 within :data:`ROW_SUM_TOL`, then divided by their sums); ParameterError otherwise."""
@@ -93,7 +108,10 @@ def check_matrix(matrix: Any, *, name: str = "matrix") -> np.ndarray:
         widths = {len(r) for r in rows}
         if len(widths) != 1:
             raise ParameterError(f"{name} rows must all have the same number of outputs; got lengths {sorted(widths)}")
-        R = np.array([[_entry(v, f"[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(rows)], dtype=float)
+        R = _numeric_rows(rows)
+        if R is None:  # strings ("1/3"), or anything that is not a plain number: read entry by entry
+            R = np.array([[_entry(v, f"[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(rows)],
+                         dtype=float)
     if R.ndim != 2:
         raise ParameterError(f"{name} must be 2-D (inputs x outputs); got shape {R.shape}")
     k, m = R.shape
