@@ -252,15 +252,13 @@ SETTINGS = settings(max_examples=FAST_EXAMPLES, deadline=None, derandomize=True,
 #: ShufflesimError is a failure of the property (a method that starts refusing does not pass silently), and a
 #: listed case that stops refusing is one too.
 REFUSALS = {
-    # krr's pair-based methods answer one view: without --adversary there is no question for them
-    ("krr", "tight"): (ParameterError, lambda m: m.relation is None),
+    # krr's pair-based methods answer one view: without an adversary, the default one (the shuffled reports,
+    # mechanisms.krr.DEFAULT_ADVERSARY), so only exact refuses
     ("krr", "exact"): (
         (ParameterError, NotApplicableError),
-        lambda m: (m.relation is None
-                   # strong-1d is a stated pair, not a view: nothing to enumerate
-                   or m.relation is Relation.STRONG_1D
+        lambda m: (m.view is Relation.STRONG_1D  # strong-1d is a stated pair, not a view: nothing to enumerate
                    # the shuffled reports are enumerated exactly only for binary RR (k = 2)
-                   or (m.relation is Relation.SHUFFLED and m.k > 2)),
+                   or (m.view is Relation.SHUFFLED and m.k > 2)),
     ),
 }
 #: The methods that may answer "not applicable" (a result with ``applicable=False``), each for the validity
