@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import EPS_PRECISION, Precision, check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
 from shufflesim.errors import ParameterError
 from shufflesim.validation.stats import cp_lower, cp_upper
@@ -62,6 +62,12 @@ class AuditSetup:
 # --------------------------------------------------------------------------------------------------
 
 
+
+#: the precision range of a mixing probability gamma in the exact log-likelihood ratio statistics: their scale
+#: (1 - gamma)/(gamma/k) overflows to inf (and inf * 0 is nan) once gamma/k underflows double precision
+GAMMA_PRECISION = Precision(low=1e-100, below="the statistic's scale (1 - gamma)/(gamma/k) overflows double "
+                            "precision")
+
 def krr_worst_case(n: int, k: int, gamma: float, *, a: int = 0, b: int = 1, c: int = 2, leak: float = 0.0,
                    mechanism=None) -> AuditSetup:
     """Shuffled k-RR (k ≥ 3): the other n − 1 users hold c, the target holds a (X) or b (X′).
@@ -78,7 +84,7 @@ def krr_worst_case(n: int, k: int, gamma: float, *, a: int = 0, b: int = 1, c: i
     """
     n = check_int("n", n, minimum=2)
     k = check_int("k", k, minimum=3)
-    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True)
+    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True, precise=GAMMA_PRECISION)
     leak = check_real("leak", leak, low=0.0, high=1.0, high_open=True)
     if len({a, b, c}) != 3 or not all(0 <= v < k for v in (a, b, c)):
         raise ParameterError(f"a, b, c must be three different values in 0..{k - 1}; got {a}, {b}, {c}")
@@ -419,7 +425,7 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     lower bound exceeds the accountant's upper bound, ``consistent`` when it does not, ``inconclusive``
     when there is no upper bound to compare with.
     """
-    eps = check_real("eps", eps, low=0.0)
+    eps = check_real("eps", eps, low=0.0, precise=EPS_PRECISION)
     if delta is not None:
         delta = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
     trials = check_int("trials", trials, minimum=4)
