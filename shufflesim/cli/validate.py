@@ -174,6 +174,10 @@ def run(args: argparse.Namespace) -> int:
 
         check_faithful_fits(protocol, args, trials=args.trials, label="the faithful engine",
                             seconds=faithful_seconds(protocol, data, root, trials=args.trials, workers=workers))
+    elif args.trials is not None:  # the fast engine's time and records grow with the trials: the same policy
+        from shufflesim.cli.simulate import check_fast_fits
+
+        check_fast_fits(protocol, args, data, root, trials=args.trials, workers=workers)
     status = _Status(_tty() and not args.json and args.trials is None)
     progress = None
     if args.trials is not None and not args.json:
