@@ -244,3 +244,24 @@ def test_sweep_auto_at_1e9_answers_with_the_fast_engine(capsys, monkeypatch, tmp
     assert code == 0, cap.err
     row = json.loads(cap.out)["summary"][0]
     assert row["engine"] == "fast" and row["n"] == 10**9 and row["mse_expected"] > 0
+
+
+def test_validate_a_fixed_fast_run_is_estimated_and_refused(capsys, monkeypatch):
+    """``validate`` (default engine auto = fast for krr) with ``--trials 1e15`` ran without an estimate (the fuzz
+    walk's class "huge --trials hangs"); it goes through simulate's fast-engine estimate (check_fast_fits)."""
+    from shufflesim.validation import mse
+
+    def started(*args, **kwargs):
+        raise AssertionError("the run was started")
+
+    monkeypatch.setattr(mse, "validate_protocol", started)
+    assert main(["validate", "krr", "--k", "3", "--eps0", "1", "--n", "40", "--trials", "1e15", "--json"]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "on the fast engine needs about" in err and err.rstrip().endswith("lower --trials")
+
+
+@pytest.mark.parametrize("command", ["simulate", "validate"])
+def test_engine_fast_without_a_fast_engine_is_refused_before_the_probe(capsys, command):
+    """``--engine fast`` on a protocol that has none reached the fast engine's time probe (NotImplementedError)."""
+    assert main([command, "flame-double", "--eps-l", "1", "--n", "40", "--trials", "3", "--engine", "fast"]) == 2
+    assert "has no fast engine" in _one_error_line(capsys.readouterr().err)
