@@ -416,8 +416,35 @@ def ratio_denominator(acc: dict) -> str:
     return f"upper bound ({acc.get('method')}" + (f", {pair}" if pair else "") + ")"
 
 
+#: samples drawn by the probe of :func:`check_audit_fits`
+AUDIT_PROBE = 256
+#: bytes one trial takes at the peak of :func:`run_audit`: two sides of float64 statistics, their sorted copies
+#: and the candidate thresholds' work arrays (an estimate: 8 arrays of 8 bytes)
+AUDIT_TRIAL_BYTES = 64.0
+
+
+def check_audit_fits(setup: AuditSetup, root, trials: int, *, yes: bool = False) -> None:
+    """Issue 29, work that will not fit is not started: the audit's samples, timed from a probe of
+    :data:`AUDIT_PROBE` draws per side on a stream no trial uses (``spawn_key=(..., 4, side)``) and scaled to
+    ``trials`` (a lower bound: choosing the threshold comes on top), with their memory, weighed by the one policy
+    (:func:`shufflesim.core.resources.choose_path`; ``--yes`` lifts the time limit) before any sample is drawn."""
+    import time
+
+    from shufflesim.core.resources import RunPath, choose_path
+
+    probe = min(trials, AUDIT_PROBE)
+    t0 = time.perf_counter()
+    for side in (0, 1):
+        gen = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 4, side)))
+        setup.sample(gen, probe, side)
+    seconds = (time.perf_counter() - t0) / probe * float(trials)
+    choose_path(f"an audit of {trials} trials per side", [RunPath("the sampler", "--trials", seconds=seconds,
+                                                                  bytes=AUDIT_TRIAL_BYTES * float(trials))],
+                yes=yes, advice="lower --trials")
+
+
 def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, trials: int, rng=0,
-              alpha: float = 0.05, method: str | None = None) -> dict[str, Any]:
+              alpha: float = 0.05, method: str | None = None, yes: bool = False) -> dict[str, Any]:
     """Audit ``setup`` at ``eps`` (and ``delta``): certified lower bounds beside the accountant's upper bounds.
 
     ``trials`` samples are drawn under each side (streams ``spawn_key=(3, side)`` of the root seed); the
@@ -431,6 +458,7 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     trials = check_int("trials", trials, minimum=4)
     alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     root = as_seed_sequence(rng)
+    check_audit_fits(setup, root, trials, yes=yes)
     gens = [np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 3, s)))
             for s in (0, 1)]
     P = np.asarray(setup.sample(gens[0], trials, 0), dtype=float)
