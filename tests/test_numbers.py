@@ -261,6 +261,8 @@ PRECISION_EDGES = {
     # a significance level whose 1 - alpha rounds to 1: the interval's quantile is infinite (OverflowError)
     "validate alpha 1e-320": (["validate", "krr", "--k", "3", "--eps0", "1", "--n", "40", "--trials", "3", "--json",
                                "--alpha", "1e-320"], "alpha must be >= 1e-15"),
+    "audit alpha 1e-320": (["audit", "krr", "--k", "3", "--eps0", "1", "--n", "10", "--eps", "1", "--trials", "20",
+                            "--json", "--alpha", "1e-320"], "alpha must be >= 1e-15"),
     # the DLap closed form divides by eps0/p (ZeroDivisionError) and by 2*eps0 (inf -> nan)
     "ikos eps0 5e-324": (["account", "ikos", "--eps0", "5e-324", "--p", "5", "--sigma", "2", "--eps", "1", "--json"],
                          "eps0 must be >= 1e-100"),

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from shufflesim.core.checks import EPS_PRECISION, Precision, check_int, check_real
+from shufflesim.core.checks import ALPHA_PRECISION, EPS_PRECISION, Precision, check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
 from shufflesim.errors import ParameterError
 from shufflesim.validation.stats import cp_lower, cp_upper
@@ -456,7 +456,7 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     if delta is not None:
         delta = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
     trials = check_int("trials", trials, minimum=4)
-    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True, precise=ALPHA_PRECISION)
     root = as_seed_sequence(rng)
     check_audit_fits(setup, root, trials, yes=yes)
     gens = [np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 3, s)))
