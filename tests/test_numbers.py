@@ -268,11 +268,6 @@ PRECISION_EDGES = {
                          "eps0 must be >= 1e-100"),
     "ikos eps0 1e308": (["account", "ikos", "--eps0", "1e308", "--p", "5", "--sigma", "2", "--eps", "1", "--json"],
                         "eps0 must be <= 700"),
-    # a delta(eps) question at eps where e^eps overflows (math range error in the exact k-RR and matrix curves)
-    "audit eps 1e308": (["audit", "krr", "--k", "3", "--eps0", "1", "--n", "10", "--eps", "1e308", "--trials", "20",
-                         "--json"], "eps must be <= 700"),
-    "account matrix eps 1e308": (["account", "krr", "--n", "20", "--k", "3", "--eps0", "1", "--adversary", "strong",
-                                  "--eps", "9223372036854775808", "--json"], "eps must be <= 700"),
     # the audit statistic's scale (1 - gamma)/(gamma/k) overflows (nan under numpy)
     "audit gamma 1e-320": (["audit", "blanket-sum", "--protocol-eps", "1", "--n", "10", "--eps", "1", "--trials", "20",
                             "--json", "--gamma", "1e-320"], "gamma must be >= 1e-100"),
@@ -330,3 +325,26 @@ def test_flame_topk_nu_nan_is_refused(capsys):
     """``--nu nan`` passed index_privacy_l's range test (nan compares false) and reached math.ceil (ValueError)."""
     assert "nu must be finite" in refused(capsys, "simulate", "flame-topk", "--eps-l", "1", "--n", "40", "--trials",
                                           "2", "--nu", "nan")
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit", "krr", "--k", "3", "--eps0", "1", "--n", "10", "--eps", "1e308", "--trials", "20", "--json"],
+    ["audit", "ikos-sum", "--protocol-eps", "1", "--protocol-delta", "1e-3", "--n", "10", "--eps", "1e308",
+     "--trials", "20", "--json"],
+    ["account", "matrix", "--n", "20", "--matrix", "M", "--eps", "9223372036854775808", "--json"],
+    ["audit", "matrix-rr", "--matrix", "M", "--n", "10", "--eps", "1e308", "--trials", "20", "--json"],
+], ids=["audit krr", "audit ikos-sum", "account matrix", "audit matrix-rr"])
+def test_delta_at_an_eps_beyond_the_doubles_is_zero_not_an_overflow(capsys, tmp_path, argv):
+    """delta(eps) where e^eps overflows double precision (math range error in the exact k-RR lower bound and the
+    matrix curves, on main) is computed with e^eps = inf exactly: an outcome possible under both sides adds
+    nothing, one impossible under the other adds its probability (here none), so delta = 0 on both ends."""
+    import json
+
+    (tmp_path / "m.toml").write_text("matrix = [[0.75, 0.25], [0.25, 0.75]]\n")
+    argv = [str(tmp_path / "m.toml") if a == "M" else a for a in argv]
+    with no_hang():
+        code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err, err
+    text = json.dumps(json.loads(out))
+    assert '"delta_lower": 0.0' in text and "NaN" not in text and "Infinity" not in text

@@ -140,6 +140,8 @@ class IKOSSum(Mechanism):
         a = self.q // 2 - self.p + 1
         if a < 1:
             return None
+        if eps >= self.eps0:  # dlap_delta is 0 there, so the bound is max(0, -wrap) = 0 (no e^eps to overflow)
+            return 0.0
         log_tail = math.log(2.0) - a * (self.eps0 / self.p) - math.log1p(self.alpha)
         wrap = math.exp(math.log1p(math.exp(-eps)) + eps + log_tail)
         return max(0.0, dlap_delta(eps, self.eps0, self.p) * (1 - WIDEN) - wrap)

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from shufflesim.core.checks import ALPHA_PRECISION, EPS_PRECISION, Precision, check_int, check_real
+from shufflesim.core.checks import ALPHA_PRECISION, Precision, check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
 from shufflesim.errors import ParameterError
 from shufflesim.validation.stats import cp_lower, cp_upper
@@ -452,7 +452,7 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     lower bound exceeds the accountant's upper bound, ``consistent`` when it does not, ``inconclusive``
     when there is no upper bound to compare with.
     """
-    eps = check_real("eps", eps, low=0.0, precise=EPS_PRECISION)
+    eps = check_real("eps", eps, low=0.0)
     if delta is not None:
         delta = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
     trials = check_int("trials", trials, minimum=4)
