@@ -267,7 +267,7 @@ PRECISION_EDGES = {
     "ikos eps0 5e-324": (["account", "ikos", "--eps0", "5e-324", "--p", "5", "--sigma", "2", "--eps", "1", "--json"],
                          "eps0 must be >= 1e-100"),
     "ikos eps0 1e308": (["account", "ikos", "--eps0", "1e308", "--p", "5", "--sigma", "2", "--eps", "1", "--json"],
-                        "eps0 must be <= 700"),
+                        "eps0 must be <= 1e+250"),
     # the audit statistic's scale (1 - gamma)/(gamma/k) overflows (nan under numpy)
     "audit gamma 1e-320": (["audit", "blanket-sum", "--protocol-eps", "1", "--n", "10", "--eps", "1", "--trials", "20",
                             "--json", "--gamma", "1e-320"], "gamma must be >= 1e-100"),
