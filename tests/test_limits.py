@@ -244,3 +244,69 @@ def test_sweep_auto_at_1e9_answers_with_the_fast_engine(capsys, monkeypatch, tmp
     assert code == 0, cap.err
     row = json.loads(cap.out)["summary"][0]
     assert row["engine"] == "fast" and row["n"] == 10**9 and row["mse_expected"] > 0
+
+
+def test_validate_a_fixed_fast_run_is_estimated_and_refused(capsys, monkeypatch):
+    """``validate`` (default engine auto = fast for krr) with ``--trials 1e15`` ran without an estimate (the fuzz
+    walk's class "huge --trials hangs"); it goes through simulate's fast-engine estimate (check_fast_fits)."""
+    from shufflesim.validation import mse
+
+    def started(*args, **kwargs):
+        raise AssertionError("the run was started")
+
+    monkeypatch.setattr(mse, "validate_protocol", started)
+    assert main(["validate", "krr", "--k", "3", "--eps0", "1", "--n", "40", "--trials", "1e15", "--json"]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "on the fast engine needs about" in err and err.rstrip().endswith("lower --trials")
+
+
+@pytest.mark.parametrize("command", ["simulate", "validate"])
+def test_engine_fast_without_a_fast_engine_is_refused_before_the_probe(capsys, command):
+    """``--engine fast`` on a protocol that has none reached the fast engine's time probe (NotImplementedError)."""
+    assert main([command, "flame-double", "--eps-l", "1", "--n", "40", "--trials", "3", "--engine", "fast"]) == 2
+    assert "has no fast engine" in _one_error_line(capsys.readouterr().err)
+
+
+TRIAL_COUNTS = {
+    "fl rounds": (["fl", "--protocol", "np", "--rounds", "1e15", "--n", "20", "--per-user", "2", "--json"],
+                  "lower --rounds or --local-steps"),
+    "fl local steps": (["fl", "--protocol", "np", "--rounds", "1", "--local-steps", "1e15", "--n", "20", "--per-user",
+                        "2", "--json"], "lower --rounds or --local-steps"),
+    "demo trials": (["demo", "--k", "3", "--eps0", "1", "--trials", "1e15", "--output", "OUT", "--json"],
+                    "lower --trials"),
+    "audit trials": (["audit", "krr", "--k", "3", "--eps0", "1", "--n", "10", "--eps", "1", "--trials", "1e15",
+                      "--json"], "lower --trials"),
+}
+
+
+@pytest.mark.parametrize("argv,advice", TRIAL_COUNTS.values(), ids=TRIAL_COUNTS.keys())
+def test_every_trial_count_is_weighed_before_work(capsys, tmp_path, argv, advice):
+    """A trial count is work (the fuzz walk's "huge --trials/--rounds hangs" class): fl's rounds x local steps,
+    demo's and audit's trials are estimated and refused by the one policy, naming the knob, before anything runs
+    or is written (on main: fl and demo ran for hours, audit died of MemoryError without an estimate)."""
+    import signal
+
+    def hang(*_):
+        raise AssertionError("still running after 60 s: the work was started")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(60)
+    try:
+        code = main([str(tmp_path / "out") if a == "OUT" else a for a in argv])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    err = _one_error_line(capsys.readouterr().err)
+    assert code == 2 and ("is estimated to take about" in err or "of memory" in err), err
+    assert err.rstrip().endswith(advice), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_fl_time_estimate_names_yes(capsys, monkeypatch):
+    """fl's estimate is weighed against the time limit, which --yes lifts (SHUFFLESIM_TIME_LIMIT sets it)."""
+    monkeypatch.setenv("SHUFFLESIM_TIME_LIMIT", "1e-9")
+    argv = ["fl", "--protocol", "np", "--rounds", "1", "--n", "20", "--per-user", "2", "--json"]
+    assert main(argv) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "SHUFFLESIM_TIME_LIMIT" in err and "--yes runs it anyway" in err
+    assert main(argv + ["--yes"]) == 0

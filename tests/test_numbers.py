@@ -254,3 +254,97 @@ def test_a_large_matrix_of_numbers_is_checked_as_an_array(monkeypatch):
     assert pm.check_matrix(rows).shape == (1000, 1000)
     with pytest.raises(AssertionError, match="entry by entry"):
         pm.check_matrix([[True, 0.0], [0.5, 0.5]])
+
+
+# --- classes the full fuzz walk found on main after the first round of fixes (issue 29, item 6) ----------------
+PRECISION_EDGES = {
+    # a significance level whose 1 - alpha rounds to 1: the interval's quantile is infinite (OverflowError)
+    "validate alpha 1e-320": (["validate", "krr", "--k", "3", "--eps0", "1", "--n", "40", "--trials", "3", "--json",
+                               "--alpha", "1e-320"], "alpha must be >= 1e-15"),
+    "audit alpha 1e-320": (["audit", "krr", "--k", "3", "--eps0", "1", "--n", "10", "--eps", "1", "--trials", "20",
+                            "--json", "--alpha", "1e-320"], "alpha must be >= 1e-15"),
+    # the DLap closed form divides by eps0/p (ZeroDivisionError) and by 2*eps0 (inf -> nan)
+    "ikos eps0 5e-324": (["account", "ikos", "--eps0", "5e-324", "--p", "5", "--sigma", "2", "--eps", "1", "--json"],
+                         "eps0 must be >= 1e-100"),
+    "ikos eps0 1e308": (["account", "ikos", "--eps0", "1e308", "--p", "5", "--sigma", "2", "--eps", "1", "--json"],
+                        "eps0 must be <= 1e+250"),
+    # the audit statistic's scale (1 - gamma)/(gamma/k) overflows (nan under numpy)
+    "audit gamma 1e-320": (["audit", "blanket-sum", "--protocol-eps", "1", "--n", "10", "--eps", "1", "--trials", "20",
+                            "--json", "--gamma", "1e-320"], "gamma must be >= 1e-100"),
+    # the number of categories beyond int64 reached the data before the protocol checked it (OverflowError)
+    "demo k 1e308": (["demo", "--k", "1e308", "--eps0", "1", "--trials", "2", "--output", "OUT", "--json"],
+                     "k must be an integer <="),
+}
+
+
+@pytest.mark.parametrize("argv,needle", PRECISION_EDGES.values(), ids=PRECISION_EDGES.keys())
+def test_numbers_at_the_precision_edges_found_by_the_walk(capsys, tmp_path, argv, needle):
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    assert needle in refused(capsys, *argv)
+    assert not (tmp_path / "out").exists()  # nothing written before a refusal
+
+
+def test_run_workers_beyond_the_cpus_are_capped_like_every_other_command(capsys, tmp_path):
+    """``run --workers 2^63`` raised OverflowError in multiprocessing (``type=int``, no cap); it is read by the
+    one bounded parser and capped at the available CPUs with one warning, as simulate/validate/sweep/demo do."""
+    (tmp_path / "t.toml").write_text(HEAD + '[[sweep]]\nname = "s"\nprotocol = "krr"\nn = [40]\n'
+                                     'params = { k = 3, eps0 = 1.0 }\ntrials = 2\nquick_trials = 2\n')
+    with no_hang(120):
+        code = main(["run", str(tmp_path / "t.toml"), "--out", str(tmp_path / "o"), "--quick",
+                     "--workers", "9223372036854775807"])
+    err = capsys.readouterr().err
+    assert code == 0 and "Traceback" not in err, err
+    assert "available CPU(s); using" in err
+
+
+def test_a_matrix_of_integer_fractions_is_divided_at_once(tmp_path, monkeypatch):
+    """A CSV matrix of fractions such as 2/1001 (the walk's valid 1000 x 1000 file) was read entry by entry
+    through Fraction, three times per simulate call (over 30 s); rows of integer fractions are divided by numpy,
+    to the same doubles (both sides exact, IEEE division correctly rounded); other strings keep the entry parser."""
+    import shufflesim.pipeline.matrix as pm
+
+    k = 5
+    (tmp_path / "m.csv").write_text("\n".join(",".join("2/6" if j == i else "1/6" for j in range(k))
+                                              for i in range(k)) + "\n")
+    calls = []
+    real = pm._entry
+    monkeypatch.setattr(pm, "_entry", lambda v, where: calls.append(v) or real(v, where))
+    R, _ = pm.read_matrix(tmp_path / "m.csv")
+    assert not calls
+    rows = [[real(t, "") for t in line.split(",")] for line in (tmp_path / "m.csv").read_text().split()]
+    assert R.tolist() == pm.check_matrix(rows).tolist()
+    import random
+
+    rnd = random.Random(29)
+    tokens = [f"{rnd.randint(0, 10**12)}/{rnd.randint(10**12, 10**15)}" for _ in range(2000)]
+    assert pm.integer_fractions(tokens).tolist() == [real(t, "") for t in tokens]
+    assert pm.integer_fractions(["1/0", "1/1"]) is None and pm.integer_fractions(["3/2", "0/1"]) is None
+
+
+def test_flame_topk_nu_nan_is_refused(capsys):
+    """``--nu nan`` passed index_privacy_l's range test (nan compares false) and reached math.ceil (ValueError)."""
+    assert "nu must be finite" in refused(capsys, "simulate", "flame-topk", "--eps-l", "1", "--n", "40", "--trials",
+                                          "2", "--nu", "nan")
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit", "krr", "--k", "3", "--eps0", "1", "--n", "10", "--eps", "1e308", "--trials", "20", "--json"],
+    ["audit", "ikos-sum", "--protocol-eps", "1", "--protocol-delta", "1e-3", "--n", "10", "--eps", "1e308",
+     "--trials", "20", "--json"],
+    ["account", "matrix", "--n", "20", "--matrix", "M", "--eps", "9223372036854775808", "--json"],
+    ["audit", "matrix-rr", "--matrix", "M", "--n", "10", "--eps", "1e308", "--trials", "20", "--json"],
+], ids=["audit krr", "audit ikos-sum", "account matrix", "audit matrix-rr"])
+def test_delta_at_an_eps_beyond_the_doubles_is_zero_not_an_overflow(capsys, tmp_path, argv):
+    """delta(eps) where e^eps overflows double precision (math range error in the exact k-RR lower bound and the
+    matrix curves, on main) is computed with e^eps = inf exactly: an outcome possible under both sides adds
+    nothing, one impossible under the other adds its probability (here none), so delta = 0 on both ends."""
+    import json
+
+    (tmp_path / "m.toml").write_text("matrix = [[0.75, 0.25], [0.25, 0.75]]\n")
+    argv = [str(tmp_path / "m.toml") if a == "M" else a for a in argv]
+    with no_hang():
+        code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err, err
+    text = json.dumps(json.loads(out))
+    assert '"delta_lower": 0.0' in text and "NaN" not in text and "Infinity" not in text

@@ -34,6 +34,7 @@ def _common(pp: argparse.ArgumentParser) -> None:
     c.add_argument("--leak", type=float_arg, default=0.0,
                    help="audit a deliberately broken randomiser that sends its true value with this probability "
                    "(default: 0, the protocol as specified)")
+    c.add_argument("--yes", action="store_true", help="run even if the time estimate is above the limit")
     c.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     protocol = cls.create(n, **params)
     setup = setup_for_protocol(protocol, pair=pair_data, leak=args.leak)
     res = run_audit(setup, eps=args.eps, delta=args.delta, trials=args.trials, rng=args.seed, alpha=args.alpha,
+                    yes=args.yes,
                     method=args.method)
     return finish(args, protocol, res, t0, _print)
 

@@ -37,15 +37,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int_arg, default=1,
                    help="local worker processes (default: 1, the fastest for this small study; at most the CPUs)")
     add_output_options(p, OUTPUT_FILES, default="shufflesim-demo")
+    p.add_argument("--yes", action="store_true", help="run even if the time estimate is above the limit")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.core.checks import check_int
+    from shufflesim.studies.adult_demo import check_demo_fits
 
     trials = check_int("trials", args.trials, minimum=1)
     workers = cap_workers(check_int("workers", args.workers, minimum=1))
+    check_int("k", args.k, minimum=2)  # before the output folder is made (the data read k before the protocol)
+    check_demo_fits(args.k, args.eps0, trials=trials, seed=args.seed, workers=workers, yes=args.yes)
     with open_output(args) as output:
         return _run(args, output, trials, workers)
 

@@ -60,6 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-range-check", action="store_true",
                    help="SS-*: switch the analyser's range check off (to measure what it protects against)")
     p.add_argument("--plot", metavar="PNG", help="write accuracy against rounds (needs matplotlib)")
+    p.add_argument("--yes", action="store_true", help="train even if the time estimate is above the limit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                    n_p=args.n_p, l=args.l, nu=args.nu, encrypt=args.encrypt, eps=args.eps, delta=args.delta,
                    calibration=args.calibration, ldp_mechanism=args.ldp_mechanism, l2_clip=args.l2_clip,
                    tight=not args.no_tight, poisoned=args.poisoned, poison_strategy=args.poison_strategy,
-                   range_check=not args.no_range_check)
+                   range_check=not args.no_range_check, yes=args.yes)
     bar = Progress(args.rounds, "rounds", enabled=False if args.json else None)
     try:
         res = train(s, progress=bar)

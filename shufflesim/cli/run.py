@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from shufflesim.cli._common import int_arg
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a scenario file: results, plots and a report next to the paper's numbers",
@@ -25,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", default="scenarios", help="where --all finds scenarios (default: scenarios)")
     p.add_argument("--out", help="output directory (default: run-STEM, or runs/ with --all)")
     p.add_argument("--quick", action="store_true", help="shrink trials and grids (all scenarios < 5 min)")
-    p.add_argument("--workers", type=int, default=1, help="local worker processes for the sweeps")
+    p.add_argument("--workers", type=int_arg, default=1, help="local worker processes for the sweeps")
     p.add_argument("--scheduler", help="Dask scheduler address tcp://HOST:PORT for the sweeps")
     p.add_argument("--resume", action="store_true", help="continue the sweeps of an interrupted run")
     p.add_argument("--yes", action="store_true", help="run a scenario even if it would take long")
@@ -63,7 +65,7 @@ def _resolve_dir(path: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from shufflesim.cli._common import UsageError
+    from shufflesim.cli._common import UsageError, cap_workers
     from shufflesim.scenarios.runner import estimate_seconds, run_scenario
     from shufflesim.scenarios.schema import load
     from shufflesim.scenarios.steps import check_runnable, estimate_range
@@ -72,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("shufflesim run: give either one SCENARIO file or --all")
     if args.workers < 1:
         raise UsageError(f"shufflesim run: --workers must be >= 1 (got {args.workers})")
+    args.workers = cap_workers(args.workers)  # the sweeps' pool, as simulate/validate/sweep/demo cap theirs
     if args.out is not None and not args.out.strip():  # Path('') would be the current directory
         raise UsageError("shufflesim run: --out needs a directory name; got an empty string (omit --out for "
                          "run-STEM, or runs/ with --all)")

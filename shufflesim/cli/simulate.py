@@ -134,6 +134,19 @@ def check_faithful_fits(protocol, args, *, trials: int, label: str, seconds: flo
                 yes=args.yes, advice=f"lower n or --trials ({protocol.name} has no fast engine)")
 
 
+def check_fast_fits(protocol, args, data, root, *, trials: int, workers: int = 1) -> None:
+    """Issue 29, the fast engine's side of :func:`check_faithful_fits`: its cost does not grow with n but does with
+    the trials (time from one probe block, :func:`~shufflesim.experiments.montecarlo.fast_seconds`; memory of the
+    records), weighed by the one policy before any trial runs (``simulate`` and ``validate``)."""
+    from shufflesim.core.resources import RunPath, choose_path
+    from shufflesim.experiments.montecarlo import RECORD_BYTES, fast_seconds
+
+    choose_path(f"{trials} trial(s) of {protocol.name} (n={protocol.n})",
+                [RunPath("the fast engine", "--engine fast", bytes=RECORD_BYTES * trials,
+                         seconds=fast_seconds(protocol, data, root, trials=trials, workers=workers))],
+                yes=args.yes, advice="lower --trials")
+
+
 def _run_streamed(protocol, data, trials: int, root, args):
     """Plan (estimates, refusals before allocation), announce and run the streamed faithful trials."""
     from shufflesim.core.checks import check_int
@@ -246,19 +259,14 @@ def _run(args: argparse.Namespace, output) -> int:
     if streamed:
         result, stream_info = _run_streamed(protocol, data, trials, root, args)
     else:
-        from shufflesim.experiments.montecarlo import RECORD_BYTES, fast_seconds, faithful_seconds
+        from shufflesim.experiments.montecarlo import RECORD_BYTES, faithful_seconds
 
         if not _fast_chosen(cls, args.engine):  # issue 29: the in-memory faithful run's time, before it starts
             check_faithful_fits(protocol, args, trials=trials, label="the faithful engine",
                                 seconds=faithful_seconds(protocol, data, root, trials=trials, workers=workers),
                                 nbytes=RECORD_BYTES * trials)
         else:  # the fast engine's cost does not grow with n, but it does with the trials (time and records)
-            from shufflesim.core.resources import RunPath, choose_path
-
-            choose_path(f"{trials} trial(s) of {protocol.name} (n={protocol.n})",
-                        [RunPath("the fast engine", "--engine fast", bytes=RECORD_BYTES * trials,
-                                 seconds=fast_seconds(protocol, data, root, trials=trials, workers=workers))],
-                        yes=args.yes, advice="lower --trials")
+            check_fast_fits(protocol, args, data, root, trials=trials, workers=workers)
         progress = Progress(trials, enabled=False if args.json else None)
         result = run_trials(protocol, data, trials=trials, rng=root, workers=workers, on_progress=progress.update,
                             engine=args.engine)

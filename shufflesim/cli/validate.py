@@ -128,7 +128,7 @@ class _Status:
 
 def run(args: argparse.Namespace) -> int:
     from shufflesim.cli._common import cap_workers
-    from shufflesim.core.checks import check_int, check_real
+    from shufflesim.core.checks import ALPHA_PRECISION, check_int, check_real
     from shufflesim.core.rng import as_seed_sequence, data_seed
     from shufflesim.errors import ParameterError
     from shufflesim.experiments.data import load_data, parse_data_spec
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     cls = registry.get(args.protocol)
     params = protocol_params(args)
     check_int("seed", args.seed, minimum=0)
-    check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True,
+               precise=ALPHA_PRECISION)
     check_real("margin", args.margin, low=0.0, high=1.0, low_open=True, high_open=True)
     check_real("plant_error", args.plant_error, low=-1.0, high=1.0, low_open=True, high_open=True)
     if args.trials is None:
@@ -173,6 +174,10 @@ def run(args: argparse.Namespace) -> int:
 
         check_faithful_fits(protocol, args, trials=args.trials, label="the faithful engine",
                             seconds=faithful_seconds(protocol, data, root, trials=args.trials, workers=workers))
+    elif args.trials is not None:  # the fast engine's time and records grow with the trials: the same policy
+        from shufflesim.cli.simulate import check_fast_fits
+
+        check_fast_fits(protocol, args, data, root, trials=args.trials, workers=workers)
     status = _Status(_tty() and not args.json and args.trials is None)
     progress = None
     if args.trials is not None and not args.json:
@@ -228,14 +233,15 @@ def _print(out: dict) -> None:
 
 # --------------------------------------------------------------------------------------------------------
 def run_all(args: argparse.Namespace) -> int:
-    from shufflesim.core.checks import check_int, check_real
+    from shufflesim.core.checks import ALPHA_PRECISION, check_int, check_real
     from shufflesim.errors import ParameterError
     from shufflesim.validation.suite import render_markdown, validate_all
 
     if not args.all:
         raise ParameterError("validate: name a PROTOCOL (see shufflesim validate --help) or use --all")
     check_int("seed", args.all_seed, minimum=0)
-    check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_real("alpha", args.alpha, low=0.0, high=1.0, low_open=True, high_open=True,
+               precise=ALPHA_PRECISION)
     check_real("margin", args.margin, low=0.0, high=1.0, low_open=True, high_open=True)
     check_int("max_trials", args.max_trials, minimum=1024)
     check_real("max_seconds", max_seconds(args, ALL_MAX_SECONDS), low=0.0, low_open=True)

@@ -71,6 +71,12 @@ MAX_EPS = 700.0
 EPS_PRECISION = Precision(high=MAX_EPS, above="e^eps overflows double precision (the formulas that use it "
                           "hold only below ~709.78)")
 
+#: the precision range of a significance level alpha that enters as the confidence level 1 - alpha (normal and
+#: Student quantiles): below 1e-15, 1 - alpha/2 is within a few ulps of 1 (and is 1 below ~1.1e-16), so the
+#: quantile is infinite or not what was asked, and every interval and trial count derived from it overflows
+ALPHA_PRECISION = Precision(low=1e-15, below="1 - alpha rounds to 1 in double precision (the interval's quantile "
+                            "is infinite)")
+
 
 def check_real(
     name: str,

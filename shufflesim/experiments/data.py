@@ -34,6 +34,7 @@ import numpy as np
 
 from shufflesim.errors import DataError
 from shufflesim.core.rng import RngLike, as_generator
+from shufflesim.core.checks import check_int
 
 CATEGORICAL_KINDS = ("uniform", "zipf", "constant", "counts", "adult-age")
 REAL_KINDS = ("uniform", "normal", "beta", "constant", "adult-age")
@@ -230,10 +231,7 @@ def _check_count(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral):
         if not (isinstance(value, float) and value.is_integer()):
             raise DataError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    v = int(value)
-    if v < minimum:
-        raise DataError(f"{name} must be an integer >= {minimum}; got {v}")
-    return v
+    return check_int(name, int(value), minimum=minimum, error=DataError)  # and within int64 (no wrap in numpy)
 
 
 def load_data(

@@ -130,6 +130,7 @@ def fast_seconds(protocol: Protocol, data: Any, root: RngLike, *, trials: int, w
     from shufflesim.core.rng import child
     from shufflesim.pipeline.stream import PROBE_STREAM
 
+    resolve_engine(protocol, "fast")  # a protocol without a fast engine is refused in one line, not probed
     if isinstance(data, DataSummary):
         summary = check_summary(protocol, data)
         truth = protocol.truth_from_summary(summary)

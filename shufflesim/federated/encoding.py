@@ -55,9 +55,12 @@ PROTOCOLS = ("ss-simple", "ss-double", "ss-topk")
 def index_privacy_l(nu: float, beta: float) -> int:
     """Smallest valid l for ν-index privacy (seed 002 Definition 3, Algorithm 4 line 1):
     l ≥ max{1/(νβ), ν/(ν − 1 + β)}, and l ≤ ⌈1/β⌉ (ν = 1 needs l = ⌈1/β⌉, Proposition 2)."""
+    from shufflesim.core.checks import check_real
+
     if not (0 < beta <= 1):
         raise ParameterError("beta = k/d must lie in (0, 1]")
     top = math.ceil(1.0 / beta - 1e-12)
+    nu = check_real("nu", nu)  # a real number, finite (nan passed the range test below)
     if nu < 1 or nu > 1.0 / beta + 1e-12:
         raise ParameterError(f"nu must lie in [1, 1/beta] = [1, {1 / beta:.6g}] (Proposition 2); got {nu}")
     need = max(1.0 / (nu * beta), nu / (nu - 1.0 + beta))

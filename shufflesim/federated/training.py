@@ -65,6 +65,7 @@ class FLSettings:
     poisoned: float = 0        # SS: poisoned clients per round, a fraction in [0, 1) or a count (.poisoning)
     poison_strategy: str = "worst-in-range"
     range_check: bool = True   # SS: the analyser's typecheck (False: measure what it protects against)
+    yes: bool = False          # run even when the time estimate is above the limit (the CLI's --yes)
     extra: dict = field(default_factory=dict)
 
 
@@ -125,6 +126,21 @@ def validate_settings(s: FLSettings) -> None:
         poison.count(s.n)  # a count above n is refused before any work
 
 
+def check_training_time(s: FLSettings, model, theta, X, y) -> None:
+    """Issue 29, work that will not fit is not started: the rounds x local steps of the users' updates, timed
+    from one local step of one round's users (a lower bound: the protocol's own work per round comes on top),
+    weighed by the one policy (:func:`shufflesim.core.resources.choose_path`; ``--yes`` lifts the time limit)."""
+    from shufflesim.core.resources import RunPath, choose_path
+
+    t0 = time.perf_counter()
+    model.local_updates(theta, X, y, s.lr, 1)
+    step = time.perf_counter() - t0
+    choose_path(f"{s.rounds} round(s) of {s.local_steps} local step(s) for {len(X)} users",
+                [RunPath("the local updates alone", "--rounds/--local-steps",
+                         seconds=step * float(s.rounds) * float(s.local_steps))],
+                yes=s.yes, advice="lower --rounds or --local-steps")
+
+
 def train(s: FLSettings, progress=None) -> dict:
     """Run the study; returns the JSON-able result (``accuracy`` has the initial model's test accuracy
     first, then one value per round)."""
@@ -141,6 +157,7 @@ def train(s: FLSettings, progress=None) -> dict:
     root = np.random.SeedSequence(s.seed)
     theta = model.init()
     acc = [model.accuracy(theta, data.X_test, data.y_test)]
+    check_training_time(s, model, theta, data.X_users[:n], data.y_users[:n])
     params: dict = {"dataset": s.dataset, "d": d, "n": n, "users": data.users, "per_user": s.per_user,
                     "rounds": s.rounds, "lr": s.lr, "local_steps": s.local_steps, "seed": s.seed}
     cfg = None

@@ -38,12 +38,18 @@ from typing import Any, ClassVar
 
 from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.model.results import DeltaBound
-from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.core.checks import Precision, check_int, check_real
 
 from .central import closed_form_epsilon, widened
 
 #: largest sensitivity accepted (the closed form is O(1) in Δ; this only keeps Δ an ordinary integer)
 MAX_SENSITIVITY = 2**62
+#: the precision range of the DLap ε0 (this mechanism's and IKOS's comparison mechanism's): its closed form divides
+#: by ε0/Δ and by 2·ε0 and multiplies Δ·ε0 (Δ <= 2^62), so a subnormal ε0 divides by zero and ε0 near the double
+#: maximum overflows to inf/nan; 1e250 keeps Δ·ε0 below 1e270 (ε0 = 1e6, "no privacy", stays valid)
+DLAP_EPS0_PRECISION = Precision(low=1e-100, high=1e250,
+                                below="eps0/sensitivity underflows double precision in the DLap closed form",
+                                above="sensitivity*eps0 overflows double precision in the DLap closed form")
 
 
 def dlap_delta(eps: float, eps0: float, sensitivity: int) -> float:
@@ -80,7 +86,8 @@ class CentralDLap(Mechanism):
     n: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
+        object.__setattr__(self, "eps0", check_real("eps0", self.eps0, low=0.0, low_open=True,
+                                                    precise=DLAP_EPS0_PRECISION))
         object.__setattr__(self, "sensitivity", check_int("sensitivity", self.sensitivity, minimum=1,
                                                           maximum=MAX_SENSITIVITY))
         object.__setattr__(self, "n", check_int("n", self.n, minimum=1))

@@ -44,7 +44,7 @@ from shufflesim.accounting.model.mechanism import BoundOptions, Flag, Mechanism
 from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive, check_real
 
-from .dlap import MAX_SENSITIVITY, dlap_delta
+from .dlap import DLAP_EPS0_PRECISION, MAX_SENSITIVITY, dlap_delta
 
 LN2 = math.log(2.0)
 #: relative widening of a closed form evaluated in double precision (as :mod:`.central`); the ikos-sum protocol
@@ -77,7 +77,8 @@ class IKOSSum(Mechanism):
     n: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "eps0", check_positive("eps0", self.eps0))
+        object.__setattr__(self, "eps0", check_real("eps0", self.eps0, low=0.0, low_open=True,
+                                                    precise=DLAP_EPS0_PRECISION))
         object.__setattr__(self, "p", check_int("p", self.p, minimum=1, maximum=MAX_SENSITIVITY))
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         if self.q is not None:
@@ -139,6 +140,8 @@ class IKOSSum(Mechanism):
         a = self.q // 2 - self.p + 1
         if a < 1:
             return None
+        if eps >= self.eps0:  # dlap_delta is 0 there, so the bound is max(0, -wrap) = 0 (no e^eps to overflow)
+            return 0.0
         log_tail = math.log(2.0) - a * (self.eps0 / self.p) - math.log1p(self.alpha)
         wrap = math.exp(math.log1p(math.exp(-eps)) + eps + log_tail)
         return max(0.0, dlap_delta(eps, self.eps0, self.p) * (1 - WIDEN) - wrap)

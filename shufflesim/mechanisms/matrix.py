@@ -45,6 +45,9 @@ from ._common import LDP_METHODS, ldp_bound
 ENUMERATION_BUDGET = 3_000_000
 
 
+#: largest eps whose e^eps is a double (log of the largest double, ~709.78): beyond it e^eps is taken as inf
+EXP_OVERFLOW = math.log(np.finfo(float).max)
+
 @dataclass(frozen=True)
 class ShuffledMatrix(Mechanism):
     """``n`` users running the randomiser with matrix ``matrix`` (rows: inputs), shuffled; or, with
@@ -283,8 +286,11 @@ class NeighbouringTable:
     def deltas(self, eps: float) -> np.ndarray:
         """Exact δ(ε) (both directions) of every neighbouring pair (floating point)."""
         P, Q = self.law[self.pairs[:, 0]], self.law[self.pairs[:, 1]]
-        e = math.exp(eps)
-        return np.maximum(np.maximum(P - e * Q, 0.0).sum(axis=1), np.maximum(Q - e * P, 0.0).sum(axis=1))
+        e = math.exp(eps) if eps < EXP_OVERFLOW else math.inf  # e^eps beyond the doubles: inf, exactly handled
+        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 where an outcome has probability 0
+            fwd = np.where(Q > 0, P - e * Q, P)
+            bwd = np.where(P > 0, Q - e * P, Q)
+        return np.maximum(np.maximum(fwd, 0.0).sum(axis=1), np.maximum(bwd, 0.0).sum(axis=1))
 
     def epsilons(self, delta: float, eps_max: float) -> np.ndarray:
         """ε(δ) of every pair by bisection (60 halvings of [0, eps_max], vectorised over pairs)."""

@@ -28,6 +28,7 @@ declared (and is reported as declared, not derived).  The accounting of both liv
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -211,6 +212,23 @@ def _rows_until_cap(fh, path: Path):
         yield line
 
 
+#: a fraction of two integers exact in double precision (below 2^53), such as 1/3 or 2/1001
+_INT_FRACTION = re.compile(r"\d{1,15}/\d{1,15}")
+
+
+def integer_fractions(tokens: list[str]) -> np.ndarray | None:
+    """A row of fractions of small integers ("2/1001") as floats, divided by numpy at once; the same values as
+    :func:`_entry` (both sides are exact doubles, so IEEE division is correctly rounded, as float(Fraction) is).
+    None when any token is not such a fraction, has denominator 0 or exceeds 1 (:func:`_entry` reads the row and
+    names the entry)."""
+    if not all(_INT_FRACTION.fullmatch(t) for t in tokens):
+        return None
+    top, bottom = np.array([t.split("/") for t in tokens], dtype=float).T
+    if not np.all(bottom > 0) or np.any(top > bottom):
+        return None
+    return top / bottom
+
+
 def _read_csv(path: Path):
     """The CSV file's rows of tokens, counted before they are split: more than :data:`MAX_ENTRIES` entries is
     refused at the row that passes the cap.  Rows of plain numbers are converted by numpy at once (an array
@@ -226,6 +244,10 @@ def _read_csv(path: Path):
                 continue
             except ValueError:
                 pass
+        fractions = integer_fractions(tokens) if numeric else None
+        if fractions is not None:
+            rows.append(fractions)
+            continue
         numeric = False
         rows.append(tokens)
     if numeric and rows and len({r.size for r in rows}) == 1:

@@ -19,6 +19,7 @@ result files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import textwrap
@@ -220,7 +221,8 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
                                   **step["settings"], **point)
         except TypeError as exc:
             raise ScenarioError(f"training {step['name']}: settings: {exc}") from None
-        res = train(settings)
+        # the scenario's own estimate was weighed by run_scenario (its --yes); train does not ask again
+        res = train(dataclasses.replace(settings, yes=True))
         label = _label("training", step, step["label"] or _training_label(step, axes), protocol=proto,
                        **step["settings"], **point)
         pois = res.get("poisoning")

@@ -29,6 +29,30 @@ class DemoResult:
     meta: dict
 
 
+def check_demo_fits(k: int, eps0s: Sequence[float], *, trials: int, seed: int, workers: int,
+                    yes: bool = False) -> None:
+    """Issue 29, work that will not fit is not started: the shuffled k-RR trials of every ε0 on the faithful
+    engine, estimated from one probe (:func:`~shufflesim.experiments.montecarlo.faithful_seconds`; a lower bound:
+    the central baseline's trials come on top; records' memory included), weighed by the one policy
+    (:func:`shufflesim.core.resources.choose_path`, ``--yes`` lifts the time limit) before any trial runs."""
+    from shufflesim.core.resources import RunPath, choose_path
+    from shufflesim.core.rng import data_seed
+    from shufflesim.experiments.data import load_data
+    from shufflesim.experiments.montecarlo import RECORD_BYTES, faithful_seconds
+    from shufflesim.pipeline import registry
+
+    cls = registry.get("krr")
+    params = {"k": k, "eps0": eps0s[0]}
+    root = as_seed_sequence(seed)
+    x = load_data(DATA, data_kind=cls.data_kind, n=None, k=cls.data_k(params), rng=data_seed(root))
+    proto = cls.create(len(x), **params)
+    total = trials * len(eps0s)
+    choose_path(f"{total} trial(s) of the demo's shuffled k-RR (n={proto.n}, before the central baseline)",
+                [RunPath("the faithful engine", "--trials", bytes=2 * RECORD_BYTES * total,
+                         seconds=faithful_seconds(proto, x, root, trials=total, workers=workers))],
+                yes=yes, advice="lower --trials")
+
+
 def run_demo(k: int, eps0s: Sequence[float], *, trials: int, seed: int, workers: int,
              on_progress: Callable[[int], None] | None = None) -> DemoResult:
     """Run the study; on ``KeyboardInterrupt`` stop promptly and return what finished (``complete=False``)."""

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import ALPHA_PRECISION, Precision, check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
 from shufflesim.errors import ParameterError
 from shufflesim.validation.stats import cp_lower, cp_upper
@@ -62,6 +62,12 @@ class AuditSetup:
 # --------------------------------------------------------------------------------------------------
 
 
+
+#: the precision range of a mixing probability gamma in the exact log-likelihood ratio statistics: their scale
+#: (1 - gamma)/(gamma/k) overflows to inf (and inf * 0 is nan) once gamma/k underflows double precision
+GAMMA_PRECISION = Precision(low=1e-100, below="the statistic's scale (1 - gamma)/(gamma/k) overflows double "
+                            "precision")
+
 def krr_worst_case(n: int, k: int, gamma: float, *, a: int = 0, b: int = 1, c: int = 2, leak: float = 0.0,
                    mechanism=None) -> AuditSetup:
     """Shuffled k-RR (k ≥ 3): the other n − 1 users hold c, the target holds a (X) or b (X′).
@@ -78,7 +84,7 @@ def krr_worst_case(n: int, k: int, gamma: float, *, a: int = 0, b: int = 1, c: i
     """
     n = check_int("n", n, minimum=2)
     k = check_int("k", k, minimum=3)
-    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True)
+    gamma = check_real("gamma", gamma, low=0.0, high=1.0, low_open=True, high_open=True, precise=GAMMA_PRECISION)
     leak = check_real("leak", leak, low=0.0, high=1.0, high_open=True)
     if len({a, b, c}) != 3 or not all(0 <= v < k for v in (a, b, c)):
         raise ParameterError(f"a, b, c must be three different values in 0..{k - 1}; got {a}, {b}, {c}")
@@ -410,8 +416,35 @@ def ratio_denominator(acc: dict) -> str:
     return f"upper bound ({acc.get('method')}" + (f", {pair}" if pair else "") + ")"
 
 
+#: samples drawn by the probe of :func:`check_audit_fits`
+AUDIT_PROBE = 256
+#: bytes one trial takes at the peak of :func:`run_audit`: two sides of float64 statistics, their sorted copies
+#: and the candidate thresholds' work arrays (an estimate: 8 arrays of 8 bytes)
+AUDIT_TRIAL_BYTES = 64.0
+
+
+def check_audit_fits(setup: AuditSetup, root, trials: int, *, yes: bool = False) -> None:
+    """Issue 29, work that will not fit is not started: the audit's samples, timed from a probe of
+    :data:`AUDIT_PROBE` draws per side on a stream no trial uses (``spawn_key=(..., 4, side)``) and scaled to
+    ``trials`` (a lower bound: choosing the threshold comes on top), with their memory, weighed by the one policy
+    (:func:`shufflesim.core.resources.choose_path`; ``--yes`` lifts the time limit) before any sample is drawn."""
+    import time
+
+    from shufflesim.core.resources import RunPath, choose_path
+
+    probe = min(trials, AUDIT_PROBE)
+    t0 = time.perf_counter()
+    for side in (0, 1):
+        gen = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 4, side)))
+        setup.sample(gen, probe, side)
+    seconds = (time.perf_counter() - t0) / probe * float(trials)
+    choose_path(f"an audit of {trials} trials per side", [RunPath("the sampler", "--trials", seconds=seconds,
+                                                                  bytes=AUDIT_TRIAL_BYTES * float(trials))],
+                yes=yes, advice="lower --trials")
+
+
 def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, trials: int, rng=0,
-              alpha: float = 0.05, method: str | None = None) -> dict[str, Any]:
+              alpha: float = 0.05, method: str | None = None, yes: bool = False) -> dict[str, Any]:
     """Audit ``setup`` at ``eps`` (and ``delta``): certified lower bounds beside the accountant's upper bounds.
 
     ``trials`` samples are drawn under each side (streams ``spawn_key=(3, side)`` of the root seed); the
@@ -423,8 +456,9 @@ def run_audit(setup: AuditSetup, *, eps: float, delta: float | None = None, tria
     if delta is not None:
         delta = check_real("delta", delta, low=0.0, high=1.0, high_open=True)
     trials = check_int("trials", trials, minimum=4)
-    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True, precise=ALPHA_PRECISION)
     root = as_seed_sequence(rng)
+    check_audit_fits(setup, root, trials, yes=yes)
     gens = [np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 3, s)))
             for s in (0, 1)]
     P = np.asarray(setup.sample(gens[0], trials, 0), dtype=float)

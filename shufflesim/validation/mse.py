@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy import stats
 
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import ALPHA_PRECISION, check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
 from shufflesim.errors import ParameterError
 from shufflesim.validation.sequential import FIRST_LOOK, METHOD as SEQ_METHOD, T_OPT, AsympCS, RunningMoments, next_look
@@ -172,7 +172,8 @@ def validate_errors(sq_errors: np.ndarray, *, expected: float | None, worst: flo
                     bound: float | None = None, alpha: float = 0.05, margin: float = DEFAULT_MARGIN,
                     resamples: int = 2000, rng=None) -> dict[str, Any]:
     """Fixed-size validation of per-trial squared errors: exact theory, then one bootstrap-t interval."""
-    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True,
+               precise=ALPHA_PRECISION)
     margin = check_real("margin", margin, low=0.0, high=1.0, low_open=True, high_open=True)
     x = np.asarray(sq_errors, dtype=float)
     T = int(x.size)
@@ -211,7 +212,8 @@ def validate_sequential(draw: Callable[[int, int], np.ndarray], *, expected: flo
     Looks after ``first_look`` trials and then every ~t/8 trials (:func:`~.sequential.next_look`) until
     every check is decided, ``max_trials`` trials are drawn or ``max_seconds`` have passed (checked between
     batches); an interrupt (Ctrl-C) stops at the last look.  ``on_look`` receives a progress dict."""
-    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True,
+               precise=ALPHA_PRECISION)
     margin = check_real("margin", margin, low=0.0, high=1.0, low_open=True, high_open=True)
     max_trials = check_int("max_trials", max_trials, minimum=first_look)
     if max_seconds is not None:

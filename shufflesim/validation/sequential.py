@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.core.checks import check_int, check_real
+from shufflesim.core.checks import ALPHA_PRECISION, check_int, check_real
 
 #: trials before the first look (burn-in of the asymptotic sequence); a multiple of the fast engine's block
 FIRST_LOOK = 1024
@@ -65,7 +65,8 @@ class AsympCS:
     t_opt: int = T_OPT
 
     def __post_init__(self):
-        check_real("alpha", self.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_real("alpha", self.alpha, low=0.0, high=1.0, low_open=True, high_open=True,
+               precise=ALPHA_PRECISION)
         check_int("t_opt", self.t_opt, minimum=1)
 
     @property

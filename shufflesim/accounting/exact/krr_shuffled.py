@@ -141,11 +141,13 @@ class Curve:
 
     def delta_lower(self, eps: float) -> float:
         """A certified lower bound on max(δ_{P‖Q}(ε), δ_{Q‖P}(ε))."""
-        ee = math.exp(eps)
+        ee = math.exp(eps) if eps < math.log(np.finfo(float).max) else math.inf  # beyond the doubles: inf
         best = 0.0
         for cp, cq in (self.fwd, self.bwd):
             if cp.size:
-                best = max(best, float(np.max(cp * (1.0 - REL_ERR) - ee * cq * (1.0 + REL_ERR))))
+                with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 where the cumulated Q is 0
+                    t = cp * (1.0 - REL_ERR) - np.where(cq > 0, ee * cq * (1.0 + REL_ERR), 0.0)
+                best = max(best, float(np.max(t)))
         return best
 
     def eps_lower(self, delta: float) -> float:
