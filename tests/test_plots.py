@@ -349,3 +349,30 @@ def test_a_curve_entirely_below_the_axes_says_so(captured):
     plots.plot_curves(steps, frames, Path("x.png"), "t")
     labels = [t.get_text() for t in captured["fig"].axes[0].get_legend().get_texts()]
     assert any(lb.startswith("tiny") and "below the axes" in lb for lb in labels)
+
+
+def test_demo_at_an_eps0_beyond_what_an_axis_shows_skips_its_plots(tmp_path, capsys):
+    """The fuzz walk: `demo --eps0 1e308` printed matplotlib's multi-line warnings (no positive value on a log
+    axis, a ticker overflow); its figures are skipped with one note, and nothing warns."""
+    import warnings
+
+    from shufflesim.cli.main import main
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["demo", "--k", "3", "--eps0", "1e308", "--trials", "2", "--output", str(tmp_path / "d")]) == 0
+    assert [str(w.message) for w in caught] == []
+    err = capsys.readouterr().err
+    assert "note: no plots: a value beyond 1e+300" in err
+    assert not list((tmp_path / "d").glob("*.png"))
+
+
+def test_an_all_zero_series_keeps_a_linear_axis():
+    import matplotlib.pyplot as plt
+
+    from shufflesim.experiments.plots import log_scale
+
+    fig, ax = plt.subplots()
+    assert not log_scale(ax, "y", [0.0, 0.0, float("nan")]) and ax.get_yscale() == "linear"
+    assert log_scale(ax, "x", [0.0, 2.0]) and ax.get_xscale() == "log"
+    plt.close(fig)

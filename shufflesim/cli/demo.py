@@ -98,8 +98,12 @@ def _plots(s, table, out: Path, k: int) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from shufflesim.experiments.plots import data_ticks, plot_mse
+    from shufflesim.experiments.plots import DRAWABLE_MAX, data_ticks, drawable, log_scale, plot_mse
 
+    if not drawable(s.param_eps0, s.mse, s.mse_expected, table.eps, table.tv_shuffle, table.tv_gaussian):
+        print(f"note: no plots: a value beyond {DRAWABLE_MAX:g} (eps0 = {s.param_eps0.max():g}) cannot be drawn on "
+              "an axis", file=sys.stderr)
+        return []
     n = int(s.n.iloc[0])
     plot_mse(s, "param_eps0", out / "mse_vs_eps0.png", xlabel="local ε0",
              title="shuffled k-RR, Adult ages")  # plot_mse adds n and k
@@ -107,9 +111,9 @@ def _plots(s, table, out: Path, k: int) -> list[Path]:
     t = table.sort_values("eps")
     ax.plot(t.eps, t.tv_shuffle, "o-", label="shuffle + INV (k-RR)")
     ax.plot(t.eps, t.tv_gaussian, "s--", label="central analytic Gaussian")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    data_ticks(ax.xaxis, t.eps)  # ticks at the certified eps, no overlapping minor labels
+    log_scale(ax, "y", t[["tv_shuffle", "tv_gaussian"]].to_numpy())
+    if log_scale(ax, "x", t.eps):
+        data_ticks(ax.xaxis, t.eps)  # ticks at the certified eps, no overlapping minor labels
     ax.set_xlabel("central ε (certified, δ = 1/n²)")
     ax.set_ylabel("mean TV distance")
     ax.set_title(f"Adult ages in {k} bins, n={n}:\nshuffled k-RR vs the central Gaussian at the same (ε, δ)",

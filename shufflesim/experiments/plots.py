@@ -26,6 +26,37 @@ _SEED = re.compile(r"\b([Ss]eed )(00[0-4])\b(?!\s*\()")
 MAX_SERIES_PER_AXES = 6
 
 
+#: largest magnitude a figure's axis can show: matplotlib's tickers step past the data (a decade on a log axis, a
+#: margin on a linear one), which overflows near the double range
+DRAWABLE_MAX = 1e300
+
+
+def drawable(*values) -> bool:
+    """Whether every finite value of ``values`` is within ±:data:`DRAWABLE_MAX` (a figure of eps0 = 1e308 cannot
+    be drawn: its caller skips it with a note)."""
+    import numpy as np
+
+    for vals in values:
+        v = np.asarray(pd.to_numeric(pd.Series(np.ravel(vals)), errors="coerce"), dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size and np.abs(v).max() > DRAWABLE_MAX:
+            return False
+    return True
+
+
+def log_scale(ax, which: str, values) -> bool:
+    """Set ``which`` ("x" or "y") of ``ax`` to a log scale when ``values`` has a finite positive value; otherwise
+    keep the linear scale (an MSE of 0 everywhere has nothing to draw on a log axis).  Returns whether the axis
+    is logarithmic."""
+    import numpy as np
+
+    v = np.asarray(pd.to_numeric(pd.Series(np.ravel(values)), errors="coerce"), dtype=float)
+    if not np.any(np.isfinite(v) & (v > 0)):
+        return False
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    return True
+
+
 def with_seed_key(text: str) -> str:
     """``text`` with the first "seed NNN" of every seed followed by its paper: "Seed 004 (Balle et al. 2020)".
     A mention already followed by a parenthesis is left as it is."""
@@ -167,11 +198,12 @@ def draw_mse(summary: pd.DataFrame, x: str, *, title: str = "", xlabel: str | No
                 if g["mse_expected"].notna().any():
                     ax.plot(g[x], g["mse_expected"], "-", lw=1, color=colour, zorder=3,
                             label=f"{label} exact" if label is not None else "exact expectation")
-            ax.set_xscale("log")
-            data_ticks(ax.xaxis, summary[x].unique())
+            if log_scale(ax, "x", summary[x].unique()):
+                data_ticks(ax.xaxis, summary[x].unique())
             ax.set_xlabel(xname)
+    ys = summary[[c for c in ("mse", "mse_lo", "mse_hi", "mse_expected") if c in summary.columns]].to_numpy()
     for ax in axes:
-        ax.set_yscale("log")
+        log_scale(ax, "y", ys)
         ax.grid(True, which="both", alpha=0.3)
         handles, labels = ax.get_legend_handles_labels()
         if single_x:  # the series are named on the x axis: the legend keys the exact dash only
