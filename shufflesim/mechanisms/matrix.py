@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shufflesim.accounting.model.mechanism import Flag, Mechanism
+from shufflesim.accounting.numerics.logspace import exp_up
 from shufflesim.accounting.model.provenance import LowerEnd
 from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive
@@ -202,10 +203,10 @@ class ShuffledMatrix(Mechanism):
             if isinstance(r, DeltaBound):
                 best = max(((tight_delta(p, [r.eps], compositions=compositions, **numerics)[0].delta_lower or 0.0), c)
                            for c, p in pairs.items())
-                lo = max(0.0, best[0] - PROJECTED_ALLOWANCE * compositions * (1.0 + math.exp(min(r.eps, 700.0))))
+                lo = max(0.0, best[0] - PROJECTED_ALLOWANCE * compositions * (1.0 + exp_up(r.eps)))
                 out.append(replace(r, delta_lower=lo))
             elif isinstance(r, EpsBound):
-                d = r.delta + PROJECTED_ALLOWANCE * compositions * (1.0 + math.exp(min(eps0_upper(self.eps0), 700.0)))
+                d = r.delta + PROJECTED_ALLOWANCE * compositions * (1.0 + exp_up(eps0_upper(self.eps0)))
                 if d >= 1.0:
                     out.append(replace(r, eps_lower=0.0))
                     continue

@@ -38,7 +38,7 @@ import numpy as np
 from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, binom_log_kl_scalar, certified_tail, chernoff_window_scalar,
                                             log_binom_pmf, log_binom_window, log_ratio_pq)
 from shufflesim.accounting.numerics.invert import eps_bracket
-from shufflesim.accounting.numerics.logspace import U, log_sum_rows
+from shufflesim.accounting.numerics.logspace import U, exp_up, log_sum_rows
 
 #: n·r up to which the lower end is the all-zeros pair from its mass functions and the bound uses 64 bins of M;
 #: above, the lower end from tails and 16 bins (issue 21: no longer a refusal)
@@ -432,7 +432,8 @@ def cheu_lower_delta(n: int, r: int, gamma: float, eps: float) -> float:
     best = 0.0
     for p, pc in ((q, 1.0 - q), (1.0 - q, q)):
         low = float(_bin_deltas(c, eps, p, pc, lower=True)[0])
-        best = max(best, low - (math.exp(min(eps, 700.0)) * tau_d if tau_d > 0 else 0.0))
+        # the dropped mass counts e^eps times: with e^eps beyond the doubles (eps >= 709) nothing is certified
+        best = max(best, low - (exp_up(eps) * tau_d if tau_d > 0 else 0.0))
     return max(0.0, best)
 
 
@@ -477,7 +478,7 @@ class CheuCurves:
         else:
             P, Q = self._pq
             exact = max(hockey(P, Q, eps), hockey(Q, P, eps))
-            low = max(0.0, exact - PMF_RTOL * (1.0 + math.exp(min(eps, 700.0))))
+            low = max(0.0, exact - PMF_RTOL * (1.0 + exp_up(eps)))  # e^eps rounded up (inf beyond the doubles)
         return min(low, self.delta_upper(eps))
 
     def delta(self, eps: float) -> tuple[float, float]:

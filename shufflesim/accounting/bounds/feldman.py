@@ -89,6 +89,10 @@ def feldman_eps(delta: float, *, n: int, eps0: float) -> EpsBound | NotApplicabl
     return EpsBound(delta=delta, eps_upper=eps, eps_lower=None, method="feldman", notes=(_REF_C2,))
 
 
+#: largest argument of math.exp / math.expm1 that stays a finite double (log of the largest double, rounded down)
+EXP_MAX_ARG = 709.0
+
+
 def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplicable:
     """delta(eps) = max(4 exp(-[(e^eps - 1 - 8/(p n)) sqrt(p n)/8]^2), 4 exp(-p n/16)) (eq C.2 and its
     validity floor).  Not applicable when e^eps - 1 <= 8/(p n) (no delta certifies such an eps) or when the
@@ -97,7 +101,7 @@ def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplica
     n = check_int("n", n, minimum=1)
     eps0 = check_real("eps0", eps0, low=0.0)
     pn = n * math.exp(-eps0)
-    x = math.expm1(eps) - 8.0 / pn
+    x = (math.expm1(eps) if eps < EXP_MAX_ARG else math.inf) - 8.0 / pn
     if x <= 0.0:
         return NotApplicable(
             "feldman",
@@ -105,7 +109,8 @@ def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplica
             f"got eps={_fmt(eps)}",
             eps=eps,
         )
-    log_c2 = math.log(4.0) - (x * math.sqrt(pn) / 8.0) ** 2
+    z = x * math.sqrt(pn) / 8.0
+    log_c2 = math.log(4.0) - z * z if z < 1e150 else -math.inf  # z^2 beyond the doubles: eq C.2 is 0
     log_floor = math.log(4.0) - pn / 16.0
     notes = [_REF_C2]
     if log_floor > log_c2:

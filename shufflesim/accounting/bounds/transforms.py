@@ -64,4 +64,6 @@ def dp_from_tv(eps: float, delta: float, *, eta: float) -> tuple[float, float]:
     eps = check_real("eps", eps, low=0.0)
     delta = check_probability("delta", delta)
     eta = check_probability("eta", eta)
-    return eps, delta + (1.0 + math.exp(eps)) * eta
+    if eta == 0.0:
+        return eps, delta
+    return eps, delta + (1.0 + (math.exp(eps) if eps < 709.0 else math.inf)) * eta  # inf: vacuous, as above
