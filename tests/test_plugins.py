@@ -425,3 +425,21 @@ def test_real_ctrl_c_during_plugin_import_still_interrupts(tmp_path, monkeypatch
 
     assert main(["simulate", "krr", "--k", "4", "--eps0", "1", "--n", "200", "--trials", "5"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["error: interrupted"]
+
+
+def test_a_create_that_is_not_a_classmethod_is_refused_at_registration():
+    """The second read: Protocol.__init_subclass__ wraps a classmethod ``create`` so that it builds the accountant's
+    description (its validity checks); a staticmethod ``create`` escaped that wrapping silently."""
+    from shufflesim.pipeline.protocol import Protocol
+
+    class Static(Protocol):
+        name = "static-create"
+        summary = "a protocol whose create is a staticmethod"
+
+        @staticmethod
+        def create(n, **params):
+            raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="create must be a classmethod"):
+        registry.register(Static)
+    assert "static-create" not in registry.names()

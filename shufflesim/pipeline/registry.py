@@ -90,6 +90,11 @@ def _check_metadata(cls) -> None:
         seen.add(o.name)
     if getattr(cls.create, "__isabstractmethod__", False):
         raise TypeError(f"{cls.__name__} does not implement the classmethod create(n, **options)")
+    import inspect
+
+    if not isinstance(inspect.getattr_static(cls, "create"), classmethod):
+        # Protocol.__init_subclass__ wraps a classmethod create so that it also builds the accountant's description
+        raise TypeError(f"{cls.__name__}.create must be a classmethod create(cls, n, **options)")
 
 
 def check_plugin_options(cls: type[Protocol]) -> None:
