@@ -32,7 +32,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 #: the top-level help's examples: the first ten minutes (README.md, "The first ten minutes")
 EXAMPLES = (
-    "shufflesim run scenarios/quickstart.toml --out shufflesim-quickstart   # the main job, about 5 s",
+    "shufflesim run scenarios/quickstart.toml --out shufflesim-quickstart   # the main job, about 3 s",
     "shufflesim simulate krr --n 10000 --k 10 --eps0 1 --trials 200",
     "shufflesim account rr2 --n 1000 --eps0 2 --eps 0.5 1",
     "shufflesim run --all --quick --check        # every scenario checked, with its estimated time",
