@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shufflesim.accounting.model.mechanism import Flag, Mechanism
-from shufflesim.accounting.numerics.logspace import exp_up
+from shufflesim.accounting.numerics.logspace import exp_or_inf, exp_up
 from shufflesim.accounting.model.provenance import LowerEnd
 from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive
@@ -46,8 +46,6 @@ from ._common import LDP_METHODS, ldp_bound
 ENUMERATION_BUDGET = 3_000_000
 
 
-#: largest eps whose e^eps is a double (log of the largest double, ~709.78): beyond it e^eps is taken as inf
-EXP_OVERFLOW = math.log(np.finfo(float).max)
 
 @dataclass(frozen=True)
 class ShuffledMatrix(Mechanism):
@@ -287,7 +285,7 @@ class NeighbouringTable:
     def deltas(self, eps: float) -> np.ndarray:
         """Exact δ(ε) (both directions) of every neighbouring pair (floating point)."""
         P, Q = self.law[self.pairs[:, 0]], self.law[self.pairs[:, 1]]
-        e = math.exp(eps) if eps < EXP_OVERFLOW else math.inf  # e^eps beyond the doubles: inf, exactly handled
+        e = exp_or_inf(eps)  # e^eps beyond the doubles: inf, exactly handled
         with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 where an outcome has probability 0
             fwd = np.where(Q > 0, P - e * Q, P)
             bwd = np.where(P > 0, Q - e * P, Q)

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from shufflesim.accounting.numerics.logspace import exp_or_inf
 from shufflesim.core.checks import ALPHA_PRECISION, Precision, check_int, check_real
 from shufflesim.core.rng import as_seed_sequence
 from shufflesim.errors import ParameterError
@@ -344,7 +345,7 @@ def _cp_vec(k: np.ndarray, T: int, alpha: float, upper: bool) -> np.ndarray:
 def _hockey(plo, eps: float, qhi):
     """plo − e^ε·qhi without overflow: e^ε is +inf beyond ~709 (then any qhi > 0 gives −inf, and qhi = 0 gives
     plo, never the nan of inf·0)."""
-    e = math.exp(eps) if eps < 709.0 else math.inf
+    e = exp_or_inf(eps)
     plo, qhi = np.asarray(plo, dtype=float), np.asarray(qhi, dtype=float)
     with np.errstate(invalid="ignore", over="ignore"):
         out = np.where(qhi > 0, plo - e * qhi, plo)

@@ -42,6 +42,7 @@ import math
 import numpy as np
 from scipy.special import bdtrc, logsumexp
 
+from shufflesim.accounting.numerics.logspace import EXP_OVERFLOW
 from shufflesim.core.checks import check_int, check_probability, check_real
 from shufflesim.errors import ParameterError
 from shufflesim.accounting.model.results import DeltaBound, EpsBound, NotApplicable
@@ -89,10 +90,6 @@ def feldman_eps(delta: float, *, n: int, eps0: float) -> EpsBound | NotApplicabl
     return EpsBound(delta=delta, eps_upper=eps, eps_lower=None, method="feldman", notes=(_REF_C2,))
 
 
-#: largest argument of math.exp / math.expm1 that stays a finite double (log of the largest double, rounded down)
-EXP_MAX_ARG = 709.0
-
-
 def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplicable:
     """delta(eps) = max(4 exp(-[(e^eps - 1 - 8/(p n)) sqrt(p n)/8]^2), 4 exp(-p n/16)) (eq C.2 and its
     validity floor).  Not applicable when e^eps - 1 <= 8/(p n) (no delta certifies such an eps) or when the
@@ -101,7 +98,7 @@ def feldman_delta(eps: float, *, n: int, eps0: float) -> DeltaBound | NotApplica
     n = check_int("n", n, minimum=1)
     eps0 = check_real("eps0", eps0, low=0.0)
     pn = n * math.exp(-eps0)
-    x = (math.expm1(eps) if eps < EXP_MAX_ARG else math.inf) - 8.0 / pn
+    x = (math.expm1(eps) if eps < EXP_OVERFLOW else math.inf) - 8.0 / pn
     if x <= 0.0:
         return NotApplicable(
             "feldman",

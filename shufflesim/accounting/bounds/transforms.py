@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from shufflesim.accounting.numerics.invert import invert_delta_curve
+from shufflesim.accounting.numerics.logspace import exp_or_inf
 from shufflesim.core.checks import check_probability, check_real
 
 __all__ = [
@@ -66,4 +67,4 @@ def dp_from_tv(eps: float, delta: float, *, eta: float) -> tuple[float, float]:
     eta = check_probability("eta", eta)
     if eta == 0.0:
         return eps, delta
-    return eps, delta + (1.0 + (math.exp(eps) if eps < 709.0 else math.inf)) * eta  # inf: vacuous, as above
+    return eps, delta + (1.0 + exp_or_inf(eps)) * eta  # inf: vacuous, as above

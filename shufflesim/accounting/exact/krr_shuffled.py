@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from shufflesim.accounting.numerics.binomial import log_binom_pmf
+from shufflesim.accounting.numerics.logspace import exp_or_inf
 
 #: relative error allowed for each computed cell probability and cumulative sum (Loader's log-PMF: ~1e-13
 #: absolute in the log; direct convolution of non-negative terms and the cumulative sums: below cells · u)
@@ -141,7 +142,7 @@ class Curve:
 
     def delta_lower(self, eps: float) -> float:
         """A certified lower bound on max(δ_{P‖Q}(ε), δ_{Q‖P}(ε))."""
-        ee = math.exp(eps) if eps < math.log(np.finfo(float).max) else math.inf  # beyond the doubles: inf
+        ee = exp_or_inf(eps)  # beyond the doubles: inf
         best = 0.0
         for cp, cq in (self.fwd, self.bwd):
             if cp.size:

@@ -15,6 +15,7 @@ of the exact value; :data:`REL_SLACK` = 1e-12 covers that for N <= 2^60 terms wh
 from __future__ import annotations
 
 import math
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -124,6 +125,16 @@ def log1pexp(x: float) -> float:
 def log_expm1(x: float) -> float:
     """log(e^x − 1) for x > 0, without overflow or cancellation."""
     return x + math.log1p(-math.exp(-x)) if x > 1.0 else math.log(math.expm1(x))
+
+
+#: largest x whose e^x is a finite double (log of the largest double, ~709.78)
+EXP_OVERFLOW = math.log(sys.float_info.max)
+
+
+def exp_or_inf(x: float) -> float:
+    """e^x, or +inf where it exceeds the doubles (x >= :data:`EXP_OVERFLOW`): the one place a formula with e^eps
+    meets a huge eps; callers handle inf exactly (a lower end loses its allowance, an upper end turns vacuous)."""
+    return math.exp(x) if x < EXP_OVERFLOW else math.inf
 
 
 def exp_up(log_value: float) -> float:
