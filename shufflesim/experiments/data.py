@@ -157,8 +157,8 @@ def parse_data_spec(text: str) -> DataSpec:
 
 def csv_read_bytes(p: Path) -> float:
     """Estimated memory of reading the CSV file ``p`` as strings (as :func:`_read_column` does), from its size
-    and the cells per byte of its first MiB: each cell is a CPython ``str`` (``sys.getsizeof("")`` bytes plus
-    its characters) and a pointer.  Checked before the file is read, so a huge file is refused by its size."""
+    and the cells per byte of its first MiB: each cell is an empty CPython ``str`` (``sys.getsizeof("")`` bytes)
+    and a pointer, plus the file's characters once.  Checked before the file is read, so a huge file is refused by its size."""
     import sys
 
     size = p.stat().st_size
