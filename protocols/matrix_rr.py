@@ -28,7 +28,7 @@ from shufflesim.mechanisms.matrix import ShuffledMatrix
 from shufflesim.pipeline.analyser import Analyser
 from shufflesim.pipeline.histogram import HistogramEstimate, HistogramProtocol
 from shufflesim.pipeline.matrix import (MatrixRandomiser, SamplerRandomiser, check_matrix, inversion_bias,
-                                        inversion_mse_terms, inversion_mse_worst, inversion_operator,
+                                        inversion_mse, inversion_mse_terms, inversion_mse_worst, inversion_operator,
                                         matrix_histogram, matrix_histogram_batch, read_matrix, unidentifiable_inputs)
 from shufflesim.pipeline.options import Option
 from shufflesim.pipeline.registry import register
@@ -152,12 +152,7 @@ class MatrixProtocol(_WithDelta):
         counts = getattr(data, "counts", None)  # a DataSummary (counts input, issue 21) or the users' inputs
         if counts is None:
             counts = np.bincount(np.asarray(data), minlength=self.k)
-        c = np.asarray(counts, dtype=float)
-        var = float(c @ self._terms())
-        if not self.analyser.B.any():
-            return var
-        b = self.analyser.B @ c
-        return var + float(b @ b)
+        return inversion_mse(self._terms(), self.analyser.B, counts)
 
     def mse_worst(self) -> float:
         """The exact worst case over data sets of n users (every user holding the worst input;

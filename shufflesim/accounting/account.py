@@ -396,12 +396,9 @@ def estimate_account(mechanism: Mechanism, *, method: str | None = None, composi
     method = mechanism.default_method if method is None else method
     if method == "best":
         return Estimate(0.0, 0.0, "best")  # every method: estimated (and refused) by each run
-    mechanism.check_method(method)
+    check_method_applies(mechanism, method, compositions)  # what account() would refuse, refused first
     if method not in PAIR_METHODS or _local_only(mechanism, _ldp_cap(mechanism, compositions)) is not None:
         return Estimate(0.0, 0.1, f"{method} (closed form)")
-    if mechanism.n > mechanism.max_n_pairs:
-        raise ParameterError(f"n must be <= {mechanism.max_n_pairs:.0e} for method {method!r} (pair-based); "
-                             f"got n={mechanism.n}")
     relation = getattr(getattr(mechanism, "relation", None), "value", None)
     if method == "tight" and relation == "weak":
         q = Question(eps=(1.0,), compositions=compositions, weak=(mechanism.n, mechanism.k, mechanism.gamma),

@@ -110,11 +110,9 @@ def _streamed(cls, args) -> bool:
 def _streamed_data(cls, spec, args, k, rng):
     """The data of a streamed faithful run: a multiset above COUNTS_MIN_N where the spec allows (never n rows),
     else the rows (memory-checked by load_data)."""
-    from shufflesim.experiments.data import load_data
+    from shufflesim.experiments.data import COUNTABLE, load_data
 
-    countable = ("uniform", "zipf", "constant", "counts") if cls.data_kind == "categorical" else (
-        "uniform", "beta", "normal", "constant", "counts")
-    if args.n is not None and args.n > COUNTS_MIN_N and spec.kind in countable:
+    if args.n is not None and args.n > COUNTS_MIN_N and spec.kind in COUNTABLE[cls.data_kind] + ("counts",):
         return summary_data(cls, spec, args, k, rng)
     return load_data(spec, data_kind=cls.data_kind, n=args.n, k=k, rng=rng, lower=args.lower, upper=args.upper)
 

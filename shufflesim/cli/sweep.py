@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from shufflesim.cli._common import cap_workers, float_arg, int_arg, print_json
-from shufflesim.core.resources import DEFAULT_TIME_LIMIT, time_limit
+from shufflesim.core.resources import time_limit
 from shufflesim.errors import ParameterError
 from shufflesim.pipeline import registry
 
@@ -163,9 +163,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: a sweep estimated to take longer than this many seconds needs --yes (as ``run`` asks for a long scenario): the
-#: default time limit of every command (:data:`shufflesim.core.resources.DEFAULT_TIME_LIMIT`)
-LONG_SECONDS = DEFAULT_TIME_LIMIT
 
 
 def estimate_seconds(sweep, workers: int) -> float:

@@ -135,13 +135,10 @@ class KRR(Mechanism):
         """The view the pair-based methods account: the adversary named, else :data:`DEFAULT_ADVERSARY`."""
         return DEFAULT_ADVERSARY if self.relation is None else self.relation
 
-    def _relation(self, method: str) -> Relation:
-        return self.view
-
     def pair(self, method: str, tail_bound: float | None = None):
         from shufflesim.accounting.pairs import krr_pair
 
-        rel = self._relation(method)
+        rel = self.view
         if method == "tight":
             tb = {} if tail_bound is None else {"tail_bound": tail_bound}
             return krr_pair(self.n, self.k, self.gamma, rel.value, as_rows=True, **tb)

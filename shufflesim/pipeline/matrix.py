@@ -370,11 +370,13 @@ def inversion_mse_terms(R: np.ndarray, A: np.ndarray) -> np.ndarray:
     return R @ col - np.sum(mean * mean, axis=1)
 
 
-def inversion_mse(R: np.ndarray, A: np.ndarray, counts: np.ndarray) -> float:
-    """Exact E‖ĉ − c‖² of channel inversion on data with input counts ``counts``: variance + ‖B c‖²."""
+def inversion_mse(terms: np.ndarray, B: np.ndarray, counts: np.ndarray) -> float:
+    """Exact E‖ĉ − c‖² of channel inversion on data with input counts ``counts``: the variance Σ_x c_x t_x
+    (``terms`` = t: :func:`inversion_mse_terms`) plus the squared bias ‖B c‖² (B: :func:`inversion_bias`; 0 when
+    every input is identifiable)."""
     c = np.asarray(counts, dtype=float)
-    bias = inversion_bias(R, A) @ c
-    return float(c @ inversion_mse_terms(R, A) + bias @ bias)
+    bias = np.asarray(B) @ c
+    return float(c @ np.asarray(terms) + bias @ bias)
 
 
 def inversion_mse_worst(terms: np.ndarray, B: np.ndarray, n: int) -> float:

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from shufflesim.core.resources import DEFAULT_TIME_LIMIT, time_limit
+from shufflesim.core.resources import time_limit
 from shufflesim.scenarios.plots import (figure_title, have_matplotlib, plot_agreement, plot_curves, plot_defence,
                                         plot_heatmaps, plot_sweeps, plot_training)
 from shufflesim.scenarios.report import write_report
@@ -40,11 +40,8 @@ from shufflesim.scenarios.steps import (as_list, active_sweeps, cells_trials, ch
                                         curve_eps, curve_x, estimate_seconds, reference_step, shown_data,
                                         sweep_points, sweep_trials, training_axes, training_points)
 
-__all__ = ["run_scenario", "estimate_seconds", "LONG_SECONDS"]
+__all__ = ["run_scenario", "estimate_seconds"]
 
-#: a scenario whose estimated run time exceeds this many seconds needs --yes (or --quick): the default time limit
-#: of every command (:data:`shufflesim.core.resources.DEFAULT_TIME_LIMIT`)
-LONG_SECONDS = DEFAULT_TIME_LIMIT
 #: the marker file of an output directory whose run has not finished (or failed)
 INCOMPLETE = "INCOMPLETE"
 

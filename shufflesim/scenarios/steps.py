@@ -132,7 +132,6 @@ FAITHFUL_USER_SECONDS = 1e-7
 #: one accountant call of a [[curve]] line (all its ε at once) or of one x value: closed-form bounds, the pair-based
 #: methods single use and composed (an FFT composition), and the weak adversary's pair (10-100x the strong one's)
 CURVE_CALL_SECONDS = {"closed-form": 0.01, "pair": 0.1, "pair-composed": 1.0, "weak": 0.2, "weak-composed": 2.0}
-PAIR_METHODS = ("tight", "tight-koskela", "exact", "feldman-numerical")
 #: one row of a [[table]] study (balle2020 Table 3: the rows that calibrate by search cost more, measured)
 TABLE_ROW_SECONDS = {"cheu": 3.0, "recursive2opt": 1.0, "recursive3opt": 2.0}
 TABLE_ROW_DEFAULT_SECONDS = 0.05
@@ -154,7 +153,9 @@ SCENARIO_OVERHEAD_SECONDS = 0.05
 def curve_call_class(step: dict, compositions: int) -> str:
     """The cost class of one accountant call of a [[curve]] step at ``compositions`` uses (a key of
     :data:`CURVE_CALL_SECONDS`)."""
-    if step["method"] not in PAIR_METHODS:
+    from shufflesim.accounting.model.mechanism import PAIR_METHODS  # the accountant's own list
+
+    if step["method"] not in PAIR_METHODS | {"feldman-numerical"}:  # feldman-numerical evaluates a pair too
         return "closed-form"
     views = {str(v) for key in ("relation", "adversary") for v in as_list(step["args"].get(key, []))}
     composed = compositions > 1 and not (step["method"] == "feldman-numerical" and step["composition"] == "basic")
