@@ -176,7 +176,8 @@ class MatrixProtocol(_WithDelta):
     def mechanism(self) -> ShuffledMatrix:
         """The shuffled reports of this randomiser (two-sided accounting: mechanisms.matrix)."""
         if getattr(self, "_mechanism", None) is None:
-            self._mechanism = ShuffledMatrix(self.n, self.matrix.tolist())
+            # the checked array, not a list: the description re-checks it with numpy, not entry by entry
+            self._mechanism = ShuffledMatrix(self.n, self.matrix)
         return self._mechanism
 
     def audit_matrix(self, pair=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
