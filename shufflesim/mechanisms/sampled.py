@@ -1,0 +1,196 @@
+"""A shuffled mechanism whose users take part at random: the mechanism description (docs/theory.md#sampling).
+
+``with_sampling(mechanism, Sampling(...))`` wraps ``rr2``, ``krr`` (shuffled reports) or ``clones`` with Poisson
+participation (rate q) or fixed-size sampling (m of n); ``account`` then accounts the sampled mechanism:
+
+* Poisson, ``tight`` — upper end: the blanket pair of the augmented randomiser R_q = q R + (1 − q) δ_⊥
+  (:func:`~shufflesim.accounting.pairs.sampled.sampled_krr_rows`, replace-one; add/remove:
+  :func:`~shufflesim.accounting.pairs.sampled.sampled_krr_addremove_pair`), composed by the PLD engine; for
+  ``clones`` the same pair at k = 2 (every ε0-LDP randomiser's sampled view is a post-processing of it,
+  docs/theory.md#sampling).  Lower end: the exact count of the target's value on the explicit data set "every
+  other user holds 1", composed on the same data (:func:`~shufflesim.accounting.pairs.sampled.data_set_pair`);
+* fixed size, single use — upper end: Balle, Barthe, Gaboardi 2018's coupling bound for sampling without
+  replacement under substitution (seed 002 Lemma 4, :func:`shufflesim.accounting.bounds.transforms.subsample`)
+  applied to the unsampled mechanism's certified upper end at m users; lower end: the same explicit data set,
+  its exact law under fixed-size sampling.
+
+A sampling that always takes everybody (rate 1 or size n, replace-one) is the unsampled mechanism itself:
+:func:`with_sampling` returns it unchanged, so q = 1 reproduces today's answers exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from shufflesim.accounting.model.mechanism import Mechanism, Relation, Sampling
+from shufflesim.errors import NotApplicableError, ParameterError
+
+#: the mechanisms that take a sampling
+SAMPLED_KINDS = ("rr2", "krr", "clones")
+SAMPLED_PAIR = "blanket pair of the augmented randomiser R_q (docs/theory.md#sampling)"
+
+
+def with_sampling(mechanism: Mechanism, sampling: Sampling | None) -> Mechanism:
+    """``mechanism`` with its users sampled by ``sampling`` (None or an identity sampling: unchanged)."""
+    if sampling is None:
+        return mechanism
+    if not isinstance(sampling, Sampling):
+        raise ParameterError(f"sampling must be a Sampling description; got {sampling!r}")
+    if mechanism.kind not in SAMPLED_KINDS:
+        raise ParameterError(f"sampling applies to {', '.join(SAMPLED_KINDS)}; got {mechanism.kind}")
+    if sampling.kind == "fixed" and sampling.size > mechanism.n:
+        raise ParameterError(f"sample size must be in [1, n] = [1, {mechanism.n}]; got {sampling.size}")
+    if sampling.is_identity(mechanism.n):
+        return mechanism
+    return SampledMechanism(mechanism, sampling)
+
+
+@dataclass(frozen=True)
+class SampledMechanism(Mechanism):
+    """``base`` (rr2, krr with the shuffled-reports view, clones) with its users sampled by ``sampling``."""
+
+    kind: ClassVar[str] = "sampled"
+    summary: ClassVar[str] = "a shuffled mechanism with Poisson or fixed-size participation"
+    methods: ClassVar[tuple[str, ...]] = ("tight",)
+
+    base: Mechanism
+    sampling: Sampling
+
+    def __post_init__(self) -> None:
+        if self.base.kind not in SAMPLED_KINDS:
+            raise ParameterError(f"sampling applies to {', '.join(SAMPLED_KINDS)}; got {self.base.kind}")
+        if self.base.kind == "krr" and self.base.view is not Relation.SHUFFLED:
+            raise ParameterError("sampled krr is accounted for the shuffled reports (no --adversary)")
+        object.__setattr__(self, "n", self.base.n)
+
+    @property
+    def k(self) -> int:
+        return getattr(self.base, "k", 2)
+
+    @property
+    def eps0_upper(self) -> float:
+        """The randomiser's ε0, raised past the round-off of a γ → ε0 conversion (upper ends)."""
+        from shufflesim.maths.rr import eps0_upper
+
+        return eps0_upper(self.base.eps0) if self.base.kind == "krr" else self.base.eps0
+
+    @property
+    def eps0_lower(self) -> float:
+        """... lowered by the same margin (lower ends: k-RR at a smaller ε0 is a post-processing)."""
+        from shufflesim.maths.rr import EPS0_MARGIN
+
+        return self.base.eps0 * (1.0 - EPS0_MARGIN)
+
+    def params(self) -> dict[str, Any]:
+        return {"mechanism": self.base.kind, **self.base.params(), "sampling": self.sampling.params()}
+
+    def local_guarantee(self) -> float | None:
+        return self.base.local_guarantee()
+
+    def pair(self, method: str, tail_bound: float | None = None):
+        from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
+        from shufflesim.accounting.pairs.sampled import sampled_krr_addremove_pair, sampled_krr_rows
+
+        self.check_method(method)
+        if self.sampling.kind != "poisson":
+            raise NotApplicableError("fixed-size sampling has no dominating pair here (docs/theory.md#sampling): it "
+                                     "is accounted single use by the coupling bound; compose with --sample-rate")
+        tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
+        if self.sampling.relation == "add-remove":
+            return sampled_krr_addremove_pair(self.n, self.k, self.eps0_upper, self.sampling.rate, tail_bound=tb)
+        return sampled_krr_rows(self.n, self.k, self.eps0_upper, self.sampling.rate, tail_bound=tb)
+
+    def dominating_pair(self, method: str) -> str | None:
+        return SAMPLED_PAIR if self.sampling.kind == "poisson" else None
+
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """Fixed-size sampling: the coupling bound on the unsampled mechanism at m users (single use)."""
+        if self.sampling.kind == "poisson":
+            return None
+        return fixed_size_answer(self, eps_l, delta_l, compositions)
+
+    def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """The explicit data set's exact count, composed on the same data (docs/theory.md#sampling)."""
+        if self.sampling.kind != "poisson":
+            return None  # fixed size: direct() reports its own lower end
+        return data_set_lower(self, eps=eps, delta=delta, compositions=compositions)
+
+
+def data_set_lower(mech: SampledMechanism, *, eps=None, delta=None, compositions: int = 1) -> tuple[list, str]:
+    """Certified lower ends from the explicit data sets of :mod:`shufflesim.accounting.pairs.sampled` (Poisson: the
+    exact law of (c_0, c_1), :func:`~shufflesim.accounting.pairs.sampled.data_set_pair_2d`, the others holding 1 and,
+    for k ≥ 3, 2; fixed size: the count c_0, :func:`~shufflesim.accounting.pairs.sampled.data_set_pair`), each
+    composed ``compositions`` times on the same data by the PLD engine, the largest kept.  The log-probabilities'
+    error η is accounted as in :func:`shufflesim.accounting.exact.exact_rr2.composed_lower_delta`:
+    δ_true(ε) ≥ e^{−Tη} δ̂(ε + 2Tη), ε_true(δ) ≥ ε̂(δ e^{Tη}) − 2Tη."""
+    from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
+    from shufflesim.accounting.pairs.sampled import data_set_pair, data_set_pair_2d
+
+    s = mech.sampling
+    if s.kind == "poisson":
+        pairs = [data_set_pair_2d(mech.n, mech.k, mech.eps0_lower, s.rate, other=o, relation=s.relation)
+                 for o in ((1,) if mech.k == 2 else (1, 2))]
+    else:
+        pairs = [data_set_pair(mech.n, mech.k, mech.eps0_lower, m=s.size)]
+    values = eps if eps is not None else delta
+    vals = [0.0] * len(values)
+    best_other = [None] * len(values)
+    for pair in pairs:
+        eta = pair.params["log_err"] * compositions
+        for i, v in enumerate(values):
+            if eps is not None:
+                (r,) = tight_delta(pair, [v + 2 * eta], compositions=compositions)
+                lo = (r.delta_lower or 0.0) * math.exp(-eta) * (1 - 1e-12)
+            else:
+                dd = v * math.exp(eta)
+                if dd >= 1.0:
+                    continue
+                (r,) = tight_epsilon(pair, [dd], compositions=compositions)
+                lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
+            if lo > vals[i]:
+                vals[i], best_other[i] = lo, pair.params.get("other", 1)
+    others = sorted({o for o in best_other if o is not None}) or [1]
+    target = "0 or 1" if s.relation == "replace-one" else "0 or is absent"
+    what = (f"explicit data sets: the other {mech.n - 1} users all hold {' / '.join(map(str, others))}, the target "
+            f"holds {target} ({'the counts of reports 0 and 1' if s.kind == 'poisson' else 'the count of reports 0'}"
+            f", {s})" + (f", the same data in all {compositions} uses" if compositions > 1 else ""))
+    return vals, what
+
+
+def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int):
+    """Fixed-size sampling of m of n, single use: upper end = seed 002 Lemma 4 (Balle, Barthe, Gaboardi 2018,
+    substitution relation) on the unsampled mechanism's certified upper end at m users; lower end = the explicit
+    data set's exact law (:func:`data_set_lower`)."""
+    from dataclasses import replace as dc_replace
+
+    from shufflesim.accounting.account import account
+    from shufflesim.accounting.bounds.transforms import subsample
+    from shufflesim.accounting.model.results import DeltaBound, EpsBound
+
+    if compositions != 1:
+        raise NotApplicableError("fixed-size sampling is accounted for a single use (no dominating pair for its "
+                                 "composition here; docs/theory.md#sampling); compose with --sample-rate")
+    m, n = mech.sampling.size, mech.n
+    eta = m / n
+    inner = dc_replace(mech.base, n=m)
+    out = []
+    if eps_l is not None:
+        lows, _ = data_set_lower(mech, eps=eps_l)
+        inner_eps = [math.log1p(math.expm1(e) / eta) for e in eps_l]
+        rep = account(inner, eps=inner_eps)
+        for e, r, lo in zip(eps_l, rep.results, lows):
+            up = min(1.0, eta * r.delta_upper * (1 + 1e-12))
+            out.append(DeltaBound(eps=e, delta_lower=min(lo, up), delta_upper=up, method="tight",
+                                  notes=("fixed-size sampling: Balle-Barthe-Gaboardi 2018 coupling (seed 002 Lemma 4) "
+                                         f"on the unsampled mechanism at m = {m} users",)))
+    else:
+        lows, _ = data_set_lower(mech, delta=delta_l)
+        rep = account(inner, delta=[min(1.0, d / eta) for d in delta_l])
+        for d, r, lo in zip(delta_l, rep.results, lows):
+            up = math.log1p(eta * math.expm1(r.eps_upper)) * (1 + 1e-12) if math.isfinite(r.eps_upper) else math.inf
+            out.append(EpsBound(delta=d, eps_lower=min(lo, up), eps_upper=up, method="tight",
+                                notes=("fixed-size sampling: Balle-Barthe-Gaboardi 2018 coupling (seed 002 Lemma 4) "
+                                       f"on the unsampled mechanism at m = {m} users",)))
+    return out, ["sampling: " + str(mech.sampling) + f" of n = {n}"]
