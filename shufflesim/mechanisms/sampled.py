@@ -6,8 +6,9 @@ participation (rate q) or fixed-size sampling (m of n); ``account`` then account
 * Poisson, ``tight`` — upper end: the blanket pair of the augmented randomiser R_q = q R + (1 − q) δ_⊥
   (:func:`~shufflesim.accounting.pairs.sampled.sampled_krr_rows`, replace-one; add/remove:
   :func:`~shufflesim.accounting.pairs.sampled.sampled_krr_addremove_pair`), composed by the PLD engine; for
-  ``clones`` the same pair at k = 2 (every ε0-LDP randomiser's sampled view is a post-processing of it,
-  docs/theory.md#sampling).  Lower end: the exact count of the target's value on the explicit data set "every
+  ``clones`` the clone decomposition of R_q for any ε0-LDP randomiser (clone probability q e^{−ε0};
+  :func:`~shufflesim.accounting.pairs.sampled.sampled_ldp_rows`, docs/theory.md#sampling), with binary RR's data
+  sets as the lower end.  Lower end: the exact count of the target's value on the explicit data set "every
   other user holds 1", composed on the same data (:func:`~shufflesim.accounting.pairs.sampled.data_set_pair`);
 * fixed size, single use — upper end: Balle, Barthe, Gaboardi 2018's coupling bound for sampling without
   replacement under substitution (seed 002 Lemma 4, :func:`shufflesim.accounting.bounds.transforms.subsample`)
@@ -30,6 +31,7 @@ from shufflesim.errors import NotApplicableError, ParameterError
 #: the mechanisms that take a sampling
 SAMPLED_KINDS = ("rr2", "krr", "clones")
 SAMPLED_PAIR = "blanket pair of the augmented randomiser R_q (docs/theory.md#sampling)"
+SAMPLED_CLONES = "clone pair of the augmented randomiser R_q, any eps0-LDP randomiser (docs/theory.md#sampling)"
 
 
 def with_sampling(mechanism: Mechanism, sampling: Sampling | None) -> Mechanism:
@@ -91,19 +93,26 @@ class SampledMechanism(Mechanism):
 
     def pair(self, method: str, tail_bound: float | None = None):
         from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
-        from shufflesim.accounting.pairs.sampled import sampled_krr_addremove_pair, sampled_krr_rows
+        from shufflesim.accounting.pairs.sampled import sampled_krr_addremove_pair, sampled_krr_rows, sampled_ldp_rows
 
         self.check_method(method)
         if self.sampling.kind != "poisson":
             raise NotApplicableError("fixed-size sampling has no dominating pair here (docs/theory.md#sampling): it "
                                      "is accounted single use by the coupling bound; compose with --sample-rate")
         tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
+        if self.base.kind == "clones":  # any eps0-LDP randomiser: the provable clone decomposition of R_q
+            if self.sampling.relation == "add-remove":
+                raise NotApplicableError("clones with add/remove sampling: no pair is derived (docs/theory.md#sampling); "
+                                         "use rr2 or krr, or --sample-relation replace-one")
+            return sampled_ldp_rows(self.n, self.eps0_upper, self.sampling.rate, tail_bound=tb)
         if self.sampling.relation == "add-remove":
             return sampled_krr_addremove_pair(self.n, self.k, self.eps0_upper, self.sampling.rate, tail_bound=tb)
         return sampled_krr_rows(self.n, self.k, self.eps0_upper, self.sampling.rate, tail_bound=tb)
 
     def dominating_pair(self, method: str) -> str | None:
-        return SAMPLED_PAIR if self.sampling.kind == "poisson" else None
+        if self.sampling.kind != "poisson":
+            return None
+        return SAMPLED_CLONES if self.base.kind == "clones" else SAMPLED_PAIR
 
     def direct(self, method, eps_l, delta_l, compositions, run_pair):
         """Fixed-size sampling: the coupling bound on the unsampled mechanism at m users (single use)."""
