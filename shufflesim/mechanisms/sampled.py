@@ -175,7 +175,7 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
     from dataclasses import replace as dc_replace
 
     from shufflesim.accounting.account import account
-    from shufflesim.accounting.bounds.transforms import subsample
+    from shufflesim.accounting.bounds.transforms import subsample, subsample_inverse
     from shufflesim.accounting.model.results import DeltaBound, EpsBound
 
     if compositions != 1:
@@ -187,7 +187,7 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
     out = []
     if eps_l is not None:
         lows, _ = data_set_lower(mech, eps=eps_l)
-        inner_eps = [math.log1p(math.expm1(e) / eta) for e in eps_l]
+        inner_eps = [subsample_inverse(e, 0.0, rate=eta)[0] for e in eps_l]  # log(1 + (e^eps - 1)/eta)
         rep = account(inner, eps=inner_eps)
         for e, r, lo in zip(eps_l, rep.results, lows):
             up = min(1.0, eta * r.delta_upper * (1 + 1e-12))
@@ -198,7 +198,7 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
         lows, _ = data_set_lower(mech, delta=delta_l)
         rep = account(inner, delta=[min(1.0, d / eta) for d in delta_l])
         for d, r, lo in zip(delta_l, rep.results, lows):
-            up = math.log1p(eta * math.expm1(r.eps_upper)) * (1 + 1e-12) if math.isfinite(r.eps_upper) else math.inf
+            up = subsample(r.eps_upper, 0.0, rate=eta)[0] * (1 + 1e-12) if math.isfinite(r.eps_upper) else math.inf
             out.append(EpsBound(delta=d, eps_lower=min(lo, up), eps_upper=up, method="tight",
                                 notes=("fixed-size sampling: Balle-Barthe-Gaboardi 2018 coupling (seed 002 Lemma 4) "
                                        f"on the unsampled mechanism at m = {m} users",)))
