@@ -236,3 +236,27 @@ def test_clones_sampled_brackets_binary_rr():
     for e, r in zip((0.1, 0.5), rep.results):
         t = _truth(2, 5, 2.0, 0.4, "replace-one", e)
         assert r.delta_lower <= t + SLACK <= r.delta_upper + 2 * SLACK
+
+
+@pytest.mark.parametrize("cut", [1e-3, 3e-2])
+def test_lower_pair_with_dropped_atoms_stays_below(cut):
+    """The lower end's pair drops its small atoms (a sub-probability pair, no tail): the engine's composed lower
+    end equals the kept atoms' exact hockey-stick and stays below the full pair's, T = 1, 2, 3."""
+    from shufflesim.accounting.engines.tight import tight_delta
+
+    def composed(pair, eps, T):
+        P, Q = np.exp(pair.log_p), np.exp(pair.log_q)
+        PP, QQ = P, Q
+        for _ in range(T - 1):
+            PP, QQ = np.outer(PP, P).ravel(), np.outer(QQ, Q).ravel()
+        ee = math.exp(eps)
+        return max(np.maximum(PP - ee * QQ, 0).sum(), np.maximum(QQ - ee * PP, 0).sum())
+
+    full = S.data_set_pair_2d(6, 2, 1.5, 0.5, atom_cut=1e-300)
+    sub = S.data_set_pair_2d(6, 2, 1.5, 0.5, atom_cut=cut)
+    assert sub.size < full.size
+    for T in (1, 2, 3):
+        for e in (0.1, 1.0):
+            (r,) = tight_delta(sub, [e], compositions=T)
+            assert r.delta_lower <= composed(sub, e, T) * (1 + 1e-9) + 1e-15
+            assert composed(sub, e, T) <= composed(full, e, T) * (1 + 1e-12)

@@ -267,12 +267,14 @@ LOWER_ATOM_CUT = 1e-13
 
 
 def data_set_pair_2d(n: int, k: int, eps0: float, q: float, *, other: int = 1, relation: str = "replace-one",
-                     max_atoms: int = MAX_LOWER_ATOMS) -> PMFPair:
+                     max_atoms: int = MAX_LOWER_ATOMS, atom_cut: float = LOWER_ATOM_CUT) -> PMFPair:
     """The exact law of (c_0, c_1), the numbers of reports 0 and 1, under Poisson participation at rate ``q`` on
     the data sets "the other n − 1 users hold ``other``, the target holds 0 (P) or 1 / is absent (Q)" — for
     binary RR the whole view (c_⊥ = n − c_0 − c_1), for k ≥ 3 a post-processing of it; a lower end
     (docs/theory.md#sampling).  Above ``max_atoms`` atoms c_1 is binned (another post-processing).  Atoms on
-    Chernoff windows of mass e^-60 outside (dropped atoms only lower a lower end).  ``params["log_err"]``
+    Chernoff windows of mass e^-60 outside, and atoms below ``atom_cut`` on both sides dropped: the pair is a
+    sub-probability pair with no ``tail`` (its dropped mass is ``params["dropped"]``) — for a lower end only
+    (the hockey-stick of the kept atoms, composed or not, is a sub-sum of the full one).  ``params["log_err"]``
     bounds the absolute error of every log-probability."""
     n = check_int("n", n, minimum=1)
     k = check_int("k", k, minimum=2)
@@ -331,15 +333,14 @@ def data_set_pair_2d(n: int, k: int, eps0: float, q: float, *, other: int = 1, r
     # atoms below LOWER_ATOM_CUT on both sides are dropped: the composed hockey-stick of the kept (sub-probability)
     # atoms sums fewer non-negative terms, so it stays a lower end, and the far atoms' large losses no longer
     # stretch the FFT grid (n = 1e6, q = 0.01, 1000-fold: eps_lower 0.0073 -> 0.02445)
-    cut = math.log(LOWER_ATOM_CUT)
+    cut = math.log(atom_cut)
     keep = (log_p > cut) | (log_q > cut)
-    tail_p = certified_tail(log_tail_sum(log_p[~keep]) if (~keep).any() else -np.inf)
-    tail_q = certified_tail(log_tail_sum(log_q[~keep]) if (~keep).any() else -np.inf)
+    dropped = float(np.exp(log_tail_sum(np.maximum(log_p[~keep], log_q[~keep])))) if (~keep).any() else 0.0
     log_p, log_q = log_p[keep], log_q[keep]
     fin = np.concatenate((log_p[np.isfinite(log_p)], log_q[np.isfinite(log_q)]))
     err = (6 * BINOM_LOG_ERR + (width + 8) * U * 1.01
            + 16 * U * (eps0 + (float(np.max(np.abs(fin))) if fin.size else 0.0) + 10.0))
     return PMFPair(log_p=log_p, log_q=log_q, name="sampled-data-set-2d",
                    params={"n": n, "k": k, "eps0": eps0, "q": q, "other": other, "relation": relation,
-                           "c1_bin": width, "log_err": err}, reference="docs/theory.md#sampling",
-                   tail_p=tail_p, tail_q=tail_q)
+                           "c1_bin": width, "log_err": err, "dropped": dropped, "atom_cut": atom_cut},
+                   reference="docs/theory.md#sampling")
