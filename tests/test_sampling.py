@@ -260,3 +260,19 @@ def test_lower_pair_with_dropped_atoms_stays_below(cut):
             (r,) = tight_delta(sub, [e], compositions=T)
             assert r.delta_lower <= composed(sub, e, T) * (1 + 1e-9) + 1e-15
             assert composed(sub, e, T) <= composed(full, e, T) * (1 + 1e-12)
+
+
+def test_sampled_pair_api():
+    """The matrix entry point (used by FLAME's sampling): k-RR gets its blanket pair, others the clone pair."""
+    from shufflesim.mechanisms.sampled import sampled_pair
+
+    krr = sampled_pair(krr_matrix(3, 1.2), 5, 0.4)
+    assert krr.name == "sampled-blanket"
+    W = np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]])
+    other = sampled_pair(W, 4, 0.3)
+    assert other.name == "sampled-clones"
+    for e in (0.0, 0.4):
+        worst, _ = O.worst_delta(W, 4, e, q=0.3)
+        assert worst <= math.exp(other.log_delta(e)) + other.tail
+    with pytest.raises(ParameterError):
+        sampled_pair(W, 4, 0.0)

@@ -203,3 +203,36 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
                                 notes=("fixed-size sampling: Balle-Barthe-Gaboardi 2018 coupling (seed 002 Lemma 4) "
                                        f"on the unsampled mechanism at m = {m} users",)))
     return out, ["sampling: " + str(mech.sampling) + f" of n = {n}"]
+
+
+def sampled_pair(R, n: int, q: float, relation: str = "replace-one", *, tail_bound: float | None = None):
+    """A dominating pair of the shuffled finite randomiser ``R`` (a k x m matrix) among ``n`` users with Poisson
+    participation at rate ``q`` (docs/theory.md#sampling), for the PLD engine (compose with
+    :func:`~shufflesim.accounting.engines.tight.tight_epsilon` or put it in a
+    :class:`~shufflesim.accounting.model.mechanism.Composition`): k-RR matrices get their blanket pair
+    (replace-one: rows; add-remove: atoms), any other matrix the clone pair at its local ε0 (replace-one only).
+    The pair only dominates: a lower end needs explicit data sets (:func:`data_set_lower` for k-RR)."""
+    import numpy as np
+
+    from shufflesim.accounting.exact.sampled_oracle import check_rate, check_relation
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, local_eps
+    from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
+    from shufflesim.accounting.pairs.sampled import sampled_krr_addremove_pair, sampled_krr_rows, sampled_ldp_rows
+
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] < 2 or np.any(R < 0) or not np.allclose(R.sum(axis=1), 1.0, rtol=0, atol=1e-12):
+        raise ParameterError("R must be a k x m row-stochastic matrix with k >= 2")
+    q, relation = check_rate(q), check_relation(relation)
+    tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
+    eps0 = local_eps(R)
+    if not math.isfinite(eps0) or eps0 <= 0:
+        raise NotApplicableError(f"R has local epsilon {eps0}: no sampled pair (needs a finite eps0 > 0)")
+    k = R.shape[0]
+    is_krr = R.shape[1] == k and np.allclose(R, krr_matrix(k, eps0), rtol=1e-12, atol=0)
+    if relation == "add-remove":
+        if not is_krr:
+            raise NotApplicableError("add/remove sampling has a pair for k-RR matrices only (docs/theory.md#sampling)")
+        return sampled_krr_addremove_pair(n, k, eps0, q, tail_bound=tb)
+    if is_krr:
+        return sampled_krr_rows(n, k, eps0, q, tail_bound=tb)
+    return sampled_ldp_rows(n, eps0, q, tail_bound=tb)
