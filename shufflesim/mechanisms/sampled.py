@@ -53,7 +53,9 @@ def with_sampling(mechanism: Mechanism, sampling: Sampling | None) -> Mechanism:
 class SampledMechanism(Mechanism):
     """``base`` (rr2, krr with the shuffled-reports view, clones) with its users sampled by ``sampling``."""
 
-    kind: ClassVar[str] = "sampled"
+    #: empty: not a command of its own (``account rr2|krr|clones --sample-rate``); each instance is named
+    #: ``<base>-sampled`` (set in __post_init__)
+    kind: ClassVar[str] = ""
     summary: ClassVar[str] = "a shuffled mechanism with Poisson or fixed-size participation"
     methods: ClassVar[tuple[str, ...]] = ("tight",)
 
@@ -66,6 +68,7 @@ class SampledMechanism(Mechanism):
         if self.base.kind == "krr" and self.base.view is not Relation.SHUFFLED:
             raise ParameterError("sampled krr is accounted for the shuffled reports (no --adversary)")
         object.__setattr__(self, "n", self.base.n)
+        object.__setattr__(self, "kind", f"{self.base.kind}-sampled")
 
     @property
     def k(self) -> int:
