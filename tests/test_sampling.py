@@ -276,3 +276,25 @@ def test_sampled_pair_api():
         assert worst <= math.exp(other.log_delta(e)) + other.tail
     with pytest.raises(ParameterError):
         sampled_pair(W, 4, 0.0)
+
+
+@pytest.mark.parametrize("k,relation", [(2, "replace-one"), (2, "add-remove"), (3, "replace-one")])
+def test_heterogeneous_two_rounds_bracket_brute_force(k, relation):
+    """Two rounds with different q and eps0 (a Composition): the truth is the max over data sets of the exact
+    delta of the product of the two rounds' views on the same data."""
+    from shufflesim.accounting.model.mechanism import Composition
+
+    n, rounds = 4, ((2.0, 0.4), (1.0, 0.7))
+    comp = Composition(tuple((_mech(k, n, e0, Sampling.poisson(q, relation)), 1) for e0, q in rounds))
+    rep = account(comp, eps=[0.2, 0.8])
+    for e, r in zip((0.2, 0.8), rep.results):
+        best = 0.0
+        for d0, d1 in _pairs_of_data_sets(k, n, relation):
+            laws = [(_participation_law(krr_matrix(k, e0), d0, q), _participation_law(krr_matrix(k, e0), d1, q))
+                    for e0, q in rounds]
+            (p1, q1), (p2, q2) = laws
+            lp = {(a, b): x * y for a, x in p1.items() for b, y in p2.items()}
+            lq = {(a, b): x * y for a, x in q1.items() for b, y in q2.items()}
+            best = max(best, _delta(lp, lq, e))
+        assert r.delta_lower is not None
+        assert r.delta_lower <= best + SLACK <= r.delta_upper + 2 * SLACK, (e, r.delta_lower, best, r.delta_upper)

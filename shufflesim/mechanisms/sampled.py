@@ -124,50 +124,75 @@ class SampledMechanism(Mechanism):
         return fixed_size_answer(self, eps_l, delta_l, compositions)
 
     def genuine_lower(self, method: str, *, eps=None, delta=None, compositions: int = 1):
-        """The explicit data set's exact count, composed on the same data (docs/theory.md#sampling)."""
+        """The explicit data set's exact counts, composed on the same data (docs/theory.md#sampling)."""
         if self.sampling.kind != "poisson":
             return None  # fixed size: direct() reports its own lower end
         return data_set_lower(self, eps=eps, delta=delta, compositions=compositions)
 
+    def genuine_lower_of(self, parts, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """A heterogeneous sequence of Poisson-sampled parts (same n and relation; q, ε0, k may differ): one pair
+        of data sets for the whole sequence, each round's exact law composed (:func:`composed_data_set_lower`)."""
+        return composed_data_set_lower(parts, eps=eps, delta=delta, compositions=compositions)
+
 
 def data_set_lower(mech: SampledMechanism, *, eps=None, delta=None, compositions: int = 1) -> tuple[list, str]:
-    """Certified lower ends from the explicit data sets of :mod:`shufflesim.accounting.pairs.sampled` (Poisson: the
-    exact law of (c_0, c_1), :func:`~shufflesim.accounting.pairs.sampled.data_set_pair_2d`, the others holding 1 and,
-    for k ≥ 3, 2; fixed size: the count c_0, :func:`~shufflesim.accounting.pairs.sampled.data_set_pair`), each
-    composed ``compositions`` times on the same data by the PLD engine, the largest kept.  The log-probabilities'
-    error η is accounted as in :func:`shufflesim.accounting.exact.exact_rr2.composed_lower_delta`:
-    δ_true(ε) ≥ e^{−Tη} δ̂(ε + 2Tη), ε_true(δ) ≥ ε̂(δ e^{Tη}) − 2Tη."""
+    """Certified lower ends of ``mech`` used ``compositions`` times: :func:`composed_data_set_lower` of one part."""
+    return composed_data_set_lower(((mech, 1),), eps=eps, delta=delta, compositions=compositions)
+
+
+def composed_data_set_lower(parts, *, eps=None, delta=None, compositions: int = 1):
+    """Certified lower ends of the sequence ``parts`` ((sampled mechanism, count), ...) repeated ``compositions``
+    times, on one explicit pair of data sets for the whole sequence (the same n users in every round): Poisson —
+    the exact law of (c_0, c_1) of each round
+    (:func:`~shufflesim.accounting.pairs.sampled.data_set_pair_2d`; the others hold 1 and, when every part has
+    k ≥ 3, also 2), fixed size (one part) — the count c_0 (:func:`~shufflesim.accounting.pairs.sampled.data_set_pair`);
+    composed by the PLD engine, the largest kept.  The log-probabilities' error η (summed over the rounds) is
+    accounted as in :func:`shufflesim.accounting.exact.exact_rr2.composed_lower_delta`:
+    δ_true(ε) ≥ e^{−η} δ̂(ε + 2η), ε_true(δ) ≥ ε̂(δ e^{η}) − 2η.  None where the parts do not share n, relation
+    and Poisson sampling."""
     from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
     from shufflesim.accounting.pairs.sampled import data_set_pair, data_set_pair_2d
 
-    s = mech.sampling
+    mechs = [m for m, _ in parts]
+    if not all(isinstance(m, SampledMechanism) for m in mechs):
+        return None
+    first = mechs[0]
+    s = first.sampling
+    if len(parts) > 1 and any(m.n != first.n or m.sampling.kind != "poisson" or m.sampling.relation != s.relation
+                              for m in mechs):
+        return None
     if s.kind == "poisson":
-        pairs = [data_set_pair_2d(mech.n, mech.k, mech.eps0_lower, s.rate, other=o, relation=s.relation)
-                 for o in ((1,) if mech.k == 2 else (1, 2))]
+        others = (1,) if any(m.k == 2 for m in mechs) else (1, 2)
+        sequences = [[(data_set_pair_2d(m.n, m.k, m.eps0_lower, m.sampling.rate, other=o, relation=s.relation), c)
+                      for m, c in parts] for o in others]
     else:
-        pairs = [data_set_pair(mech.n, mech.k, mech.eps0_lower, m=s.size)]
+        others = (1,)
+        sequences = [[(data_set_pair(first.n, first.k, first.eps0_lower, m=s.size), 1)]]
     values = eps if eps is not None else delta
     vals = [0.0] * len(values)
-    best_other = [None] * len(values)
-    for pair in pairs:
-        eta = pair.params["log_err"] * compositions
+    best_other: list = [None] * len(values)
+    for o, seq in zip(others, sequences):
+        pairs = [p for p, c in seq for _ in range(c)]  # one object per part: the engine composes repeats by powering
+        pairs_arg = pairs[0] if len(pairs) == 1 else pairs
+        eta = sum(p.params["log_err"] * c for p, c in seq) * compositions
         for i, v in enumerate(values):
             if eps is not None:
-                (r,) = tight_delta(pair, [v + 2 * eta], compositions=compositions)
+                (r,) = tight_delta(pairs_arg, [v + 2 * eta], compositions=compositions)
                 lo = (r.delta_lower or 0.0) * math.exp(-eta) * (1 - 1e-12)
             else:
                 dd = v * math.exp(eta)
                 if dd >= 1.0:
                     continue
-                (r,) = tight_epsilon(pair, [dd], compositions=compositions)
+                (r,) = tight_epsilon(pairs_arg, [dd], compositions=compositions)
                 lo = max(0.0, (r.eps_lower or 0.0) - 2 * eta)
             if lo > vals[i]:
-                vals[i], best_other[i] = lo, pair.params.get("other", 1)
-    others = sorted({o for o in best_other if o is not None}) or [1]
+                vals[i], best_other[i] = lo, o
+    held = sorted({o for o in best_other if o is not None}) or [1]
     target = "0 or 1" if s.relation == "replace-one" else "0 or is absent"
-    what = (f"explicit data sets: the other {mech.n - 1} users all hold {' / '.join(map(str, others))}, the target "
+    rounds = sum(c for _, c in parts) * compositions
+    what = (f"explicit data sets: the other {first.n - 1} users all hold {' / '.join(map(str, held))}, the target "
             f"holds {target} ({'the counts of reports 0 and 1' if s.kind == 'poisson' else 'the count of reports 0'}"
-            f", {s})" + (f", the same data in all {compositions} uses" if compositions > 1 else ""))
+            f", {s})" + (f", the same data in all {rounds} uses" if rounds > 1 else ""))
     return vals, what
 
 

@@ -184,6 +184,11 @@ class Mechanism(ABC):
         mechanism used ``compositions`` times; None: none."""
         return None
 
+    def genuine_lower_of(self, parts, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """Mechanism-level lower ends of a heterogeneous :class:`Composition` whose first part is this description
+        (same contract as :meth:`genuine_lower`); None (the default): no construction for the sequence."""
+        return None
+
     def local_guarantee(self) -> float | None:
         """ε such that the adversary's view is ε-DP whatever the other users hold, or None if there is none.
 
@@ -245,7 +250,8 @@ class Composition(Mechanism):
         if len(self.parts) == 1:  # a homogeneous composition: the part's construction, composed
             m, c = self.parts[0]
             return m.genuine_lower(method, eps=eps, delta=delta, compositions=c * compositions)
-        return None  # heterogeneous: no construction is implemented (the lower end is None)
+        # heterogeneous: the first part's description may know a construction for the whole sequence
+        return self.parts[0][0].genuine_lower_of(self.parts, method, eps=eps, delta=delta, compositions=compositions)
 
 
 #: who takes part in a round (docs/theory.md#sampling)
