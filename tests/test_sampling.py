@@ -298,3 +298,16 @@ def test_heterogeneous_two_rounds_bracket_brute_force(k, relation):
             best = max(best, _delta(lp, lq, e))
         assert r.delta_lower is not None
         assert r.delta_lower <= best + SLACK <= r.delta_upper + 2 * SLACK, (e, r.delta_lower, best, r.delta_upper)
+
+
+def test_add_remove_is_not_capped_at_eps0():
+    """Under add/remove the view is not eps0-DP (the number of participants moves): above eps0 the truth is
+    positive and both ends still bracket it (a cap at the local guarantee would put the upper end at 0)."""
+    n, eps0, q = 3, 1.0, 0.7
+    mech = _mech(2, n, eps0, Sampling.poisson(q, "add-remove"))
+    assert mech.local_guarantee() is None
+    for e in (1.2, 2.0):
+        (r,) = account(mech, eps=[e]).results
+        t = _truth(2, n, eps0, q, "add-remove", e)
+        assert t > 0
+        assert r.delta_lower <= t + SLACK <= r.delta_upper + 2 * SLACK

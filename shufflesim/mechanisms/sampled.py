@@ -92,7 +92,10 @@ class SampledMechanism(Mechanism):
         return {"mechanism": self.base.kind, **self.base.params(), "sampling": self.sampling.params()}
 
     def local_guarantee(self) -> float | None:
-        return self.base.local_guarantee()
+        """ε0 under replace-one (R_q is ε0-LDP, the view a post-processing of its shuffle); None under add/remove:
+        the target's presence changes the number of participants (an infinite-loss atom, and losses above ε0
+        where few users are absent)."""
+        return self.base.local_guarantee() if self.sampling.relation == "replace-one" else None
 
     def pair(self, method: str, tail_bound: float | None = None):
         from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD

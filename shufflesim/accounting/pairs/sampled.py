@@ -131,7 +131,7 @@ def sampled_rows(n: int, s: dict, *, tail_bound: float = DEFAULT_TAIL_BOUND_MD, 
     fields: dict[str, list] = {f: [] for f in ("log_w", "N", "alpha", "beta", "lo", "hi")}
     log_tails = [lt_n]
     for idx in parts:
-        lg = log_tail_sum(lw[idx]) + 1e-12  # the group's mass, rounded up
+        lg = log_tail_sum(lw[idx]) + BINOM_LOG_ERR + 1e-12  # the group's mass, rounded up (log-PMF error + sum)
         rows = clone_mixture_pair(int(Ns[idx[0]]) + 1, s["r"], s["a"], s["b"], tail_bound=tail_bound / 2.0,
                                   rc=s["one_minus_r"], rest=s["rest"])
         fields["log_w"].append(rows.log_w + lg)
