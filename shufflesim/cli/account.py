@@ -9,6 +9,8 @@ from shufflesim.cli._common import float_arg, int_arg, print_json
 
 _TYPES = {"int": int_arg, "float": float_arg, "str": str}
 ACCOUNT_DOCS = "README.md#privacy-accounting; docs/theory.md"
+#: the mechanisms that take --sample-rate / --sample-size (shufflesim.mechanisms.sampled.SAMPLED_KINDS)
+SAMPLED_KINDS = ("rr2", "krr", "clones")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         t.add_argument("--eps", type=float_arg, nargs="+", help="eps values: report delta(eps)")
         t.add_argument("--delta", type=float_arg, nargs="+", help="delta values: report eps(delta)")
         q.add_argument("--compositions", type=int_arg, default=1, help="number of compositions (default 1)")
+        if name in SAMPLED_KINDS:
+            _add_sampling_options(q)
         q.add_argument("--method", choices=(*cls.methods, "best"), default=None,
                        help=f"default: the mechanism's own ({cls.methods[0]}"
                             + ("; tight above n = 1e5" if cls.kind == "rr2" else "")
@@ -137,10 +141,28 @@ def _add_dishonest_options(q: argparse.ArgumentParser, kind: str | None) -> None
                        help="with --honest: messages per user m (the IKOS term with M honest users uses m - 1 shares)")
 
 
+def _add_sampling_options(q: argparse.ArgumentParser) -> None:
+    """Who takes part in each use (docs/theory.md#sampling): Poisson rate or fixed size, and the relation."""
+    s = q.add_argument_group("sampling (docs/theory.md#sampling)")
+    s.add_argument("--sample-rate", type=float_arg, default=None, metavar="Q",
+                   help="each user takes part independently with probability Q in (0, 1] (Poisson sampling)")
+    s.add_argument("--sample-size", type=int_arg, default=None, metavar="M",
+                   help="a uniformly random M of the n users take part (fixed size, without replacement; single use)")
+    s.add_argument("--sample-relation", choices=("replace-one", "add-remove"), default=None,
+                   help="neighbouring data sets: one user's value replaced (default) or one user added/removed "
+                        "(Poisson only)")
+
+
 def _mechanism(args: argparse.Namespace):
     cls = args.mechanism_class
     if cls is not None:
-        return cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
+        mech = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
+        if cls.kind in SAMPLED_KINDS:
+            from shufflesim.accounting.model.mechanism import Sampling
+            from shufflesim.mechanisms.sampled import with_sampling
+
+            mech = with_sampling(mech, Sampling.from_flags(args.sample_rate, args.sample_size, args.sample_relation))
+        return mech
     from shufflesim.errors import ParameterError
 
     pcls = args.protocol_class

@@ -184,6 +184,11 @@ class Mechanism(ABC):
         mechanism used ``compositions`` times; None: none."""
         return None
 
+    def genuine_lower_of(self, parts, method: str, *, eps=None, delta=None, compositions: int = 1):
+        """Mechanism-level lower ends of a heterogeneous :class:`Composition` whose first part is this description
+        (same contract as :meth:`genuine_lower`); None (the default): no construction for the sequence."""
+        return None
+
     def local_guarantee(self) -> float | None:
         """ε such that the adversary's view is ε-DP whatever the other users hold, or None if there is none.
 
@@ -245,4 +250,81 @@ class Composition(Mechanism):
         if len(self.parts) == 1:  # a homogeneous composition: the part's construction, composed
             m, c = self.parts[0]
             return m.genuine_lower(method, eps=eps, delta=delta, compositions=c * compositions)
-        return None  # heterogeneous: no construction is implemented (the lower end is None)
+        # heterogeneous: the first part's description may know a construction for the whole sequence
+        return self.parts[0][0].genuine_lower_of(self.parts, method, eps=eps, delta=delta, compositions=compositions)
+
+
+#: who takes part in a round (docs/theory.md#sampling)
+SAMPLING_KINDS = ("poisson", "fixed")
+#: the neighbouring relation under sampling: one user's value replaced, or one user added/removed
+SAMPLING_RELATIONS = ("replace-one", "add-remove")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Who takes part in each use of a shuffled mechanism (docs/theory.md#sampling).
+
+    ``kind="poisson"``: every user takes part independently with probability ``rate`` ∈ (0, 1];
+    ``kind="fixed"``: a uniformly random ``size`` of the n users (without replacement), 1 ≤ size ≤ n.  The
+    analyser sees the participants' reports as a multiset (so their number too); n is public.  ``relation``:
+    neighbouring data sets replace one user's value (``replace-one``) or add/remove one user (``add-remove``;
+    Poisson only)."""
+
+    kind: str
+    rate: float | None = None
+    size: int | None = None
+    relation: str = "replace-one"
+
+    def __post_init__(self) -> None:
+        from shufflesim.core.checks import check_int, check_real
+
+        if self.kind not in SAMPLING_KINDS:
+            raise ParameterError(f"sampling kind must be one of {', '.join(SAMPLING_KINDS)}; got {self.kind!r}")
+        if self.relation not in SAMPLING_RELATIONS:
+            raise ParameterError(f"sampling relation must be one of {', '.join(SAMPLING_RELATIONS)}; "
+                                 f"got {self.relation!r}")
+        if self.kind == "poisson":
+            if self.size is not None or self.rate is None:
+                raise ParameterError("Poisson sampling takes a rate in (0, 1] and no size")
+            object.__setattr__(self, "rate", check_real("sample rate", self.rate, low=0.0, high=1.0, low_open=True))
+        else:
+            if self.rate is not None or self.size is None:
+                raise ParameterError("fixed-size sampling takes a size in [1, n] and no rate")
+            object.__setattr__(self, "size", check_int("sample size", self.size, minimum=1))
+            if self.relation != "replace-one":
+                raise ParameterError("fixed-size sampling is accounted under replace-one only (the number of "
+                                     "participants is fixed, so adding a user changes n)")
+
+    @classmethod
+    def poisson(cls, rate: float, relation: str = "replace-one") -> "Sampling":
+        return cls("poisson", rate=rate, relation=relation)
+
+    @classmethod
+    def fixed(cls, size: int) -> "Sampling":
+        return cls("fixed", size=size)
+
+    @classmethod
+    def from_flags(cls, rate: float | None, size: int | None, relation: str | None) -> "Sampling | None":
+        """From ``--sample-rate`` / ``--sample-size`` / ``--sample-relation`` (None: no sampling)."""
+        if rate is not None and size is not None:
+            raise ParameterError("give at most one of --sample-rate (Poisson, in (0, 1]) or --sample-size "
+                                 "(fixed, in [1, n])")
+        if rate is None and size is None:
+            if relation is not None:
+                raise ParameterError("--sample-relation needs --sample-rate or --sample-size")
+            return None
+        rel = "replace-one" if relation is None else relation
+        return cls("poisson", rate=rate, relation=rel) if rate is not None else cls("fixed", size=size, relation=rel)
+
+    def is_identity(self, n: int) -> bool:
+        """True when every user always takes part (rate 1, or size n): the unsampled mechanism."""
+        return (self.rate == 1.0 if self.kind == "poisson" else self.size == n) and self.relation == "replace-one"
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "relation": self.relation}
+        out.update({"rate": self.rate} if self.kind == "poisson" else {"size": self.size})
+        return out
+
+    def __str__(self) -> str:
+        who = f"Poisson rate {self.rate:g}" if self.kind == "poisson" else f"fixed size {self.size}"
+        return f"{who}, {self.relation}"
