@@ -269,24 +269,68 @@ def test_refusals():
 
 # ---- (4) the gap on the issue's matrix, n = 6..12, recorded for the note ----
 
-#: (n, ε) -> (best data-set form, worst over every data set, blanket), computed by this test's enumeration on
-#: 2026-11-28 (docs/theory.md#pairs-blanket quotes them); the test recomputes and compares to 1e-9
 GAP_EPS = (0.1, 0.5, 1.0)
+GAP_DELTAS = (0.1, 0.01, 0.001)
+
+
+def _stacked_laws(R: np.ndarray, n: int):
+    """(P, Q): rows = every (others, ordered switch), columns = every histogram; the worst data set's
+    δ(ε) is max over rows of Σ (P − e^ε Q)_+."""
+    bf_keys, P, Q = None, [], []
+    k = R.shape[0]
+    laws = {ms: histogram_law(R, list(ms)) for ms in itertools.combinations_with_replacement(range(k), n)}
+    bf_keys = sorted(set().union(*laws.values()))
+    dense = {ms: np.array([law.get(h, 0.0) for h in bf_keys]) for ms, law in laws.items()}
+    for others in itertools.combinations_with_replacement(range(k), n - 1):
+        for x, x2 in itertools.permutations(range(k), 2):
+            P.append(dense[tuple(sorted(others + (x,)))])
+            Q.append(dense[tuple(sorted(others + (x2,)))])
+    return np.array(P), np.array(Q)
+
+
+def _worst(PQ, eps) -> np.ndarray:
+    P, Q = PQ
+    e = np.atleast_1d(np.asarray(eps, dtype=float))
+    return np.array([np.maximum(P - math.exp(x) * Q, 0.0).sum(axis=1).max() for x in e])
+
+
+def _eps_at(delta_of, target: float, hi: float) -> float:
+    """The smallest ε with δ(ε) ≤ target (δ non-increasing), by bisection to 1e-9."""
+    lo = 0.0
+    if delta_of(lo) <= target:
+        return 0.0
+    while hi - lo > 1e-9:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if delta_of(mid) <= target else (mid, hi)
+    return hi
 
 
 def test_gap_on_the_issue_matrix(capsys):
     """M = [[.6,.3,.1],[.2,.5,.3],[.25,.25,.5]], n = 6..12: the best "others all hold c" form, the exact worst over
-    every data set (brute force) and the blanket pair, at ε ∈ {0.1, 0.5, 1}; best ≤ worst ≤ blanket."""
-    rows = []
+    every data set (brute force) and the blanket pair, as δ at ε ∈ {0.1, 0.5, 1} and as ε at δ ∈ {0.1, 0.01,
+    0.001}; best ≤ worst ≤ blanket (ε: the reverse order of δ)."""
+    eps0 = local_eps(M)
+    d_rows, e_rows = [], []
     for n in range(6, 13):
-        worst = np.max(np.array(list(_brute_force(M, n, np.array(GAP_EPS)).values())), axis=0)
-        best = forms_delta_exact(dataset_forms(M, n), np.array(GAP_EPS))
-        blanket = forms_delta_exact(blanket_forms(M, n), np.array(GAP_EPS))
+        PQ = _stacked_laws(M, n)
+        ds, bl = dataset_forms(M, n), blanket_forms(M, n)
+        worst = _worst(PQ, GAP_EPS)
+        best = forms_delta_exact(ds, np.array(GAP_EPS))
+        blanket = forms_delta_exact(bl, np.array(GAP_EPS))
         assert np.all(best <= worst * (1 + 1e-12)) and np.all(worst <= blanket * (1 + 1e-12))
-        rows.append((n, best, worst, blanket))
+        d_rows.append((n, best, worst, blanket))
+        for target in GAP_DELTAS:
+            e_best = _eps_at(lambda e: forms_delta_exact(ds, e), target, eps0)
+            e_worst = _eps_at(lambda e: float(_worst(PQ, e)[0]), target, eps0)
+            e_blanket = _eps_at(lambda e: forms_delta_exact(bl, e), target, eps0)
+            assert e_best <= e_worst + 2e-9 and e_worst <= e_blanket + 2e-9
+            e_rows.append((n, target, e_best, e_worst, e_blanket))
     with capsys.disabled():
-        print("\nissue matrix M: n, eps, best data-set form, worst data set (brute force), blanket, blanket/worst")
-        for n, best, worst, blanket in rows:
-            for i, e in enumerate(GAP_EPS):
-                print(f"  n={n:2d} eps={e:.1f}  {best[i]:.6g}  {worst[i]:.6g}  {blanket[i]:.6g}  "
-                      f"{blanket[i] / worst[i]:.4f}")
+        print("\nissue matrix M: delta(eps): best data-set form / worst data set (brute force) / blanket, "
+              "blanket/worst")
+        for n, best, worst, blanket in d_rows:
+            print(f"  n={n:2d} " + "  ".join(f"eps={e:.1f}: {best[i]:.6g} / {worst[i]:.6g} / {blanket[i]:.6g} "
+                                              f"({blanket[i] / worst[i]:.3f})" for i, e in enumerate(GAP_EPS)))
+        print("issue matrix M: eps(delta): best data-set form / worst data set / blanket (blanket/worst)")
+        for n, target, a, b, c in e_rows:
+            print(f"  n={n:2d} delta={target:g}: {a:.5f} / {b:.5f} / {c:.5f} ({c / b:.3f})")
