@@ -156,8 +156,9 @@ def _clone_deltas(n, eps0):
 @pytest.mark.parametrize("k", [2, 3, 4, 10])
 @pytest.mark.parametrize("gamma", [0.05, 0.3, 0.8])
 def test_krr_blanket_never_above_the_clone_pairs(k, gamma):
-    """docs/theory.md#pairs-blanket derives that the blanket pair is a post-processing of the stronger clone pair
-    at the randomiser's own ε0 (its shared part p(R(x) + R(x2)) is a sub-blanket); for k = 2 they coincide."""
+    """The blanket pair is never looser than the stronger clone pair (FMT 2023) nor seed 001's eq 6.1 clone pair at
+    the randomiser's own ε0 (docs/theory.md#pairs-blanket: Su, Cheng and Wang's optimality, checked here, not
+    re-derived); for k = 2 the blanket pair *is* the stronger clone pair."""
     eps0 = math.log1p(k * (1 - gamma) / gamma)
     R = krr_matrix(k, eps0)
     for n in (2, 4, 7):
@@ -170,8 +171,7 @@ def test_krr_blanket_never_above_the_clone_pairs(k, gamma):
 
 
 def test_random_matrices_blanket_never_above_the_clone_pairs():
-    """The same domination for the finite-ε0 random matrices of (a) (stronger clones: derived; eq 6.1's standard
-    clones: checked only)."""
+    """The same comparison for the finite-ε0 random matrices of (a)."""
     checked = 0
     for R, n, label in CASES:
         keep = R.sum(axis=0) > 0  # an all-zero column is no output at all
