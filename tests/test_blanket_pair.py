@@ -334,3 +334,23 @@ def test_gap_on_the_issue_matrix(capsys):
         print("issue matrix M: eps(delta): best data-set form / worst data set / blanket (blanket/worst)")
         for n, target, a, b, c in e_rows:
             print(f"  n={n:2d} delta={target:g}: {a:.5f} / {b:.5f} / {c:.5f} ({c / b:.3f})")
+
+
+def test_any_smaller_shared_part_is_weaker():
+    """docs/theory.md#pairs-blanket proves that the blanket pair is a post-processing of the pair of any shared
+    part ω′ ≤ ω common to every input: that pair's δ is never smaller, and it is still an upper end (checked
+    against the brute force)."""
+    rng = np.random.default_rng(7)
+    for R, n, label in CASES[:18]:
+        omega, _ = blanket_decomposition(R)
+        blanket = forms_delta_exact(blanket_forms(R, n), EPS)
+        worst = np.max(np.array(list(_brute_force(R, n, EPS).values())), axis=0)
+        drop_largest = np.where(omega == omega.max(), 0.0, omega)
+        for shared in (0.5 * omega, omega * rng.uniform(0.0, 1.0, omega.size), drop_largest):
+            weaker = forms_delta_exact(blanket_forms(R, n, shared=shared), EPS)
+            assert np.all(weaker >= blanket * (1 - 1e-12) - 1e-15), (label, shared, weaker, blanket)
+            assert np.all(weaker >= worst * (1 - 1e-12) - 1e-15)
+    with pytest.raises(ParameterError, match="shared"):
+        blanket_forms(M, 3, shared=[0.3, 0.3, 0.1])  # above the column minimum (0.2, 0.25, 0.1)
+    with pytest.raises(ParameterError, match="shared"):
+        blanket_forms(M, 3, shared=[0.1, 0.1])

@@ -139,14 +139,27 @@ def _form(n: int, R1: np.ndarray, R2: np.ndarray, nu: np.ndarray, null_mass: flo
     return SumForm(n, mass, u, v, R1[off].copy(), R2[off].copy(), kind, x, x2, other)
 
 
-def blanket_forms(R: np.ndarray, n: int) -> list[SumForm]:
+def blanket_forms(R: np.ndarray, n: int, *, shared=None) -> list[SumForm]:
     """The blanket pair of every ordered pair of distinct inputs (x, x2) (docs/theory.md#pairs-blanket): the
     atoms are the blanket's outputs (mass ω(y), u = R(x, y)/ω(y), v = R(x2, y)/ω(y)) and a null atom (mass
     1 − γ, u = v = 0); outputs with ω(y) = 0 form the off-support term.  The maximum over the list of the
-    forms' δ is the blanket pair's two-sided δ, an upper end for the shuffled view of R on every data set."""
+    forms' δ is the blanket pair's two-sided δ, an upper end for the shuffled view of R on every data set.
+
+    ``shared``: another shared part ω′ common to every input (0 ≤ ω′ ≤ the column minimum; default the column
+    minimum itself).  Its pair is also an upper end, never below the blanket's (docs/theory.md#pairs-blanket,
+    "why the blanket is the best decomposition"); offered to compare decompositions, not for answers."""
     n = check_int("n", n, minimum=1)
     R = check_randomiser(R)
     omega, gamma = blanket_decomposition(R)
+    if shared is not None:
+        try:
+            w = np.array(shared, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise ParameterError("shared must be a vector of one probability mass per output") from None
+        if w.size != omega.size or not np.all(np.isfinite(w)) or w.min() < 0.0 or np.any(w > omega):
+            raise ParameterError(f"shared must have {omega.size} entries in [0, column minimum] (a part of every "
+                                 "row); got " + np.array2string(w, precision=6))
+        omega, gamma = w, float(w.sum())
     k = R.shape[0]
     return [_form(n, R[x], R[x2], omega, max(0.0, 1.0 - gamma), "blanket", x, x2, None)
             for x, x2 in itertools.permutations(range(k), 2)]
@@ -206,8 +219,9 @@ def sum_form_delta_exact(form: SumForm, eps, *, budget: float = MAX_COUNT_VECTOR
     """δ_{P‖Q}(ε) of ``form`` by enumerating every count vector of the n draws (docs/theory.md#pairs-blanket,
     "the sum form"): the test oracle and the small-n path.  ``eps``: a number (returns a float) or a 1-D array
     (returns an array, one count-vector pass for all of them).  Refuses (NotApplicableError) more than
-    ``budget`` count vectors (default :data:`MAX_COUNT_VECTORS`).  Floating point: each term is a product of
-    exactly rounded factors (relative error ~1e-13 at n ≤ 10³), no certified error bound."""
+    ``budget`` count vectors (default :data:`MAX_COUNT_VECTORS`).  Floating point, no certified error bound:
+    each probability carries the rounding of lgamma/exp (relative ~1e-13 at n ≤ 10³) and each sum Σ Z_i an
+    absolute rounding of ~1e-16·n·max|Z| (visible as ~1e-16 where δ is exactly 0, e.g. at ε = ε0)."""
     scalar = np.ndim(eps) == 0
     e = np.atleast_1d(np.asarray(eps, dtype=float))
     if e.ndim != 1:
