@@ -161,7 +161,7 @@ def test_krr_blanket_never_above_the_clone_pairs(k, gamma):
     re-derived); for k = 2 the blanket pair *is* the stronger clone pair."""
     eps0 = math.log1p(k * (1 - gamma) / gamma)
     R = krr_matrix(k, eps0)
-    for n in (2, 4, 7):
+    for n in ((2, 4, 7) if k <= 4 else (2, 4)):  # k = 10: 11 atoms, 90 ordered pairs
         blanket = forms_delta_exact(blanket_forms(R, n), EPS)
         strong, standard = _clone_deltas(n, eps0)
         assert np.all(blanket <= strong * (1 + 1e-12) + 1e-16), (n, blanket, strong)
