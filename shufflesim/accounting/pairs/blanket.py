@@ -3,16 +3,22 @@
 Su, Cheng and Wang (arXiv:2504.07414, IEEE S&P 2026) show that every decomposition-based analysis of
 shuffling (standard and stronger clones, the privacy blanket) is one "general clone"; the optimal one is the
 *blanket*: ω(y) = min_x R(x, y), γ = Σ_y ω(y) (Balle et al. 2019).  docs/theory.md#pairs-blanket derives the
-pair this module evaluates and why it dominates the shuffled view for every data set of the other users.
+pair this module evaluates and why it dominates the shuffled view for every data set of the other users
+(replacement relation, the analyser sees the multiset of the n reports).
 
-Both the blanket pair (upper end) and the exact δ of the explicit data set "the other n − 1 users all hold x*"
+Both the blanket pair (upper end) and the exact δ of the explicit data set "the other n − 1 users all hold c"
 (lower end) reduce to one shape, the :class:`SumForm`:
 
     δ(ε) = Σ_j (off_p[j] − e^ε off_q[j])_+  +  (1/n) E[(Σ_{i=1}^{n} (u[Y_i] − e^ε v[Y_i]))_+],
 
-with Y_1, ..., Y_n i.i.d. on atoms a with P(Y = a) = mass[a].  The second term is a one-dimensional n-fold sum
-of an i.i.d. variable with few atoms: exact enumeration for small n (:func:`sum_form_delta_exact`), a
-certified FFT for large n.
+with Y_1, ..., Y_n i.i.d. on atoms a with P(Y = a) = mass[a] (docs/theory.md#pairs-blanket, "the sum form").
+The second term is a one-dimensional n-fold sum of an i.i.d. variable with few atoms: exact enumeration of
+the count vectors for small n (:func:`sum_form_delta_exact`, within :data:`MAX_COUNT_VECTORS`); the certified
+FFT for large n lives in :mod:`shufflesim.accounting.engines.blanket_fft`.
+
+Directions.  A form is one *ordered* pair (target x under P, x2 under Q) and gives δ_{P‖Q}.  The lists of
+:func:`blanket_forms` and :func:`dataset_forms` hold both orders of every pair, and δ_{Q‖P} of (x, x2) is
+δ_{P‖Q} of (x2, x), so the maximum over a list (:func:`forms_delta_exact`) is the two-sided δ.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from typing import Any
 import numpy as np
 
 from shufflesim.core.checks import check_int
-from shufflesim.errors import ParameterError
+from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.accounting.numerics.logspace import EXP_OVERFLOW
+from shufflesim.accounting.pairs.common import ragged
 
 REFERENCE_BLANKET = (
     "Su, Cheng, Wang 2025 (arXiv:2504.07414, the optimal general clone = the privacy blanket of Balle et al. "
@@ -36,10 +44,20 @@ REFERENCE_BLANKET = (
 #: δ of one explicit neighbouring pair of data sets (lower end)
 KINDS = ("blanket", "data set")
 
+#: largest number of count vectors C(n + A − 1, A − 1) that :func:`sum_form_delta_exact` enumerates (A atoms):
+#: 2·10⁶ vectors are ~1 s and ~100 MB per ε at A = 4; beyond, the FFT engine is the path
+MAX_COUNT_VECTORS = 2_000_000
+
+#: count vectors per block of the enumeration (bounds the temporaries to ~ BLOCK × (A + #ε) doubles)
+BLOCK = 1 << 16
+
+#: tolerance on a randomiser row's sum (it is a law); rows are not renormalised here
+ROW_SUM_TOL = 1e-9
+
 
 @dataclass(frozen=True)
 class SumForm:
-    """δ(ε) of one ordered neighbouring pair, in sum form (module docstring).
+    """δ_{P‖Q}(ε) of one ordered neighbouring pair, in sum form (module docstring; docs/theory.md#pairs-blanket).
 
     ``mass``, ``u``, ``v``: the atoms of Y (mass sums to 1; u, v ≥ 0).  ``off_p``, ``off_q``: outputs that
     only the target can produce (their terms are exact and need no sum).  ``x``, ``x2``: the target's inputs
@@ -62,12 +80,18 @@ class SumForm:
             raise ParameterError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
 
     def values(self, eps: float) -> np.ndarray:
-        """The atoms' values u − e^ε v at ε."""
-        return self.u - math.exp(eps) * self.v
+        """The atoms' values u − e^ε v at ε (an atom with v = 0 keeps u, also at e^ε = inf)."""
+        return _values(self.u, self.v, _exp(np.array([eps], dtype=float)))[:, 0]
 
     def off_delta(self, eps: float) -> float:
         """The exact term of the outputs only the target produces."""
-        return float(np.maximum(self.off_p - math.exp(eps) * self.off_q, 0.0).sum())
+        return float(_off(self.off_p, self.off_q, _exp(np.array([eps], dtype=float)))[0])
+
+    @property
+    def count_vectors(self) -> float:
+        """C(n + A − 1, A − 1) for A atoms: the number of terms :func:`sum_form_delta_exact` enumerates
+        (+inf beyond 1e300)."""
+        return count_vectors(self.n, self.mass.size)
 
     def describe(self) -> str:
         if self.kind == "blanket":
@@ -75,8 +99,29 @@ class SumForm:
         return f"explicit data sets (the other {self.n - 1} users hold {self.other}; the target holds {self.x} or {self.x2})"
 
 
+def check_randomiser(R) -> np.ndarray:
+    """R as a float array (inputs × outputs, ≥ 2 inputs, ≥ 1 output, finite entries ≥ 0, every row summing to 1
+    within :data:`ROW_SUM_TOL`); ParameterError otherwise.  LDP is *not* required: outputs only some inputs
+    produce enter the pair's off-support term (docs/theory.md#pairs-blanket)."""
+    try:
+        R = np.array(R, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterError("the randomiser must be a matrix (rows: inputs, columns: output probabilities)") from None
+    if R.ndim != 2 or R.shape[0] < 2 or R.shape[1] < 1:
+        raise ParameterError(f"the randomiser must be a matrix with at least 2 rows (inputs) and 1 column; got shape "
+                             f"{R.shape}")
+    if not np.all(np.isfinite(R)) or R.min() < 0.0:
+        raise ParameterError("the randomiser's entries must be finite probabilities >= 0")
+    s = R.sum(axis=1)
+    bad = np.flatnonzero(np.abs(s - 1.0) > ROW_SUM_TOL)
+    if bad.size:
+        raise ParameterError(f"every row of the randomiser must sum to 1; row {int(bad[0])} sums to {s[bad[0]]:.12g}")
+    return R
+
+
 def blanket_decomposition(R: np.ndarray) -> tuple[np.ndarray, float]:
-    """ω(y) = min_x R(x, y) and γ = Σ_y ω(y) (Balle et al. 2019 §3; Su, Cheng, Wang 2025)."""
+    """ω(y) = min_x R(x, y) and γ = Σ_y ω(y) (Balle et al. 2019 §3; Su, Cheng, Wang 2025;
+    docs/theory.md#pairs-blanket)."""
     R = np.asarray(R, dtype=float)
     omega = R.min(axis=0)
     return omega, float(omega.sum())
@@ -94,12 +139,27 @@ def _form(n: int, R1: np.ndarray, R2: np.ndarray, nu: np.ndarray, null_mass: flo
     return SumForm(n, mass, u, v, R1[off].copy(), R2[off].copy(), kind, x, x2, other)
 
 
-def blanket_forms(R: np.ndarray, n: int) -> list[SumForm]:
-    """The blanket pair of every ordered pair of distinct inputs (x, x2): the atoms are the blanket's outputs
-    (mass ω(y), u = R(x, y)/ω(y), v = R(x2, y)/ω(y)) and a null atom (mass 1 − γ, u = v = 0)."""
+def blanket_forms(R: np.ndarray, n: int, *, shared=None) -> list[SumForm]:
+    """The blanket pair of every ordered pair of distinct inputs (x, x2) (docs/theory.md#pairs-blanket): the
+    atoms are the blanket's outputs (mass ω(y), u = R(x, y)/ω(y), v = R(x2, y)/ω(y)) and a null atom (mass
+    1 − γ, u = v = 0); outputs with ω(y) = 0 form the off-support term.  The maximum over the list of the
+    forms' δ is the blanket pair's two-sided δ, an upper end for the shuffled view of R on every data set.
+
+    ``shared``: another shared part ω′ common to every input (0 ≤ ω′ ≤ the column minimum; default the column
+    minimum itself).  Its pair is also an upper end, never below the blanket's (docs/theory.md#pairs-blanket,
+    "why the blanket is the best decomposition"); offered to compare decompositions, not for answers."""
     n = check_int("n", n, minimum=1)
-    R = np.asarray(R, dtype=float)
+    R = check_randomiser(R)
     omega, gamma = blanket_decomposition(R)
+    if shared is not None:
+        try:
+            w = np.array(shared, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise ParameterError("shared must be a vector of one probability mass per output") from None
+        if w.size != omega.size or not np.all(np.isfinite(w)) or w.min() < 0.0 or np.any(w > omega):
+            raise ParameterError(f"shared must have {omega.size} entries in [0, column minimum] (a part of every "
+                                 "row); got " + np.array2string(w, precision=6))
+        omega, gamma = w, float(w.sum())
     k = R.shape[0]
     return [_form(n, R[x], R[x2], omega, max(0.0, 1.0 - gamma), "blanket", x, x2, None)
             for x, x2 in itertools.permutations(range(k), 2)]
@@ -107,36 +167,97 @@ def blanket_forms(R: np.ndarray, n: int) -> list[SumForm]:
 
 def dataset_forms(R: np.ndarray, n: int, others: "list[int] | None" = None) -> list[SumForm]:
     """The exact δ of the explicit data sets "the other n − 1 users hold c, the target x or x2", for every
-    ordered pair (x, x2) and every c in ``others`` (default: every input), as sum forms."""
+    ordered pair (x, x2) and every c in ``others`` (default: every input), as sum forms
+    (docs/theory.md#pairs-blanket, "one data set exactly"): a lower end on the shuffled view's δ."""
     n = check_int("n", n, minimum=1)
-    R = np.asarray(R, dtype=float)
+    R = check_randomiser(R)
     k = R.shape[0]
-    cs = range(k) if others is None else others
+    cs = range(k) if others is None else [check_int("others", c, minimum=0, maximum=k - 1) for c in others]
     return [_form(n, R[x], R[x2], R[c], 0.0, "data set", x, x2, int(c))
             for c in cs for x, x2 in itertools.permutations(range(k), 2)]
 
 
-def _compositions(n: int, parts: int):
-    """Every vector of ``parts`` non-negative integers summing to n (stars and bars), as rows of an array."""
-    rows = []
-    for bars in itertools.combinations(range(n + parts - 1), parts - 1):
-        prev, row = -1, []
-        for b in bars:
-            row.append(b - prev - 1)
-            prev = b
-        row.append(n + parts - 2 - prev)
-        rows.append(row)
-    return np.array(rows, dtype=np.int64).reshape(-1, parts)
+def count_vectors(n: int, atoms: int) -> float:
+    """C(n + atoms − 1, atoms − 1): the count vectors of n draws over ``atoms`` atoms, +inf beyond 1e300
+    (computed in log space first, as :func:`shufflesim.mechanisms.matrix.enumeration_cost`)."""
+    if atoms <= 1:
+        return 1.0
+    log_c = math.lgamma(n + atoms) - math.lgamma(atoms) - math.lgamma(n + 1)
+    return math.inf if log_c > 690.0 else float(math.comb(n + atoms - 1, atoms - 1))
 
 
-def sum_form_delta_exact(form: SumForm, eps: float) -> float:
-    """δ(ε) of ``form`` by enumerating every count vector of the n draws (a test oracle and the small-n path:
-    C(n + A − 1, A − 1) vectors for A atoms).  Floating point, no error bound."""
+def compositions(n: int, parts: int) -> np.ndarray:
+    """Every vector of ``parts`` non-negative integers summing to n, as the rows of an int64 array (built part
+    by part with :func:`~shufflesim.accounting.pairs.common.ragged`, no Python loop over the vectors)."""
+    rows = np.zeros((1, 0), dtype=np.int64)
+    left = np.array([n], dtype=np.int64)
+    for _ in range(parts - 1):
+        idx, col = ragged(np.zeros_like(left), left)
+        rows = np.concatenate([rows[idx], col[:, None]], axis=1)
+        left = left[idx] - col
+    return np.concatenate([rows, left[:, None]], axis=1)
+
+
+def _exp(eps: np.ndarray) -> np.ndarray:
+    if np.isnan(eps).any():
+        raise ParameterError("eps must be a real number or +inf; got nan")
+    with np.errstate(over="ignore"):
+        return np.where(eps < EXP_OVERFLOW, np.exp(np.minimum(eps, EXP_OVERFLOW)), np.inf)
+
+
+def _values(u: np.ndarray, v: np.ndarray, ee: np.ndarray) -> np.ndarray:
+    """(atoms × ε) matrix u − e^ε v, with u kept where v = 0 (no inf · 0)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(v[:, None] > 0, u[:, None] - ee[None, :] * v[:, None], u[:, None])
+
+
+def _off(off_p: np.ndarray, off_q: np.ndarray, ee: np.ndarray) -> np.ndarray:
+    return np.maximum(_values(off_p, off_q, ee), 0.0).sum(axis=0)
+
+
+def sum_form_delta_exact(form: SumForm, eps, *, budget: float = MAX_COUNT_VECTORS):
+    """δ_{P‖Q}(ε) of ``form`` by enumerating every count vector of the n draws (docs/theory.md#pairs-blanket,
+    "the sum form"): the test oracle and the small-n path.  ``eps``: a number (returns a float) or a 1-D array
+    (returns an array, one count-vector pass for all of them).  Refuses (NotApplicableError) more than
+    ``budget`` count vectors (default :data:`MAX_COUNT_VECTORS`).  Floating point, no certified error bound:
+    each probability carries the rounding of lgamma/exp (relative ~1e-13 at n ≤ 10³) and each sum Σ Z_i an
+    absolute rounding of ~1e-16·n·max|Z| (visible as ~1e-16 where δ is exactly 0, e.g. at ε = ε0)."""
+    scalar = np.ndim(eps) == 0
+    e = np.atleast_1d(np.asarray(eps, dtype=float))
+    if e.ndim != 1:
+        raise ParameterError(f"eps must be a number or a 1-D array of numbers; got shape {np.shape(eps)}")
+    ee = _exp(e)
     A = form.mass.size
-    H = _compositions(form.n, A)
-    with np.errstate(divide="ignore"):
-        logm = np.log(form.mass)
-    lg = np.array([math.lgamma(i + 1) for i in range(form.n + 1)])
-    logp = lg[form.n] - lg[H].sum(axis=1) + np.where(H > 0, H * logm, 0.0).sum(axis=1)
-    s = H @ form.values(eps)
-    return form.off_delta(eps) + float((np.exp(logp) * np.maximum(s, 0.0)).sum()) / form.n
+    cost = count_vectors(form.n, A)
+    if cost > budget:
+        raise NotApplicableError(f"the exact sum form needs C(n+A-1, A-1) = {cost:.3g} count vectors (n={form.n}, "
+                                 f"A={A} atoms), more than the budget {budget:.3g}; use the FFT engine "
+                                 f"(shufflesim.accounting.engines.blanket_fft) or a smaller n")
+    out = _off(form.off_p, form.off_q, ee)
+    if form.n >= 1 and A:
+        V = _values(form.u, form.v, ee)  # atoms × ε
+        V = np.where(np.isfinite(V), V, -1e300)  # u − inf·v (e^ε = inf, v > 0)
+        with np.errstate(divide="ignore"):
+            logm = np.log(form.mass)
+        lg = np.array([math.lgamma(i + 1) for i in range(form.n + 1)])
+        H = compositions(form.n, A)
+        acc = np.zeros(e.size)
+        for s in range(0, H.shape[0], BLOCK):
+            h = H[s:s + BLOCK]
+            logp = lg[form.n] - lg[h].sum(axis=1) + np.where(h > 0, h * logm, 0.0).sum(axis=1)
+            with np.errstate(over="ignore"):  # -inf values were made -1e300: a sum using one is <= 0 (or -inf)
+                S = h.astype(float) @ V
+            acc += np.exp(logp) @ np.maximum(S, 0.0)
+        out = out + acc / form.n
+    return float(out[0]) if scalar else out
+
+
+def forms_delta_exact(forms: list[SumForm], eps, *, budget: float = MAX_COUNT_VECTORS):
+    """The largest δ(ε) over ``forms`` (both directions when the list holds both orders of each pair, as
+    :func:`blanket_forms` and :func:`dataset_forms` do), by :func:`sum_form_delta_exact`; a float for a
+    number ``eps``, an array for an array."""
+    if not forms:
+        raise ParameterError("forms must be a non-empty list of SumForm")
+    vals = np.array([np.atleast_1d(sum_form_delta_exact(f, eps, budget=budget)) for f in forms])
+    best = vals.max(axis=0)
+    return float(best[0]) if np.ndim(eps) == 0 else best
