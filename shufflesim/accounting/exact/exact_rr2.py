@@ -169,6 +169,158 @@ def _prob_up(x: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------------
+# one data set in O(window): the partial sum from two weighted tail sums (population scale)
+
+
+#: log of the Chernoff budget of each tilted binomial's window in :func:`pair_log_bracket_sums` (dropped mass
+#: e^-45 ~ 2.9e-20 of h's total, added to the upper end and subtracted from the lower one)
+POP_LOG_WINDOW = -45.0
+#: log of the smallest term the linear-space weighted cumulative sum keeps above underflow (else the log-space
+#: accumulation: :func:`_log_weighted_cumsum`)
+_LOG_FLOOR = -700.0
+
+
+def _log_weighted_cumsum(z: np.ndarray) -> tuple[np.ndarray, float]:
+    """(log C, absolute log error bound) with C(t) = sum_{i <= t} e^{z_i}: a cumulative sum of non-negative terms
+    in linear space after the shift by max z (relative error (t + 2) u per entry, exp's ulp included) where no term
+    falls below e^-700; otherwise ``np.logaddexp.accumulate`` (each step's rounding ~ u |partial| + 3u)."""
+    zmax = float(z.max())
+    d = z - zmax
+    if float(d.min()) >= _LOG_FLOOR:
+        c = np.cumsum(np.exp(d))
+        with np.errstate(divide="ignore"):
+            out = np.log(c) + zmax
+        err = (z.size + 4) * U * 1.01 + U * (abs(zmax) + 750.0) * 2
+        return out, err
+    out = np.logaddexp.accumulate(z)
+    err = z.size * U * 1.01 * (float(np.max(np.abs(out))) + 3.0) + U * abs(zmax)
+    return out, err
+
+
+def _log_dot(x: np.ndarray, y: np.ndarray) -> float:
+    """log sum_i e^{x_i + y_i} by a shifted linear sum of non-negative terms (-inf for an empty sum)."""
+    if x.size == 0:
+        return -math.inf
+    v = x + y
+    vmax = float(v.max())
+    if vmax == -math.inf:
+        return -math.inf
+    return math.log(float(np.exp(v - vmax).sum())) + vmax
+
+
+def pair_log_bracket_sums(n_others: int, ones: int, eps0: float, eps: float,
+                          log_budget: float = POP_LOG_WINDOW) -> tuple[float, float]:
+    """(log lower, log upper) of δ(P‖Q) for one data set, as :func:`pair_log_bracket`, in O(window) instead of
+    O(window²): no convolution (docs/theory.md#exact-rr2-population).
+
+    With the tilt of :func:`pair_log_bracket` (τ = −θ ≥ 0, h = h1 * h2 the tilted law of the others' count),
+    δ = A c e^{τ y_r} S(y*) where, for any y0 <= y_r,
+
+        S(y0) = Σ_{y<=y0} e^{−τ(y_r−y)} (h(y) − h(y−1)) = e^{−τ(y_r−y0)} h(y0) − (e^τ − 1) K(y0 − 1),
+        K(y) = Σ_{j<=y} e^{−τ(y_r−j)} h(j) = e^{−τ(y_r−y)} Σ_k h1(k) G2(y − k),
+        G2(t) = Σ_{i<=t} e^{−τ(t−i)} h2(i)   (a weighted cumulative sum of the second window),
+
+    and y* is the largest mode of h, which (Darroch) is ⌊μ⌋ or ⌊μ⌋ + 1 for h's mean μ.  S is evaluated at
+    y0 = ⌊μ⌋ − 1 .. ⌊μ⌋ + 2 (= y_r): δ = max over y0 of S(y0) (the partial sums of the positive terms grow up to
+    y* and fall after it), so the largest certified upper end over the four is an upper end of δ and every
+    certified lower end is a lower end.  Each h(y0) is one dot product of the two windows, K one dot product with
+    the cumulative sum G2: sums of non-negative terms, relative round-off <= (terms + few) u; the one subtraction
+    (cancelling ~z² ≈ 2 log(1/δ) digits' worth) is taken with both operands moved to the safe side.  The windows'
+    dropped mass T changes S by at most T e^{−τ(y_r−y0)} <= T either way; the float θ's error η (it differs from
+    log(A/B)) enters as e^{τ±η} − 1; log-PMF errors, log c's rounding and the constants' as in
+    :func:`pair_log_bracket`."""
+    if eps >= eps0:
+        return -math.inf, -math.inf
+    lp = -log1pexp(eps0)
+    lq = -log1pexp(-eps0)
+    lx_a = log_expm1(eps0 - eps)
+    lx_b = log_expm1(eps0 + eps)
+    log_a = lp + eps + lx_a
+    log_b = lp + lx_b
+    theta = log_a - log_b
+    tau = -theta
+    # |θ − log(A/B)|: a few ulps of each part (and log_expm1's condition 1/(e^x - 1) * x at the float x)
+    eta = 8 * U * (2 * abs(lp) + eps + abs(lx_a) + abs(lx_b) + 2.0
+                   + eps0 / max(-math.expm1(-(eps0 - eps)), 1e-300) + eps0)
+    q1, q1c = _sigmoid_pair(eps0 + theta)
+    p1, p1c = _sigmoid_pair(theta - eps0)
+    zeros = n_others - ones
+    c1 = lp + log1pexp(eps0 + theta)
+    c2 = lq + log1pexp(theta - eps0)
+    log_c = ones * c1 + zeros * c2
+    # rounding of log c: a few ulps of each part of each factor, times its multiplicity
+    err_c = 8 * U * (ones * (abs(lp) + abs(eps0 + theta) + 1.0) + zeros * (abs(lq) + abs(theta - eps0) + 1.0)
+                     + abs(log_c))
+    o1, l1, t1, e1 = _log_binom_window(ones, q1, q1c, log_budget)
+    o2, l2, t2, e2 = _log_binom_window(zeros, p1, p1c, log_budget)
+    m1, m2 = float(l1.max()), float(l2.max())
+    r1 = l1 - m1  # log of h1 / e^m1 on its window (<= 0)
+    r2 = l2 - m2
+    w1, w2 = r1.size, r2.size
+    mu = ones * q1 + zeros * p1
+    yb = math.floor(mu) - 1  # candidates y0 = yb .. yb + 3 for the largest mode (Darroch: floor(mu) or +1)
+    yr = yb + 3
+    # K(yb - 1) / e^(m1+m2): G2 on window 2 (index t = i - o2), then the dot product over window 1
+    ii = np.arange(w2, dtype=float)
+    log_g2, err_g2 = _log_weighted_cumsum(r2 + tau * ii)
+    log_g2 -= tau * ii  # log G2(o2 + t)
+    d = (yb - 1) - o1 - o2  # K(y) needs G2(y - k) for k = o1 + a: index d - a
+    a = np.arange(w1)
+    t = d - a
+    inside = t >= 0
+    tt = np.minimum(t[inside], w2 - 1)
+    lg = log_g2[tt] - tau * (t[inside] - tt)  # beyond window 2: G2(t) = e^{-tau (t - last)} G2(last)
+    log_k0 = _log_dot(r1[inside], lg) - tau * (yr - (yb - 1))
+    # h(y) / e^(m1+m2) at the candidates, each one dot product over the overlap of the windows
+    log_h = []
+    for y in range(yb, yr + 1):
+        dd = y - o1 - o2
+        a_lo, a_hi = max(0, dd - (w2 - 1)), min(w1 - 1, dd)
+        if a_hi < a_lo:
+            log_h.append(-math.inf)
+            continue
+        log_h.append(_log_dot(r1[a_lo:a_hi + 1], r2[dd - a_hi:dd - a_lo + 1][::-1]))
+    # error bounds (absolute, in log): the windows' varying log-PMF errors, the shift / exp / weights' rounding and
+    # the summations (each a sum of at most max(w1, w2) + 4 non-negative terms)
+    base = e1[0] + e2[0] + 4 * U * (abs(log_budget) + 10.0) * 2
+    lam_h = base + (min(w1, w2) + 6) * U * 1.01 + 4 * U * (tau * 4 + 1.0)
+    lam_k = (base + err_g2 + (w1 + 6) * U * 1.01
+             + 8 * U * (tau * (w1 + w2 + yr - yb + 8) + float(np.max(np.abs(log_g2[np.isfinite(log_g2)]), initial=0.0))
+                        + abs(log_k0 if log_k0 > -math.inf else 0.0) + 1.0))
+    # coefficient e^tau - 1 at tau +- eta
+    lc_lo = log_expm1(max(tau - eta, 1e-300)) - 4 * U * (1.0 + tau)
+    lc_hi = log_expm1(tau + eta) + 4 * U * (1.0 + tau)
+    log_t = float(np.logaddexp(t1, t2)) - m1 - m2  # dropped mass, in units of e^(m1+m2)
+    lower, upper = -math.inf, -math.inf
+    log_k, err_k = log_k0, lam_k  # K(y0 - 1) and its absolute log error
+    for j, y0 in enumerate(range(yb, yr + 1)):
+        lt1 = log_h[j] - tau * (yr - y0)
+        up = _log_diff(lt1 + lam_h, lc_lo + log_k - err_k)
+        lo = _log_diff(lt1 - lam_h, lc_hi + log_k + err_k)
+        upper = max(upper, float(np.logaddexp(up, log_t)) if log_t > -math.inf else up)
+        lower = max(lower, _log_diff(lo, log_t + 4 * U) if log_t > -math.inf else lo)
+        log_k = float(np.logaddexp(log_k, lt1))  # K(y0) = K(y0 - 1) + e^{-tau (yr - y0)} h(y0)
+        err_k = max(err_k, lam_h) + 4 * U * ((abs(log_k) if log_k > -math.inf else 0.0) + 2.0)
+    head = log_a + log_c + m1 + m2 + tau * yr
+    slack = (REL_SLACK + e1[1] + e2[1] + err_c
+             + 8 * U * (abs(lp) + eps + abs(lx_a) + abs(log_c) + abs(m1) + abs(m2) + tau * abs(yr) + abs(head)))
+    if upper > -math.inf:
+        upper = head + upper + slack
+    if lower > -math.inf:
+        lower = head + lower - slack
+    return lower, upper
+
+
+def _log_diff(x: float, y: float) -> float:
+    """log(e^x − e^y) for x > y, −inf otherwise (a lower end's difference, or an upper end's that vanished)."""
+    if x == -math.inf or y >= x:
+        return -math.inf
+    if y == -math.inf:
+        return x
+    return x + math.log1p(-math.exp(y - x))
+
+
+# ---------------------------------------------------------------------------------------------------
 # every data set: branch and bound over m
 
 
