@@ -45,7 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shufflesim.accounting.numerics.binomial import BINOM_LOG_ERR, certified_tail, chernoff_window_scalar, log_binom_window
+from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, certified_tail, chernoff_window_scalar,
+                                                     log_binom_window, log_ratio_pq)
 from shufflesim.accounting.numerics.invert import bracket_illinois, calibrate
 from shufflesim.accounting.numerics.logspace import REL_SLACK, U, exp_down, exp_up, log1pexp, log_expm1, log_sum
 from shufflesim.core.checks import check_int, check_positive, check_real
@@ -96,6 +97,37 @@ def _log_binom_window(n: int, p: float, q: float, log_budget: float):
         return 0, np.zeros(1), -math.inf, (0.0, 0.0)
     lo, hi, log_tail = chernoff_window_scalar(n, p, log_budget, q)
     rel, l_mode, common, varying = log_binom_window(n, p, lo, hi, q=q)
+    return lo, l_mode + rel, log_tail, (varying, common + 4.04 * U * n)
+
+
+def _log_binom_window_fast(n: int, p: float, q: float, log_budget: float):
+    """:func:`_log_binom_window` with the recurrence's rounding bounded from the window's ends instead of entry by
+    entry (``errors=False`` of :func:`~.binomial.log_binom_window`, half its passes at population scale).
+
+    The per-step bound of :func:`~.binomial.log_binom_window`, 4u(|t| + 2|log(p/q)| + 2) + u|l_anchor + rel|, is at
+    most its value with |t| replaced by its largest value on the side (t = log((n − k)/(k + 1)) + log(p/q) decreases
+    in k, so the largest |t| is at one of the side's two ends) and |rel| by the largest of the window's two end
+    values (rel is concave with rel = 0 at the anchor); the error of any entry is at most the number of steps of its
+    side times that."""
+    if n == 0:
+        return 0, np.zeros(1), -math.inf, (0.0, 0.0)
+    lo, hi, log_tail = chernoff_window_scalar(n, p, log_budget, q)
+    if p == 0.0 or q == 0.0:
+        rel, l_mode, common, _ = log_binom_window(n, p, lo, hi, q=q, errors=False)
+        return lo, l_mode + rel, log_tail, (0.0, common + 4.04 * U * n)
+    anchor = min(max(int(math.floor((n + 1) * p)), lo), hi)
+    rel, l_mode, common, _ = log_binom_window(n, p, lo, hi, anchor=anchor, q=q, errors=False)
+    lpq = log_ratio_pq(p, q)
+    top = max(abs(float(rel[0])), abs(float(rel[-1]))) + abs(l_mode)
+
+    def t_at(k: int) -> float:
+        return abs(math.log((n - k) / (k + 1)) + lpq)
+
+    varying = 0.0
+    for steps, k_a, k_b in ((hi - anchor, anchor, hi - 1), (anchor - lo, lo, anchor - 1)):
+        if steps > 0:
+            t_max = max(t_at(k_a), t_at(k_b))
+            varying = max(varying, steps * (4 * U * (t_max + 2 * abs(lpq) + 2) + U * top) * 1.01)
     return lo, l_mode + rel, log_tail, (varying, common + 4.04 * U * n)
 
 
@@ -251,8 +283,8 @@ def pair_log_bracket_sums(n_others: int, ones: int, eps0: float, eps: float,
     # rounding of log c: a few ulps of each part of each factor, times its multiplicity
     err_c = 8 * U * (ones * (abs(lp) + abs(eps0 + theta) + 1.0) + zeros * (abs(lq) + abs(theta - eps0) + 1.0)
                      + abs(log_c))
-    o1, l1, t1, e1 = _log_binom_window(ones, q1, q1c, log_budget)
-    o2, l2, t2, e2 = _log_binom_window(zeros, p1, p1c, log_budget)
+    o1, l1, t1, e1 = _log_binom_window_fast(ones, q1, q1c, log_budget)
+    o2, l2, t2, e2 = _log_binom_window_fast(zeros, p1, p1c, log_budget)
     m1, m2 = float(l1.max()), float(l2.max())
     r1 = l1 - m1  # log of h1 / e^m1 on its window (<= 0)
     r2 = l2 - m2
@@ -262,16 +294,28 @@ def pair_log_bracket_sums(n_others: int, ones: int, eps0: float, eps: float,
     yr = yb + 3
     # K(yb - 1) / e^(m1+m2): G2 on window 2 (index t = i - o2), then the dot product over window 1
     ii = np.arange(w2, dtype=float)
-    log_g2, err_g2 = _log_weighted_cumsum(r2 + tau * ii)
-    log_g2 -= tau * ii  # log G2(o2 + t)
-    d = (yb - 1) - o1 - o2  # K(y) needs G2(y - k) for k = o1 + a: index d - a
-    a = np.arange(w1)
-    t = d - a
-    inside = t >= 0
-    tt = np.minimum(t[inside], w2 - 1)
-    lg = log_g2[tt] - tau * (t[inside] - tt)  # beyond window 2: G2(t) = e^{-tau (t - last)} G2(last)
-    log_k0 = _log_dot(r1[inside], lg) - tau * (yr - (yb - 1))
-    # h(y) / e^(m1+m2) at the candidates, each one dot product over the overlap of the windows
+    ii *= tau
+    ii += r2
+    log_g2, err_g2 = _log_weighted_cumsum(ii)  # log of sum_{i<=t} e^{r2(i) + tau i}
+    ii -= r2
+    log_g2 -= ii  # log G2(o2 + t)
+    del ii
+    g2_abs = float(max(abs(log_g2[0]), abs(log_g2[-1]), abs(float(log_g2.max())))) if w2 else 0.0
+    d = (yb - 1) - o1 - o2  # K(y) needs G2(y - k) for k = o1 + a: index t = d - a (>= 0), capped at w2 - 1
+    a_top = min(w1 - 1, d)  # a <= d
+    if a_top >= 0:
+        a_cap = max(0, d - (w2 - 1))  # a < a_cap: t beyond window 2, G2(t) = e^{-tau (t - last)} G2(last)
+        a_cap = min(a_cap, a_top + 1)
+        lg = np.empty(a_top + 1)
+        lg[a_cap:] = log_g2[d - a_top:d - a_cap + 1][::-1] if a_cap <= a_top else lg[a_cap:]
+        if a_cap > 0:
+            lg[:a_cap] = log_g2[-1] - tau * (d - np.arange(a_cap) - (w2 - 1))
+        log_k0 = _log_dot(r1[:a_top + 1], lg) - tau * (yr - (yb - 1))
+    else:
+        log_k0 = -math.inf
+    # h(y) / e^(m1+m2) at the candidates, each one dot product of the windows' scaled PMFs over their overlap
+    b1 = np.exp(r1)
+    b2 = np.exp(r2)
     log_h = []
     for y in range(yb, yr + 1):
         dd = y - o1 - o2
@@ -279,14 +323,15 @@ def pair_log_bracket_sums(n_others: int, ones: int, eps0: float, eps: float,
         if a_hi < a_lo:
             log_h.append(-math.inf)
             continue
-        log_h.append(_log_dot(r1[a_lo:a_hi + 1], r2[dd - a_hi:dd - a_lo + 1][::-1]))
+        hv = float((b1[a_lo:a_hi + 1] * b2[dd - a_hi:dd - a_lo + 1][::-1]).sum())  # no BLAS threads
+        log_h.append(math.log(hv) if hv > 0 else -math.inf)
     # error bounds (absolute, in log): the windows' varying log-PMF errors, the shift / exp / weights' rounding and
     # the summations (each a sum of at most max(w1, w2) + 4 non-negative terms)
     base = e1[0] + e2[0] + 4 * U * (abs(log_budget) + 10.0) * 2
     lam_h = base + (min(w1, w2) + 6) * U * 1.01 + 4 * U * (tau * 4 + 1.0)
     lam_k = (base + err_g2 + (w1 + 6) * U * 1.01
-             + 8 * U * (tau * (w1 + w2 + yr - yb + 8) + float(np.max(np.abs(log_g2[np.isfinite(log_g2)]), initial=0.0))
-                        + abs(log_k0 if log_k0 > -math.inf else 0.0) + 1.0))
+             + 8 * U * (tau * (w1 + w2 + yr - yb + 8)
+                        + g2_abs + abs(log_k0 if log_k0 > -math.inf else 0.0) + 1.0))
     # coefficient e^tau - 1 at tau +- eta
     lc_lo = log_expm1(max(tau - eta, 1e-300)) - 4 * U * (1.0 + tau)
     lc_hi = log_expm1(tau + eta) + 4 * U * (1.0 + tau)
