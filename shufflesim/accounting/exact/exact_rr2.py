@@ -444,6 +444,194 @@ def _search(n: int, eps0: float, eps: float, *, rtol: float = SEARCH_RTOL, stop_
 
 
 # ---------------------------------------------------------------------------------------------------
+# every data set at population scale: a cover of m = 0..n-1 by pieces, each bounded by one smaller data set
+
+
+#: relative width in eps asked of the population path's ε(δ) (docs/theory.md#exact-rr2-population)
+POP_EPS_RTOL = 1e-3
+#: relative width in delta asked of its δ(ε) (about POP_EPS_RTOL in eps at δ ~ 1e-9: d log δ / d log ε ~ 20-40)
+POP_DELTA_RTOL = 2e-2
+#: share of the width asked that the cover's ε may use above the candidates' root (the rest: the root's own width)
+POP_AIM = 0.9
+#: largest number of one-data-set evaluations one cover may spend
+MAX_POP_EVALS = 6000
+#: share of the slack the first cover's pieces aim to use (the model of the slack is linear in the piece's length)
+_PIECE_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class Cover:
+    """The outcome of :func:`cover`: ``ok`` when every piece's certified upper end is <= the target; ``pieces``
+    the final partition (the certified part of it where the cover failed) as (a, L, log upper) — m = a..a+L bounded by the data set of n − L users with a ones among
+    the others; ``upper`` the largest log upper end; ``point`` an m whose own certified upper end exceeds the target
+    (None if none); ``evaluations`` the one-data-set evaluations spent."""
+
+    ok: bool
+    upper: float
+    pieces: tuple
+    evaluations: int
+    point: int | None = None
+
+
+def piece_log_upper(n: int, eps0: float, eps: float, a: int, length: int) -> float:
+    """log of a certified upper end of δ(P_m‖Q_m) for every m in [a, a + length] (docs/theory.md#exact-rr2): the
+    data set of n − length users with a ones among the others, where revealing the other ``length`` users' reports
+    (a post-processing in reverse) covers the m − a ones among them."""
+    return pair_log_bracket_sums(n - 1 - length, a, eps0, eps)[1]
+
+
+def cover(n: int, eps0: float, eps: float, target: float, *, max_evals: int = MAX_POP_EVALS,
+          share: float = _PIECE_SHARE) -> Cover:
+    """Certify δ(P_m‖Q_m) <= e^target at ``eps`` for every m = 0..n−1 (one direction suffices: module docstring),
+    or find out that the cover cannot.
+
+    The slack a piece of length L costs is about linear in L (each revealed user raises log δ by about
+    |log δ|/n), so its slope s is measured once (the data sets m = 0 and m = n − 1 and a piece of length
+    (n − 1)/256 at a = 0); the first partition has equal pieces of length ``share`` × (target − the larger of the
+    two exact ends)/s; a piece whose upper end exceeds the target is cut in four, until every piece is below it,
+    a single data set is above it (``point``), or the evaluations run out."""
+    N = n - 1
+    evals = 0
+
+    def up(a: int, length: int) -> float:
+        nonlocal evals
+        evals += 1
+        return piece_log_upper(n, eps0, eps, a, length)
+
+    ends = {0: up(0, 0)}
+    if N > 0:
+        ends[N] = up(N, 0)
+    for m, u in ends.items():
+        if u > target:
+            return Cover(False, u, tuple((k, 0, v) for k, v in ends.items()), evals, m)
+    if N <= 1:
+        return Cover(True, max(ends.values()), tuple((k, 0, v) for k, v in ends.items()), evals)
+    margin = target - max(ends.values())
+    l1 = max(1, N // 256)
+    slope = (up(0, l1) - ends[0]) / l1
+    length = N if slope <= 0 else int(min(N, max(0.0, share * margin / slope)))
+    # pieces of equal length between the two exact ends
+    inner_lo, inner_hi = 1, N - 1
+    todo: list[tuple[int, int]] = []
+    a = inner_lo
+    while a <= inner_hi:
+        b = min(inner_hi, a + length)
+        todo.append((a, b - a))
+        a = b + 1
+    done: list[tuple[int, int, float]] = [(k, 0, v) for k, v in ends.items()]
+    while todo:
+        if evals + len(todo) > max_evals:
+            return Cover(False, math.inf, tuple(done), evals)
+        nxt: list[tuple[int, int]] = []
+        for a, ln in todo:
+            u = up(a, ln)
+            if u <= target:
+                done.append((a, ln, u))
+            elif ln == 0:  # a single data set above the target: no cover at this target
+                return Cover(False, u, tuple(done) + ((a, 0, u),), evals, a)
+            else:
+                step = (ln + 1 + 3) // 4  # four pieces of about equal length covering a..a+ln
+                x = a
+                while x <= a + ln:
+                    y = min(a + ln, x + step - 1)
+                    nxt.append((x, y - x))
+                    x = y + 1
+        todo = nxt
+    return Cover(True, max(u for _, _, u in done), tuple(done), evals)
+
+
+def population_delta_bracket(n: int, eps0: float, eps: float, *, rtol: float = POP_DELTA_RTOL) -> Bracket:
+    """Certified bracket of the mechanism's δ(ε) over every data set through :func:`cover` (any n; the path of
+    n > :data:`MAX_N_EXACT`): the lower end is the best certified lower end of the data sets m = 0 and n − 1
+    (and any m the cover finds above its target), the upper end the cover's, at most ``1 + rtol`` times the lower
+    one (or the notes say by how much more)."""
+    N = n - 1
+    evals = 0
+    lows: dict[int, float] = {}
+
+    def low(m: int) -> float:
+        nonlocal evals
+        if m not in lows:
+            lows[m] = pair_log_bracket_sums(N, m, eps0, eps)[0]
+            evals += 1
+        return lows[m]
+
+    for m in {0, N}:
+        low(m)
+    c = None
+    for _ in range(8):
+        best_m = max(lows, key=lambda k: lows[k])
+        if lows[best_m] == -math.inf:
+            break
+        c = cover(n, eps0, eps, lows[best_m] + math.log1p(rtol))
+        evals += c.evaluations
+        if c.ok or c.point is None or c.point in lows:
+            break
+        low(c.point)
+    best_m = max(lows, key=lambda k: lows[k])
+    lo = lows[best_m]
+    if c is None or not c.ok:
+        # the cover at the tolerance failed (a single data set above it or the budget): a full cover at a target
+        # doubled until it succeeds gives a certified (wider) upper end
+        base = lo if lo > -math.inf else pair_log_bracket_sums(N, 0, eps0, eps)[1]
+        for k in range(1, 40):
+            c = cover(n, eps0, eps, base + math.log1p(rtol * 2.0 ** k) if base > -math.inf else -700.0 + 20 * k)
+            evals += c.evaluations
+            if c.ok:
+                break
+    upper = c.upper if c is not None and c.ok else 0.0
+    notes = [f"exact over every neighbouring pair of data sets at population scale (docs/theory.md#exact-rr2-population): "
+             f"every m = 0..{N} covered by {len(c.pieces)} pieces, each bounded by one smaller data set; worst m found "
+             f"= {best_m}; {evals} evaluations"]
+    if lo == -math.inf or upper > lo + math.log1p(rtol) * 1.000001:
+        notes.append(f"the interval is wider than its tolerance {rtol:g} (relative width {_rel_width(lo, upper):.2g})")
+    return Bracket(_prob_down(lo), _prob_up(upper) if c is not None and c.ok else 1.0, best_m, tuple(notes), evals)
+
+
+def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = POP_EPS_RTOL) -> Bracket:
+    """Certified bracket of the mechanism's ε(δ) over every data set through :func:`cover` (any n; the path of
+    n > :data:`MAX_N_EXACT`), of relative width <= ``rtol``.
+
+    The lower end is the root of the candidate data sets (m = 0, n − 1 and any m the cover finds above δ) with
+    relative width 1e-6 (:func:`_root` on :func:`pair_log_bracket_sums`); the upper end ε_u is that root's upper end
+    raised to ε_lower / (1 − :data:`POP_AIM` rtol), where :func:`cover` certifies δ(ε_u) <= δ for every data set (each
+    piece's bound is a δ of a real pair, non-increasing in ε).  Where the cover fails on a single data set above δ,
+    that data set joins the candidates; where it fails on its budget, ε_u is raised."""
+    N = n - 1
+    ld = math.log(delta)
+    cands = sorted({0, N})
+    evaluations = 0
+    widen = 1.0
+    for _ in range(12):
+        lo, hi, m_lo, ev = _root(n, eps0, ld, cands, 1e-6, evaluate=pair_log_bracket_sums)
+        evaluations += ev
+        if hi == 0.0:
+            return Bracket(0.0, 0.0, m_lo, ("delta(0) <= delta for every data set",), evaluations)
+        aim = min(0.5, POP_AIM * rtol * widen)
+        eps_u = max(hi, lo / (1.0 - aim))
+        if eps_u >= eps0:
+            eps_u = eps0  # δ(eps0) = 0 for every data set
+            c = Cover(True, -math.inf, (), 0)
+        else:
+            c = cover(n, eps0, eps_u, ld)
+        evaluations += c.evaluations
+        if c.ok:
+            notes = (f"exact over every neighbouring pair of data sets at population scale "
+                     f"(docs/theory.md#exact-rr2-population): worst m = {m_lo} ones among the others at the lower end "
+                     f"(or {N - m_lo} in the other direction); at the upper end every m = 0..{N} is covered by "
+                     f"{len(c.pieces)} pieces, each certified below delta by one smaller data set ({evaluations} "
+                     f"evaluations)",)
+            return Bracket(lo, eps_u, m_lo, notes, evaluations)
+        if c.point is not None and c.point not in cands and pair_log_bracket_sums(N, c.point, eps0, eps_u)[0] > ld:
+            evaluations += 1
+            cands = sorted(set(cands) | {c.point})  # a worse data set than the candidates: solve again with it
+            continue
+        widen *= 2.0  # the cover needs more room (budget, or a data set within its round-off of delta)
+    raise NotApplicableError(f"the population cover did not certify eps(delta={delta:g}) at n={n}, eps0={eps0:g} "
+                             "within its budget; use --method tight")
+
+
+# ---------------------------------------------------------------------------------------------------
 # public API
 
 
@@ -553,7 +741,7 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
     return Bracket(lo, hi, m_lo, notes, evaluations)
 
 
-def _root(n: int, eps0: float, ld: float, cands, rtol: float):
+def _root(n: int, eps0: float, ld: float, cands, rtol: float, evaluate=None):
     """ε(δ) for the data sets ``cands`` (log δ = ``ld``): (eps_lo, eps_hi, m at eps_lo, evaluations) with some
     candidate's certified lower δ > δ at eps_lo (or eps_lo = 0) and every candidate's certified upper δ <= δ at
     eps_hi, both *evaluated*, by the project's inverter for curves known as certified brackets
@@ -565,7 +753,7 @@ def _root(n: int, eps0: float, ld: float, cands, rtol: float):
     def at(c: float) -> tuple[float, float, int]:
         """(largest log lower, largest log upper, the m of the largest lower) over the candidates at ε = c."""
         if c not in seen:
-            vals = [pair_log_bracket(N, m, eps0, c) for m in cands]
+            vals = [(evaluate or pair_log_bracket)(N, m, eps0, c) for m in cands]
             i = max(range(len(cands)), key=lambda j: vals[j][0])
             seen[c] = (vals[i][0], max(v[1] for v in vals), cands[i])
         return seen[c]
