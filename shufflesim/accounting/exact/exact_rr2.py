@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shufflesim.accounting.engines.estimates import EXACT_RR2_BRANCH_MAX_N, exact_binary_rr_estimate
 from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, certified_tail, chernoff_window_scalar,
                                                      log_binom_window, log_ratio_pq)
 from shufflesim.accounting.numerics.invert import bracket_illinois, calibrate
@@ -635,10 +636,12 @@ def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = P
 # public API
 
 
-#: largest n the exact worst case is computed for: its branch and bound costs ~1 s at 10⁵ and up to a minute
-#: at 10⁶ (small ε0 and ε); above, `tight` brackets the mechanism (the stronger clone pair, bucketed at
-#: population scale, with explicit data sets as the lower end)
-MAX_N_EXACT = 10**6
+#: largest n of the original branch and bound (exact evaluations by direct convolution; ~1 s at 10⁵, up to a minute at
+#: 10⁶ at small ε0 and ε); its numbers are kept where it runs.  Above, single use takes the population path
+#: (:func:`population_eps_bracket`, :func:`population_delta_bracket`: intervals of relative width 1e-3 in ε)
+MAX_N_EXACT = EXACT_RR2_BRANCH_MAX_N
+#: largest n of the population path (single use; ~30 s per value at 10⁹ on 2 shared cores, growing like √n)
+MAX_N_POPULATION = 10**9
 #: largest n at which rr2's default method is ``exact`` (about a second); ``tight`` above
 DEFAULT_EXACT_MAX_N = 10**5
 
@@ -649,18 +652,42 @@ COMPOSED_HERE = ("compositions > 1: the composed bracket is computed by account(
                  "compositions=k) (shufflesim.accounting.exact.exact_engine), not by the single-use brackets")
 
 
-def check_exact(n, eps0, compositions):
-    """(n, eps0, compositions) checked for the exact worst case: n <= :data:`MAX_N_EXACT` (NotApplicableError
-    beyond, naming the tight method), eps0 finite in (0, 700], compositions >= 1 (ParameterError otherwise)."""
+def check_exact(n, eps0, compositions, values: int = 1):
+    """(n, eps0, compositions) checked for the exact worst case: n <= :data:`MAX_N_POPULATION` single use and
+    n <= :data:`MAX_N_EXACT` composed (NotApplicableError beyond, naming the tight method), eps0 finite in (0, 700],
+    compositions >= 1 (ParameterError otherwise); above :data:`MAX_N_EXACT`, the population path's estimate for
+    ``values`` values is checked against the time and memory limits (:func:`check_population_cost`)."""
     n = check_int("n", n, minimum=1)
-    if n > MAX_N_EXACT:
-        raise NotApplicableError(f"the exact worst case over data sets needs n <= {MAX_N_EXACT:.0e} (up to a minute "
-                                 f"there); got n={n}: use --method tight, which brackets it at any n")
+    compositions = check_int("compositions", compositions, minimum=1)
+    if n > MAX_N_POPULATION:
+        raise NotApplicableError(f"the exact worst case over data sets needs n <= {MAX_N_POPULATION:.0e} (about "
+                                 f"30 s a value there); got n={n}: use --method tight, which brackets it at any n")
+    if n > MAX_N_EXACT and compositions > 1:
+        raise NotApplicableError(f"the exact bracket of a composition needs n <= {MAX_N_EXACT:.0e} (single use reaches "
+                                 f"{MAX_N_POPULATION:.0e}); got n={n} with {compositions} compositions: use "
+                                 "--method tight, which brackets it at any n")
     eps0 = check_positive("eps0", eps0)
     if not math.isfinite(eps0) or eps0 > 700.0:
         raise ParameterError(f"eps0 must be finite and <= 700 for the exact computation; got {eps0}")
-    compositions = check_int("compositions", compositions, minimum=1)
+    if n > MAX_N_EXACT:
+        check_population_cost(n, values)
     return n, eps0, compositions
+
+
+def check_population_cost(n: int, values: int = 1):
+    """Refuse (ResourceError, one line with the estimate, the knob and the faster method) a population-path run whose
+    estimate (:func:`~shufflesim.accounting.engines.estimates.exact_binary_rr_estimate`) exceeds the memory or time
+    limit: the accountant's policy (:func:`shufflesim.core.resources.check_memory` / ``check_time``, as
+    :func:`~shufflesim.accounting.engines.estimates.check_estimate`; ``account`` has no ``--yes``, so no time limit
+    unless SHUFFLESIM_TIME_LIMIT sets one).  Returns the estimate."""
+    from shufflesim.core.resources import check_memory, check_time
+
+    est = exact_binary_rr_estimate(n, values)
+    what = f"the exact worst case of shuffled binary RR over every data set (n={n}, {values} value(s))"
+    advice = "--method tight brackets it in seconds; SHUFFLESIM_MEMORY_LIMIT / SHUFFLESIM_TIME_LIMIT set the limits"
+    check_memory(est.bytes, what, advice)
+    check_time(est.seconds, what, advice)
+    return est
 
 
 def delta_bracket(n: int, eps0: float, eps: float, *, compositions: int = 1, rtol: float = SEARCH_RTOL) -> Bracket:
@@ -674,6 +701,8 @@ def delta_bracket(n: int, eps0: float, eps: float, *, compositions: int = 1, rto
         raise ParameterError(COMPOSED_HERE)
     if eps >= eps0:
         return Bracket(0.0, 0.0, 0, ("delta(eps) = 0 for eps >= eps0: every privacy loss is in [-eps0, eps0]",))
+    if n > MAX_N_EXACT:
+        return _population(population_delta_bracket, n, eps0, eps)
     s = _search(n, eps0, eps, rtol=rtol)
     notes = [f"exact over every neighbouring pair of data sets (all m = 0..{n - 1} ones among the others, both "
              f"directions); worst m = {s.m} (or, in the other direction, {n - 1 - s.m}); {s.evaluations} "
@@ -682,6 +711,15 @@ def delta_bracket(n: int, eps0: float, eps: float, *, compositions: int = 1, rto
         notes.append("the search stopped on its evaluation budget: the interval is certified but wider than "
                      f"its tolerance (relative width {_rel_width(s.lower, s.upper):.2g})")
     return Bracket(_prob_down(s.lower), _prob_up(s.upper), s.m, tuple(notes), s.evaluations)
+
+
+def _population(fn, n: int, eps0: float, value: float) -> Bracket:
+    """``fn(n, eps0, value)`` (a population-path bracket) with progress and an ETA on stderr past 5 s."""
+    from shufflesim.core.progress import stage
+
+    with stage(f"exact binary RR over every data set at n={n} (population cover)",
+               exact_binary_rr_estimate(n).seconds):
+        return fn(n, eps0, value)
 
 
 def _rel_width(lo: float, hi: float) -> float:
@@ -699,6 +737,8 @@ def eps_bracket(n: int, eps0: float, delta: float, *, compositions: int = 1, rto
     delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     if compositions > 1:
         raise ParameterError(COMPOSED_HERE)
+    if n > MAX_N_EXACT:
+        return _population(population_eps_bracket, n, eps0, delta)
     ld = math.log(delta)
     cands = {0, n - 1}
     evaluations = 0
