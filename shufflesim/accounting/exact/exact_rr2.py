@@ -594,7 +594,7 @@ def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = P
     n > :data:`MAX_N_EXACT`), of relative width <= ``rtol``.
 
     The lower end is the root of the candidate data sets (m = 0, n − 1 and any m the cover finds above δ) with
-    relative width 1e-6 (:func:`_root` on :func:`pair_log_bracket_sums`); the upper end ε_u is that root's upper end
+    relative width min(1e-6, rtol/10) (:func:`_root` on :func:`pair_log_bracket_sums`); the upper end ε_u is that root's upper end
     raised to ε_lower / (1 − :data:`POP_AIM` rtol), where :func:`cover` certifies δ(ε_u) <= δ for every data set (each
     piece's bound is a δ of a real pair, non-increasing in ε).  Where the cover fails on a single data set above δ,
     that data set joins the candidates; where it fails on its budget, ε_u is raised."""
@@ -604,7 +604,7 @@ def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = P
     evaluations = 0
     widen = 1.0
     for _ in range(12):
-        lo, hi, m_lo, ev = _root(n, eps0, ld, cands, 1e-6, evaluate=pair_log_bracket_sums)
+        lo, hi, m_lo, ev = _root(n, eps0, ld, cands, min(1e-6, 0.1 * rtol), evaluate=pair_log_bracket_sums)
         evaluations += ev
         if hi == 0.0:
             return Bracket(0.0, 0.0, m_lo, ("delta(0) <= delta for every data set",), evaluations)
