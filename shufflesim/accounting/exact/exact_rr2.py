@@ -470,9 +470,10 @@ _PIECE_SHARE = 0.97
 @dataclass(frozen=True)
 class Cover:
     """The outcome of :func:`cover`: ``ok`` when every piece's certified upper end is <= the target; ``pieces``
-    the final partition (the certified part of it where the cover failed) as (a, L, log upper) — m = a..a+L bounded by the data set of n − L users with a ones among
-    the others; ``upper`` the largest log upper end; ``point`` an m whose own certified upper end exceeds the target
-    (None if none); ``evaluations`` the one-data-set evaluations spent."""
+    the final partition (the certified part of it where the cover failed) as (a, L, log upper) — m = a..a+L
+    bounded by the data set of n − L users with a ones among the others; ``upper`` the largest log upper end;
+    ``point`` an m whose own certified upper end exceeds the target (None if none); ``evaluations`` the
+    one-data-set evaluations spent."""
 
     ok: bool
     upper: float
@@ -588,9 +589,9 @@ def population_delta_bracket(n: int, eps0: float, eps: float, *, rtol: float = P
             if c.ok:
                 break
     upper = c.upper if c is not None and c.ok else 0.0
-    notes = [f"exact over every neighbouring pair of data sets at population scale (docs/theory.md#exact-rr2-population): "
-             f"every m = 0..{N} covered by {len(c.pieces)} pieces, each bounded by one smaller data set; worst m found "
-             f"= {best_m}; {evals} evaluations"]
+    notes = [f"exact over every neighbouring pair of data sets at population scale "
+             f"(docs/theory.md#exact-rr2-population): every m = 0..{N} covered by {len(c.pieces)} pieces, each "
+             f"bounded by one smaller data set; worst m found = {best_m}; {evals} evaluations"]
     if lo == -math.inf or upper > lo + math.log1p(rtol) * 1.000001:
         notes.append(f"the interval is wider than its tolerance {rtol:g} (relative width {_rel_width(lo, upper):.2g})")
     return Bracket(_prob_down(lo), _prob_up(upper) if c is not None and c.ok else 1.0, best_m, tuple(notes), evals)
@@ -601,10 +602,10 @@ def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = P
     n > :data:`MAX_N_EXACT`), of relative width <= ``rtol``.
 
     The lower end is the root of the candidate data sets (m = 0, n − 1 and any m the cover finds above δ) with
-    relative width min(1e-6, rtol/10) (:func:`_root` on :func:`pair_log_bracket_sums`); the upper end ε_u is that root's upper end
-    raised to ε_lower / (1 − :data:`POP_AIM` rtol), where :func:`cover` certifies δ(ε_u) <= δ for every data set (each
-    piece's bound is a δ of a real pair, non-increasing in ε).  Where the cover fails on a single data set above δ,
-    that data set joins the candidates; where it fails on its budget, ε_u is raised."""
+    relative width min(1e-6, rtol/10) (:func:`_root` on :func:`pair_log_bracket_sums`); the upper end ε_u is that
+    root's upper end raised to ε_lower / (1 − :data:`POP_AIM` rtol), where :func:`cover` certifies δ(ε_u) <= δ for
+    every data set (each piece's bound is a δ of a real pair, non-increasing in ε).  Where the cover fails on a
+    single data set above δ, that data set joins the candidates; where it fails on its budget, ε_u is raised."""
     N = n - 1
     ld = math.log(delta)
     cands = sorted({0, N})
