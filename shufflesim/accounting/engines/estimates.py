@@ -45,8 +45,8 @@ EXACT_RR2_SECONDS_PER_USER = 1e-5
 #: largest n of exact_rr2's branch and bound (exact_rr2.MAX_N_EXACT is this constant); its population path above
 EXACT_RR2_BRANCH_MAX_N = 10**6
 #: above EXACT_RR2_BRANCH_MAX_N (exact_rr2's population path): seconds per value per sqrt(user) -- ~600-750
-#: evaluations of O(sqrt(n)) each (measured 23 s at n = 1e9, eps0 = 1, delta = 1e-9, 28 s at delta = 1e-6, on 2 loaded cores;
-#: 8 s at 1e8; docs/theory.md#exact-rr2-population)
+#: evaluations of O(sqrt(n)) each (measured 23 s at n = 1e9, eps0 = 1, delta = 1e-9, 28 s at delta = 1e-6, on
+#: 2 loaded cores; 8 s at 1e8; docs/theory.md#exact-rr2-population)
 EXACT_RR2_POP_SECONDS_PER_SQRT_USER = 9e-4
 #: ... and its peak memory per sqrt(user) (two windows of ~20 sqrt(n p q) values and a few temporaries of each)
 EXACT_RR2_POP_BYTES_PER_SQRT_USER = 1000.0
