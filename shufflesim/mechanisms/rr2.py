@@ -3,9 +3,11 @@
 ``RR2(n, eps0)``: each of n users flips its bit with probability 1/(e^{ε0}+1); the analyser sees the
 shuffled reports (equivalently their count).  Methods (docs/theory.md#exact-rr2):
 
-* ``exact`` (the default up to n = 10⁵, ``tight`` above; refused above n = 10⁶) — the mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
+* ``exact`` (the default up to n = 10⁵, ``tight`` above; single use up to n = 10⁹, composed up to 10⁶) — the
+  mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
   data sets (others hold m ones, m = 0..n−1, the target switches 0 ↔ 1), computed and certified from both
-  sides by :mod:`shufflesim.accounting.exact.exact_rr2` (a branch and bound over m that proves no m is worse).
+  sides by :mod:`shufflesim.accounting.exact.exact_rr2` (a branch and bound over m that proves no m is worse; above
+  n = 10⁶ a cover of every m by pieces, an interval of relative width 10⁻³ in ε: docs/theory.md#exact-rr2-population).
   With ``compositions > 1`` it is a bracket: the composed exact δ of the worst single-use data sets (a lower
   bound) and the stronger clone pair composed (an upper bound); the notes say so;
 * ``tight`` — upper end: Feldman, McMillan, Talwar's stronger clone pair (SODA 2023, arXiv:2208.04591;

@@ -42,6 +42,14 @@ WEAK_COMPOSED_FACTOR = 20
 #: seconds per user of exact_rr2's branch and bound, per value asked (about a second at n = 1e5, docs of
 #: exact_rr2.MAX_N_EXACT); a composed question adds the dominating pair's run (estimated by its own engine)
 EXACT_RR2_SECONDS_PER_USER = 1e-5
+#: largest n of exact_rr2's branch and bound (exact_rr2.MAX_N_EXACT is this constant); its population path above
+EXACT_RR2_BRANCH_MAX_N = 10**6
+#: above EXACT_RR2_BRANCH_MAX_N (exact_rr2's population path): seconds per value per sqrt(user) -- ~600-750
+#: evaluations of O(sqrt(n)) each (measured 23 s at n = 1e9, eps0 = 1, delta = 1e-9, 28 s at delta = 1e-6, on
+#: 2 loaded cores; 8 s at 1e8; docs/theory.md#exact-rr2-population)
+EXACT_RR2_POP_SECONDS_PER_SQRT_USER = 9e-4
+#: ... and its peak memory per sqrt(user) (two windows of ~20 sqrt(n p q) values and a few temporaries of each)
+EXACT_RR2_POP_BYTES_PER_SQRT_USER = 1000.0
 
 
 @dataclass(frozen=True)
@@ -80,8 +88,13 @@ def weak_buckets_estimate(atoms: float, compositions: int = 1) -> Estimate:
 
 
 def exact_binary_rr_estimate(n: int, values: int = 1) -> Estimate:
-    """Estimate of binary RR's exact worst case over every data set (:mod:`.exact_rr2`) at ``values`` values."""
-    return Estimate(FIXED_BYTES, 0.1 + EXACT_RR2_SECONDS_PER_USER * n * values, "exact binary RR")
+    """Estimate of binary RR's exact worst case over every data set (:mod:`.exact_rr2`) at ``values`` values: the
+    branch and bound up to n = 1e6 (time linear in n), the population cover above (time and memory like sqrt(n))."""
+    if n <= EXACT_RR2_BRANCH_MAX_N:
+        return Estimate(FIXED_BYTES, 0.1 + EXACT_RR2_SECONDS_PER_USER * n * values, "exact binary RR")
+    root = math.sqrt(n)
+    return Estimate(FIXED_BYTES + EXACT_RR2_POP_BYTES_PER_SQRT_USER * root,
+                    0.5 + EXACT_RR2_POP_SECONDS_PER_SQRT_USER * root * values, "exact binary RR (population cover)")
 
 
 def _single(p, uses: int = 1, bucketed: bool | None = None) -> Estimate:

@@ -39,7 +39,8 @@ class ExactBinaryRREngine(Engine):
     def run(self, q):
         n, e_hi, e_lo = q.binary_rr
         k = q.compositions
-        X.check_exact(n, e_hi, k)  # single use or composed: refused beyond n = 1e6 (the lower end's cost) in one line
+        # refused in one line beyond n = 1e9 single use, 1e6 composed (the lower end's cost), or above the limits
+        X.check_exact(n, e_hi, k, len(q.values) * (1 if e_lo == e_hi else 2))
         out = []
         if k == 1:
             for v in q.values:
