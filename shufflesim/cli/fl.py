@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(res)
         return 0
     acc = res["accuracy"]
-    print(f"{res['protocol']} on {res['dataset']}: d={res['params']['d']}, n={res['params']['n']} users/round, "
+    who = "clients (sampled below)" if "sampling" in res else "users/round"
+    print(f"{res['protocol']} on {res['dataset']}: d={res['params']['d']}, n={res['params']['n']} {who}, "
           f"{len(acc) - 1} rounds")
     if "sampling" in res:
         sm = res["sampling"]

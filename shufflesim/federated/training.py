@@ -232,8 +232,14 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
         ldp = fp.values.get("ldp", math.inf)
         out["eps"] = ldp if math.isfinite(ldp) else None
         out["method"] = "ldp"
+        out["values"] = {"ldp": out["eps"]}  # the shuffling methods assumed n messages a coordinate: not valid here
         out["sampling_note"] = ("no sampling credit claimed; SS-Simple under Poisson participation: a round may "
                                 "hold the target alone, so only the composition of the local guarantee is valid")
+        # the paper's style (not a guarantee) for this run: its formula at the expected participants q·n
+        expected = max(2, round(sampled.participation * sampled.n))
+        paper = flame_privacy(replace(cfg, n=expected, n_p=None), rounds, delta, tight=False).as_dict()["values"]
+        out["values"]["paper-original-2019"] = paper.get("paper-original-2019")
+        out["paper_n"] = expected
     else:
         out["sampling_note"] = (f"no sampling credit claimed: the unsampled accounting of {rounds} round(s) with "
                                 f"the target in each ({cfg.n_p} messages a coordinate), valid because participation "
