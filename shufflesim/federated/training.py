@@ -228,7 +228,7 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
     if sampled is None:
         return out
     out["sampling_credit"] = False
-    if cfg.protocol == "ss-simple" and sampled.participation is not None:
+    if cfg.protocol == "ss-simple" and sampled.participation is not None and sampled.participation < 1.0:
         ldp = fp.values.get("ldp", math.inf)
         out["eps"] = ldp if math.isfinite(ldp) else None
         out["method"] = "ldp"
