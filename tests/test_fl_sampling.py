@@ -266,3 +266,20 @@ def test_the_scenario_runs_quick_on_the_digits(tmp_path):
 def test_the_scenario_runs_quick(tmp_path):
     """The scenario itself (MNIST, tight accountant) in quick mode: ~40 s on the 2-core machine."""
     _check_scenario_output(_scenario_on(tmp_path, None), 4)
+
+
+def test_the_cost_estimate_counts_the_sampled_clients(monkeypatch):
+    """The time estimate (core.resources.choose_path) is timed on the clients that compute: m, or ⌈q·n⌉."""
+    import shufflesim.core.resources as resources
+
+    seen = []
+    real = resources.choose_path
+
+    def spy(what, paths, **kw):
+        seen.append(what)
+        return real(what, paths, **kw)
+
+    monkeypatch.setattr(resources, "choose_path", spy)
+    for law in ({}, {"clients_per_round": 30}, {"participation": 0.25}):
+        train(FLSettings(protocol="np", rounds=1, n=120, seed=0, **law))
+    assert [w.rsplit("for ", 1)[1] for w in seen] == ["120 users", "30 users", "30 users"]
