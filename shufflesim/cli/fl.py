@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fl", help="federated learning in the shuffle model (FLAME) and baselines",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        examples=("shufflesim fl --protocol ss-topk --dataset digits --rounds 3",
-                                 "shufflesim fl --protocol ss-simple --dataset digits --rounds 3 --json"),
+                                 "shufflesim fl --protocol ss-simple --dataset digits --rounds 3 --json",
+                                 "shufflesim fl --protocol ss-double --rounds 3 --clients-per-round 100"),
                        docs="README.md#federated-learning-in-the-shuffle-model-flame; docs/flame.md")
     p.add_argument("--protocol", required=True, choices=PROTOCOL_CHOICES)
     p.add_argument("--dataset", default="digits", choices=("digits", "mnist"))
