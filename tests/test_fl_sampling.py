@@ -283,3 +283,111 @@ def test_the_cost_estimate_counts_the_sampled_clients(monkeypatch):
     for law in ({}, {"clients_per_round": 30}, {"participation": 0.25}):
         train(FLSettings(protocol="np", rounds=1, n=120, seed=0, **law))
     assert [w.rsplit("for ", 1)[1] for w in seen] == ["120 users", "30 users", "30 users"]
+
+
+# -- the no-credit argument, by brute force ----------------------------------------------------------------------
+#
+# A round of a shuffled binary RR "coordinate" among N = 4 clients (client 0 the target), every participation
+# pattern S enumerated with its probability; the analyser sees the number of participants and the histogram of
+# the coordinate's messages: the participants' reports, plus (padded, as SS-Double/Topk) dummies up to n_p = N
+# drawn from the blanket (a uniform bit: RR of a uniform input).  run_privacy's no-credit answer is the unsampled
+# accounting with n_p messages, whose guarantee holds for every data set of the others, so it is at least the
+# worst exact δ over them: the sampled δ must not exceed that, single use and 2-fold (the argument of
+# run_privacy / docs/flame.md "Client sampling").  Unpadded (SS-Simple) under Poisson participation a round may
+# hold the target alone, a pattern the unsampled accounting does not dominate: why only ldp is reported there.
+
+N_CLIENTS = 4
+
+
+def _patterns(law: dict):
+    import itertools
+
+    for S in itertools.product((0, 1), repeat=N_CLIENTS):
+        c = sum(S)
+        if "q" in law:
+            w = law["q"] ** c * (1 - law["q"]) ** (N_CLIENTS - c)
+        else:
+            w = 1.0 / math.comb(N_CLIENTS, law["m"]) if c == law["m"] else 0.0
+        if w > 0:
+            yield [i for i in range(N_CLIENTS) if S[i]], w
+
+
+def _sampled_law(R_aug, data, law, padded: bool) -> dict:
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
+
+    out: dict = {}
+    for S, w in _patterns(law):
+        inputs = [data[i] for i in S] + ([2] * (N_CLIENTS - len(S)) if padded else [])
+        for h, p in histogram_law(R_aug, inputs).items():
+            out[(len(S), h)] = out.get((len(S), h), 0.0) + w * p
+    return out
+
+
+def _hockey(P: dict, Q: dict, eps: float) -> float:
+    e = math.exp(eps)
+    keys = set(P) | set(Q)
+    return max(sum(max(0.0, P.get(k, 0.0) - e * Q.get(k, 0.0)) for k in keys),
+               sum(max(0.0, Q.get(k, 0.0) - e * P.get(k, 0.0)) for k in keys))
+
+
+def _product(P: dict, Q: dict) -> dict:
+    return {(a, b): p * q for a, p in P.items() for b, q in Q.items()}
+
+
+def _others():
+    import itertools
+
+    return list(itertools.product((0, 1), repeat=N_CLIENTS - 1))
+
+
+def _unsampled_worst(R, eps: float, folds: int) -> float:
+    """Largest exact δ(ε) of ``folds`` rounds of the unsampled coordinate (the target and N - 1 others, every
+    assignment of the others' bits, chosen afresh each round)."""
+    import itertools
+
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
+
+    laws = {o: (histogram_law(R, [0, *o]), histogram_law(R, [1, *o])) for o in _others()}
+    best = 0.0
+    for combo in itertools.product(_others(), repeat=folds):
+        P, Q = laws[combo[0]]
+        for o in combo[1:]:
+            P, Q = _product(P, laws[o][0]), _product(Q, laws[o][1])
+        best = max(best, _hockey(P, Q, eps))
+    return best
+
+
+@pytest.mark.parametrize("eps0", [1.0, 3.0])
+def test_padded_sampling_is_dominated_by_the_unsampled_accounting(eps0):
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix
+
+    R = krr_matrix(2, eps0)
+    R_aug = np.vstack([R, [0.5, 0.5]])  # input 2: the blanket's dummy
+    for eps in (0.0, 0.5, 1.5):
+        worst1, worst2 = _unsampled_worst(R, eps, 1), _unsampled_worst(R, eps, 2)
+        for law in ({"q": 0.3}, {"q": 0.8}, {"m": 1}, {"m": 2}, {"m": 4}):
+            for o in _others():
+                P = _sampled_law(R_aug, (0, *o), law, padded=True)
+                Q = _sampled_law(R_aug, (1, *o), law, padded=True)
+                assert _hockey(P, Q, eps) <= worst1 + 1e-12, (eps, law, o)
+                assert _hockey(_product(P, P), _product(Q, Q), eps) <= worst2 + 1e-12, (eps, law, o)
+
+
+def test_unpadded_poisson_escapes_the_per_pattern_argument():
+    """SS-Simple's case: no padding, so a Poisson round may hold the target alone, and that pattern's δ exceeds
+    the unsampled worst case among N clients: the per-pattern argument does not cover it (why run_privacy reports
+    only the ldp composition there).  The mixture itself stays below the local guarantee, and fixed m = N
+    (everyone, always) is the unsampled mechanism itself."""
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix
+
+    R = krr_matrix(2, 3.0)
+    eps = 0.5
+    worst = _unsampled_worst(R, eps, 1)
+    alone = _hockey({0: R[0, 0], 1: R[0, 1]}, {0: R[1, 0], 1: R[1, 1]}, eps)  # the target's RR alone: the ldp δ
+    assert alone > worst
+    sampled = max(_hockey(_sampled_law(R, (0, *o), {"q": 0.5}, False), _sampled_law(R, (1, *o), {"q": 0.5}, False),
+                          eps) for o in _others())
+    assert sampled <= alone
+    full = max(_hockey(_sampled_law(R, (0, *o), {"m": N_CLIENTS}, False),
+                       _sampled_law(R, (1, *o), {"m": N_CLIENTS}, False), eps) for o in _others())
+    assert abs(full - worst) < 1e-12

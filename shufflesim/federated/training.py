@@ -211,8 +211,8 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
     target takes part in every round (composing fewer rounds of a dominating pair gives a smaller δ).  Each
     round of that pattern must be dominated by the unsampled per-round accounting: true for SS-Double/Topk
     (every coordinate carries exactly n_p messages, padded) and for SS-Simple with m fixed (exactly m); for
-    SS-Simple under Poisson participation a round may hold the target alone, so only the local guarantee's
-    composition (``ldp``) is valid and is reported."""
+    SS-Simple under Poisson participation a round may hold the target alone, a pattern the unsampled accounting
+    does not dominate, so only the local guarantee's composition (``ldp``) is claimed."""
     from shufflesim.federated.accounting import flame_privacy
 
     if sampled is not None:
@@ -232,9 +232,10 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
         ldp = fp.values.get("ldp", math.inf)
         out["eps"] = ldp if math.isfinite(ldp) else None
         out["method"] = "ldp"
-        out["values"] = {"ldp": out["eps"]}  # the shuffling methods assumed n messages a coordinate: not valid here
+        out["values"] = {"ldp": out["eps"]}  # the shuffling methods assume n messages a coordinate: not claimed
         out["sampling_note"] = ("no sampling credit claimed; SS-Simple under Poisson participation: a round may "
-                                "hold the target alone, so only the composition of the local guarantee is valid")
+                                "hold the target alone, which the unsampled accounting does not cover, so only the "
+                                "composition of the local guarantee is claimed")
         # the paper's style (not a guarantee) for this run: its formula at the expected participants q·n
         expected = max(2, round(sampled.participation * sampled.n))
         paper = flame_privacy(replace(cfg, n=expected, n_p=None), rounds, delta, tight=False).as_dict()["values"]
