@@ -58,7 +58,7 @@ def test_the_scenarios_exist():
 #: flame_training; cells: biswas_gowalla_paris; sweep with a coalition axis: tests/test_cli_dishonest.py;
 #: defence: test_defence_step_runs_quick below)
 SLOW_QUICK = {"balle2020_s8_dishonest", "koskela_fig1", "koskela_fig2", "koskela_figs3_5", "koskela_figs6_9",
-              "flame_training_mnist", "biswas_gowalla_sf"}
+              "flame_training_mnist", "biswas_gowalla_sf", "flame_training_sampling"}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_QUICK else p

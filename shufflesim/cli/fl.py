@@ -6,6 +6,11 @@ the initial model and after every round, and the (eps, delta) of the whole run a
 ``--json`` prints one object with ``accuracy``, ``eps``, ``delta``, ``protocol``, ``params``,
 ``rejected_messages``, ``privacy`` (every method's value), ``messages`` and ``seconds``; with ``--poisoned`` or
 ``--no-range-check`` also ``poisoning`` (clients per round, strategy, out-of-range values counted and dropped).
+
+Client sampling (docs/flame.md "Client sampling"): ``--clients-per-round m`` lets exactly m of the round's n
+clients take part, ``--participation q`` each of them with probability q; only they compute and report, and the
+run's ε is the accountant's (its method says whether the sampling is credited; ``sampling`` in the JSON has the
+participants of every round).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fl", help="federated learning in the shuffle model (FLAME) and baselines",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                        examples=("shufflesim fl --protocol ss-topk --dataset digits --rounds 3",
-                                 "shufflesim fl --protocol ss-simple --dataset digits --rounds 3 --json"),
+                                 "shufflesim fl --protocol ss-simple --dataset digits --rounds 3 --json",
+                                 "shufflesim fl --protocol ss-double --rounds 3 --clients-per-round 100"),
                        docs="README.md#federated-learning-in-the-shuffle-model-flame; docs/flame.md")
     p.add_argument("--protocol", required=True, choices=PROTOCOL_CHOICES)
     p.add_argument("--dataset", default="digits", choices=("digits", "mnist"))
@@ -59,6 +65,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "the most extreme value the analyser's range check accepts, or values outside it")
     p.add_argument("--no-range-check", action="store_true",
                    help="SS-*: switch the analyser's range check off (to measure what it protects against)")
+    p.add_argument("--clients-per-round", type=int_arg, default=None, metavar="M",
+                   help="client sampling: exactly M of the n clients take part in a round (without replacement)")
+    p.add_argument("--participation", type=float_arg, default=None, metavar="Q",
+                   help="client sampling: each of the n clients takes part in a round with probability Q in (0, 1]")
     p.add_argument("--plot", metavar="PNG", help="write accuracy against rounds (needs matplotlib)")
     p.add_argument("--yes", action="store_true", help="train even if the time estimate is above the limit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -75,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
                    n_p=args.n_p, l=args.l, nu=args.nu, encrypt=args.encrypt, eps=args.eps, delta=args.delta,
                    calibration=args.calibration, ldp_mechanism=args.ldp_mechanism, l2_clip=args.l2_clip,
                    tight=not args.no_tight, poisoned=args.poisoned, poison_strategy=args.poison_strategy,
-                   range_check=not args.no_range_check, yes=args.yes)
+                   range_check=not args.no_range_check, clients_per_round=args.clients_per_round,
+                   participation=args.participation, yes=args.yes)
     bar = Progress(args.rounds, "rounds", enabled=False if args.json else None)
     try:
         res = train(s, progress=bar)
@@ -89,8 +100,16 @@ def run(args: argparse.Namespace) -> int:
         print_json(res)
         return 0
     acc = res["accuracy"]
-    print(f"{res['protocol']} on {res['dataset']}: d={res['params']['d']}, n={res['params']['n']} users/round, "
+    who = "clients (sampled below)" if "sampling" in res else "users/round"
+    print(f"{res['protocol']} on {res['dataset']}: d={res['params']['d']}, n={res['params']['n']} {who}, "
           f"{len(acc) - 1} rounds")
+    if "sampling" in res:
+        sm = res["sampling"]
+        law = (f"exactly {sm['clients_per_round']}" if sm["law"] == "fixed" else
+               f"Poisson, each with probability {sm['participation']:g}")
+        print(f"client sampling: {law} of the n = {sm['population']} clients a round; participants "
+              + " ".join(str(c) for c in sm["participants"])
+              + (f" ({sm['empty_rounds']} empty round(s): the model did not move)" if sm["empty_rounds"] else ""))
     print("accuracy: " + " ".join(f"{a:.3f}" for a in acc))
     eps = res["eps"]
     covered = res["privacy"].get("covered", True)
@@ -99,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
           + ("" if covered else " - NOT COVERED: this run dropped messages (note below)"))
     if res["privacy"].get("values"):
         print("  " + ", ".join(f"{k}={v:.4g}" for k, v in res["privacy"]["values"].items()))
+    if res["privacy"].get("sampling_note"):
+        print("  sampling: " + res["privacy"]["sampling_note"])
     if res["privacy"].get("note"):
         print("  note: " + res["privacy"]["note"])
     print(f"rejected messages: {res['rejected_messages']}")

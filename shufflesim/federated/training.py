@@ -15,13 +15,20 @@ regression (:mod:`.model`), aggregates them with the chosen protocol and adds th
   coordinate, ε_l-LDP) or ``gaussian`` (analytic σ for (ε_l, δ_l) with L2 sensitivity √d).
 
 Privacy is for one user taking part in every round (no amplification by sampling the users is claimed).
+
+Client sampling (issue 31 item 4; docs/flame.md "Client sampling"): with ``clients_per_round = m`` exactly m of
+the round's n clients take part (without replacement), with ``participation = q`` each of them independently
+with probability q (a round may be empty: the model then does not move).  Only the participants compute and
+report, and the analyser divides by their number.  The draw comes from a stream of the round's own
+SeedSequence child (:func:`sample_clients`), so the same seed gives the same participants whatever else runs.
+The run's ε is asked of the accountant by :func:`run_privacy`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -31,7 +38,8 @@ from shufflesim.federated.encoding import PROTOCOLS as SS_PROTOCOLS
 from shufflesim.federated.encoding import FlameConfig, clip_rescale, run_round
 from shufflesim.federated.model import LogisticModel
 
-__all__ = ["FLSettings", "train", "ALL_PROTOCOLS"]
+__all__ = ["FLSettings", "train", "ALL_PROTOCOLS", "SampledFlameConfig", "sample_clients", "run_privacy",
+           "SAMPLING_CHILD"]
 
 ALL_PROTOCOLS = (*SS_PROTOCOLS, "np", "dp", "ldp")
 
@@ -65,6 +73,8 @@ class FLSettings:
     poisoned: float = 0        # SS: poisoned clients per round, a fraction in [0, 1) or a count (.poisoning)
     poison_strategy: str = "worst-in-range"
     range_check: bool = True   # SS: the analyser's typecheck (False: measure what it protects against)
+    clients_per_round: int | None = None  # client sampling: exactly m of the n clients a round (no replacement)
+    participation: float | None = None    # client sampling: each of the n clients a round with probability q
     yes: bool = False          # run even when the time estimate is above the limit (the CLI's --yes)
     extra: dict = field(default_factory=dict)
 
@@ -124,6 +134,118 @@ def validate_settings(s: FLSettings) -> None:
                              f"{s.protocol!r}")
     if poison.active:
         poison.count(s.n)  # a count above n is refused before any work
+    check_sampling(s, poison.active)
+
+
+def check_sampling(s: FLSettings, poisoned: bool = False) -> None:
+    """The client-sampling settings (issue 31 item 4): at most one law, m in [1, n], q in (0, 1]."""
+    from shufflesim.core.checks import check_int, check_probability
+
+    m, q = s.clients_per_round, s.participation
+    if m is None and q is None:
+        return
+    if m is not None and q is not None:
+        raise ParameterError(f"give clients_per_round (exactly m clients a round) or participation (each client with "
+                             f"probability q), not both; got clients_per_round={m!r}, participation={q!r}")
+    if m is not None:
+        m = check_int("clients_per_round", m, minimum=1)
+        if m > s.n:
+            raise ParameterError(f"clients_per_round must be at most n = {s.n} (the clients a round samples from); "
+                                 f"got {m}")
+    else:
+        check_probability("participation", q, allow_zero=False)
+    if poisoned:
+        raise ParameterError("poisoned clients are simulated without client sampling; drop clients_per_round/"
+                             "participation or poisoned")
+    if q is not None and s.protocol == "dp":
+        raise ParameterError("participation (Poisson client sampling) is not implemented for dp, whose Gaussian is "
+                             "calibrated to a fixed number of clients; use clients_per_round")
+
+
+#: the spawn index, under a round's SeedSequence child, of the stream that draws the round's participants: no
+#: ``spawn`` of the round (run_round's) reaches it, so the protocol's own draws are those of an unsampled run
+SAMPLING_CHILD = 2**31 - 2
+
+
+def sample_clients(round_seq: np.random.SeedSequence, n: int, clients_per_round: int | None = None,
+                   participation: float | None = None) -> np.ndarray:
+    """Positions (ascending) of the round's participants among its n clients: all of them without sampling;
+    exactly m without replacement (uniform over the m-subsets); or each independently with probability q
+    (Poisson participation; possibly none).  Drawn from child :data:`SAMPLING_CHILD` of ``round_seq`` (built
+    from its entropy and spawn key, so ``round_seq`` is not advanced): a function of the seed and the round
+    only.  q = 1 or m = n gives every position in order (an unsampled run's order, bit for bit)."""
+    if clients_per_round is None and participation is None:
+        return np.arange(n)
+    seq = np.random.SeedSequence(round_seq.entropy, spawn_key=(*round_seq.spawn_key, SAMPLING_CHILD),
+                                 pool_size=round_seq.pool_size)
+    g = np.random.Generator(np.random.PCG64(seq))
+    if clients_per_round is not None:
+        return np.sort(g.choice(n, size=clients_per_round, replace=False))
+    return np.flatnonzero(g.random(n) < participation)
+
+
+@dataclass(frozen=True)
+class SampledFlameConfig(FlameConfig):
+    """A FLAME configuration with its client-sampling law, the description handed to the accountant
+    (:func:`shufflesim.federated.accounting.flame_privacy`): ``n`` is the population a round samples from,
+    ``clients_per_round`` (m of n without replacement) or ``participation`` (each with probability q) the law;
+    ``n_p`` (SS-Double/Topk) the messages every coordinate carries after padding whatever the number of
+    participants; SS-Simple's coordinates carry exactly the participants' messages (no padding)."""
+
+    clients_per_round: int | None = None
+    participation: float | None = None
+
+
+def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: int, delta: float, *,
+                tight: bool = True) -> dict:
+    """The (ε, δ) of a whole FLAME run as the accountant certifies it, with the method and what sampling credit
+    it takes (docs/flame.md "Client sampling").
+
+    ``cfg`` is the configuration of a round with every participant of the largest round (m, or all n under
+    Poisson participation); ``sampled`` the same with the sampling law (``None``: no client sampling).  When the
+    accountant states that it accounted the sampling (its result has a ``sampling`` attribute that is not
+    ``None``) its answer is used.  Otherwise no sampling credit is claimed, and the answer is the unsampled
+    accounting of ``rounds`` rounds, valid because the relation replaces one client's data: whether a client
+    takes part does not depend on the data, so both worlds are the same mixture over participation patterns,
+    and by joint convexity of the hockey-stick divergence the run is dominated by its worst pattern, in which the
+    target takes part in every round (composing fewer rounds of a dominating pair gives a smaller δ).  Each
+    round of that pattern must be dominated by the unsampled per-round accounting: true for SS-Double/Topk
+    (every coordinate carries exactly n_p messages, padded) and for SS-Simple with m fixed (exactly m); for
+    SS-Simple under Poisson participation a round may hold the target alone, a pattern the unsampled accounting
+    does not dominate, so only the local guarantee's composition (``ldp``) is claimed."""
+    from shufflesim.federated.accounting import flame_privacy
+
+    if sampled is not None:
+        fp = flame_privacy(sampled, rounds, delta, tight=tight)
+        credit = getattr(fp, "sampling", None)
+        if credit is not None:
+            out = fp.as_dict()
+            out["sampling_credit"] = True
+            out["sampling_note"] = str(credit)
+            return out
+    fp = flame_privacy(cfg, rounds, delta, tight=tight)
+    out = fp.as_dict()
+    if sampled is None:
+        return out
+    out["sampling_credit"] = False
+    if cfg.protocol == "ss-simple" and sampled.participation is not None and sampled.participation < 1.0:
+        ldp = fp.values.get("ldp", math.inf)
+        out["eps"] = ldp if math.isfinite(ldp) else None
+        out["method"] = "ldp"
+        out["values"] = {"ldp": out["eps"]}  # the shuffling methods assume n messages a coordinate: not claimed
+        out["sampling_note"] = ("no sampling credit claimed; SS-Simple under Poisson participation: a round may "
+                                "hold the target alone, which the unsampled accounting does not cover, so only the "
+                                "composition of the local guarantee is claimed")
+        # the paper's style (not a guarantee) for this run: its formula at the expected participants q·n
+        expected = max(2, round(sampled.participation * sampled.n))
+        paper = flame_privacy(replace(cfg, n=expected, n_p=None), rounds, delta, tight=False).as_dict()["values"]
+        out["values"]["paper-original-2019"] = paper.get("paper-original-2019")
+        out["paper_n"] = expected
+    else:
+        out["sampling_note"] = (f"no sampling credit claimed: the unsampled accounting of {rounds} round(s) with "
+                                f"the target in each ({cfg.n_p} messages a coordinate), valid because participation "
+                                f"does not depend on the data (replace-one)")
+    return out
 
 
 def check_training_time(s: FLSettings, model, theta, X, y) -> None:
@@ -157,10 +279,17 @@ def train(s: FLSettings, progress=None) -> dict:
     root = np.random.SeedSequence(s.seed)
     theta = model.init()
     acc = [model.accuracy(theta, data.X_test, data.y_test)]
-    check_training_time(s, model, theta, data.X_users[:n], data.y_users[:n])
+    sampling = s.clients_per_round is not None or s.participation is not None
+    # the largest round: m clients, or all n under Poisson participation (the defaults of n_p and l follow it)
+    n_max = s.clients_per_round if s.clients_per_round is not None else n
+    # the cost scales with the clients that compute: m, or the expected q·n (at least one)
+    n_cost = n_max if s.participation is None else max(1, math.ceil(s.participation * n))
+    check_training_time(s, model, theta, data.X_users[:n_cost], data.y_users[:n_cost])
     params: dict = {"dataset": s.dataset, "d": d, "n": n, "users": data.users, "per_user": s.per_user,
                     "rounds": s.rounds, "lr": s.lr, "local_steps": s.local_steps, "seed": s.seed}
-    cfg = None
+    if sampling:
+        params.update({"clients_per_round": s.clients_per_round, "participation": s.participation})
+    cfg = sampled_cfg = None
     keys = dec = None
     if s.protocol in SS_PROTOCOLS:
         k = s.k if s.k is not None else max(1, round(s.beta * d))
@@ -168,17 +297,22 @@ def train(s: FLSettings, progress=None) -> dict:
             raise ParameterError(f"k = {k} exceeds d = {d}")
         eps_l = s.eps_l if s.eps_l is not None else d / 25.0
         l = s.l
-        if s.protocol == "ss-topk" and l is None and s.nu is None and s.n_p is not None and s.n_p < n:
+        if s.protocol == "ss-topk" and l is None and s.nu is None and s.n_p is not None and s.n_p < n_max:
             # a given n_p below n: half of Theorem 5's largest l, because top-k indices concentrate on few
             # coordinates and a coordinate that receives more than n_p messages overflows (the excess is dropped
             # and the run is reported as not covered).  The default n_p = n cannot overflow, and FlameConfig
             # takes Theorem 5's l (the strongest index privacy)
             from shufflesim.federated.encoding import strongest_index_privacy
 
-            l = max(1, strongest_index_privacy(s.n_p, n, k / d)[1] // 2)
-        cfg = FlameConfig(s.protocol, d, n, eps_l, C=s.C, randomiser=s.randomiser, b=s.b, k=k, n_p=s.n_p, l=l,
+            l = max(1, strongest_index_privacy(s.n_p, n_max, k / d)[1] // 2)
+        cfg = FlameConfig(s.protocol, d, n_max, eps_l, C=s.C, randomiser=s.randomiser, b=s.b, k=k, n_p=s.n_p, l=l,
                           nu_target=s.nu)
         params.update(cfg.as_params())
+        if sampling:  # the population n with the law; n_p and l fixed for the run (the accountant's description)
+            params["n"] = n
+            sampled_cfg = SampledFlameConfig(s.protocol, d, n, eps_l, C=s.C, randomiser=s.randomiser, b=s.b, k=k,
+                                             n_p=cfg.n_p if s.protocol != "ss-simple" else None, l=cfg.l,
+                                             clients_per_round=s.clients_per_round, participation=s.participation)
         params["encrypted"] = s.encrypt
         if s.encrypt:
             from shufflesim.federated.crypto import AnalyserKeys
@@ -186,7 +320,7 @@ def train(s: FLSettings, progress=None) -> dict:
             keys = AnalyserKeys()
             dec = keys.decryptor()
     elif s.protocol == "dp":
-        sens = 2.0 * s.l2_clip / n
+        sens = 2.0 * s.l2_clip / n_max  # the mean of m clients (participation is refused for dp)
         if s.calibration == "analytic":
             from shufflesim.maths.central import analytic_gaussian_sigma
 
@@ -219,13 +353,27 @@ def train(s: FLSettings, progress=None) -> dict:
     # the poisoned clients are drawn from a child of the run's root that no round uses: honest draws unchanged
     g_poison = np.random.Generator(np.random.PCG64(poison_stream(s.seed))) if n_poisoned else None
     poison_totals = {"clients": 0, "messages": 0, "out_of_range": 0}
+    counts: list[int] = []  # participants per round (client sampling)
     for r in range(s.rounds):
-        g = np.random.Generator(np.random.PCG64(root.spawn(1)[0]))
+        child = root.spawn(1)[0]
+        g = np.random.Generator(np.random.PCG64(child))
         users = g.choice(data.users, size=n, replace=False)
+        if sampling:
+            users = users[sample_clients(child, n, s.clients_per_round, s.participation)]
+            counts.append(int(users.size))
+            if users.size == 0:  # an empty round (Poisson participation): nobody reports, the model stays
+                acc.append(acc[-1])
+                if progress is not None:
+                    progress.update(1)
+                continue
         upd = model.local_updates(theta, data.X_users[users], data.y_users[users], s.lr, s.local_steps)
         if cfg is not None:
             bad = choose(n_poisoned, n, g_poison) if n_poisoned else None
-            res = run_round(cfg, upd, g, keys=keys, round_id=r, decryptor=dec, poisoned=bad,
+            # the analyser divides by the round's participants; n_p and l are the run's (docs/flame.md)
+            rcfg = cfg if users.size == cfg.n else FlameConfig(
+                s.protocol, d, int(users.size), cfg.eps_l, C=cfg.C, randomiser=cfg.randomiser, b=cfg.b, k=cfg.k,
+                n_p=cfg.n_p if s.protocol != "ss-simple" else None, l=cfg.l if s.protocol == "ss-topk" else None)
+            res = run_round(rcfg, upd, g, keys=keys, round_id=r, decryptor=dec, poisoned=bad,
                             strategy=s.poison_strategy, range_check=s.range_check)
             if bad is not None:
                 poison_totals["clients"] += res.report["poisoned"]["clients"]
@@ -261,22 +409,20 @@ def train(s: FLSettings, progress=None) -> dict:
     # privacy of the whole run
     privacy: dict = {}
     if cfg is not None:
-        from shufflesim.federated.accounting import flame_privacy
-
-        fp = flame_privacy(cfg, s.rounds, delta, tight=s.tight)
-        eps, privacy = fp.eps, fp.as_dict()
+        privacy = run_privacy(cfg, sampled_cfg, s.rounds, delta, tight=s.tight)
+        eps = privacy["eps"] if privacy["eps"] is not None else math.inf
         # the accounting assumes every coordinate carries its users' messages plus dummies up to n_p; a
         # dropped message (overflow) breaks that, so such a run is not covered by the eps above
         privacy["covered"] = reports["overflow"] == 0
         if reports["overflow"]:
             privacy["note"] = (f"NOT COVERED: {reports['overflow']} messages exceeded n_p = {cfg.n_p} and were "
                                f"dropped, so the rounds that dropped them are outside the accounting and eps does "
-                               f"not cover this run (use n_p = n = {n}, the SS-Topk default, which cannot overflow)")
+                               f"not cover this run (use n_p = n = {n_max}, the SS-Topk default, which cannot overflow)")
     elif s.protocol == "np":
         eps, delta = math.inf, 1.0
     elif s.protocol == "dp":
         eps = s.eps if s.calibration == "classical" else _eps_total_gaussian(
-            params["sigma"], 2.0 * s.l2_clip / n * math.sqrt(s.rounds), delta)
+            params["sigma"], 2.0 * s.l2_clip / n_max * math.sqrt(s.rounds), delta)
         privacy = {"eps": eps, "delta": delta, "method": f"gaussian-{s.calibration}"}
     else:
         eps = params["eps_l"] * s.rounds
@@ -286,6 +432,10 @@ def train(s: FLSettings, progress=None) -> dict:
     if not math.isfinite(eps):
         eps = math.inf
     extra: dict = {}
+    if sampling:
+        extra["sampling"] = {"law": "fixed" if s.clients_per_round is not None else "poisson",
+                             "clients_per_round": s.clients_per_round, "participation": s.participation,
+                             "population": n, "participants": counts, "empty_rounds": counts.count(0)}
     if n_poisoned or not s.range_check:  # absent from honest, checked runs: their output is unchanged
         extra["poisoning"] = {"poisoned": s.poisoned, "clients_per_round": n_poisoned,
                               "fraction": n_poisoned / n, "strategy": s.poison_strategy,

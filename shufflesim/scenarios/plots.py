@@ -47,7 +47,8 @@ def _figure_subject(steps: list[dict], kind: str) -> str:
         return what + (f", n = {ns.pop()}" if len(ns) == 1 and "None" not in ns else "")
     if kind == "training":
         sets = {str(s.get("dataset")) for s in steps}
-        against = "the poisoned fraction" if s0.get("x") == "poisoned" else "rounds"
+        against = {"poisoned": "the poisoned fraction", "eps": "the run's ε (certified and the paper's)"}.get(
+            s0.get("x"), "rounds")
         return f"test accuracy against {against}" + (f", {sets.pop()}" if len(sets) == 1 else "")
     if kind == "defence":
         return f"tolerating a fraction F of dishonest users, n = {steps[0]['n']}"
@@ -478,6 +479,8 @@ def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path
     their dashes; a run with fewer rounds than the study is titled a smoke test (:func:`smoke_test_note`)."""
     plt = _pyplot()
     x = steps[0].get("x") or "round"  # 'poisoned': the last round's accuracy against the poisoned fraction
+    if x == "eps":
+        return plot_training_eps(steps, frames, path, title)
     xcol = "poisoned_fraction" if x == "poisoned" else "round"
     series = []
     for s in steps:
@@ -519,6 +522,59 @@ def plot_training(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path
         fig.tight_layout(rect=(0, 0, 1, 0.9))
     for ax in axes:
         legend_below(ax)
+    return _save(plt, fig, path)
+
+
+def plot_training_eps(steps: list[dict], frames: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
+    """The last round's test accuracy against the run's ε (``x = "eps"``, issue 31 item 4): one panel a step, a
+    filled marker at the certified ε (the accountant's, ``eps``) and a hollow one at the paper's accounting of the
+    same run (``eps_paper``, not a guarantee; docs/flame.md), joined by a dotted line; a run without a finite ε
+    (np) is a horizontal dashed line.  Logarithmic ε axis; one legend for the figure."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(steps), figsize=(5.6 if len(steps) == 1 else 4.6 * len(steps), 4.8), dpi=110,
+                             sharey=True, squeeze=False)
+    axes = list(axes[0])
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    order: dict[str, str] = {}  # label -> colour, the same in every panel
+    for ax, s in zip(axes, steps):
+        df = frames[s["name"]]
+        for label, g in df.groupby("label", sort=False):
+            c = order.setdefault(str(label), colours[len(order) % len(colours)])
+            last = g[g["round"] == g["round"].max()]
+            acc = float(last["accuracy"].mean())  # over seeds
+            eps = last["eps"].iloc[0]
+            paper = last["eps_paper"].iloc[0] if "eps_paper" in last else None
+            if eps is None or not np.isfinite(float(eps)):
+                ax.axhline(acc, ls="--", lw=1, color=c)
+                continue
+            ax.plot([float(eps)], [acc], "o", ms=6, color=c)
+            if paper is not None and np.isfinite(float(paper)):
+                ax.plot([float(paper)], [acc], "o", ms=6, mfc="none", color=c)
+                ax.plot([float(paper), float(eps)], [acc, acc], ":", lw=1, color=c)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        st = s.get("settings") or {}
+        law = (f"exactly {st['clients_per_round']} clients a round" if st.get("clients_per_round") else
+               f"each client with probability {st['participation']:g}" if st.get("participation") else
+               "every client every round")
+        ax.set_title(f"{s['name']}: {law}", fontsize=8)
+        ax.set_xlabel("ε of the whole run at the run's δ")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("test accuracy after the last round")
+    handles = [Line2D([], [], color=c, marker="o", ls="none", label=lb) for lb, c in order.items()]
+    handles += [Line2D([], [], color="black", marker="o", ls="none", label="certified ε (the accountant's)"),
+                Line2D([], [], color="black", marker="o", mfc="none", ls="none",
+                       label="the paper's accounting (not a guarantee)"),
+                Line2D([], [], color="black", ls="--", lw=1, label="no privacy (ε = ∞)")]
+    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=7, frameon=False)
+    note = smoke_test_note(steps, frames)
+    full = with_notes(title, list(order)) + (f"\n{note}" if note else "")
+    fig.suptitle(full, fontsize=9, color="black" if not note else "firebrick")
+    fig.tight_layout(rect=(0, 0.14, 1, 0.84))
     return _save(plt, fig, path)
 
 

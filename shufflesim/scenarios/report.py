@@ -161,8 +161,10 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
                 .agg({"protocol": "first", "out_of_range": "first", "round": "first", "accuracy": "mean", "eps": "first",
                       "delta": "first"}) if pois  # the mean over the step's seeds
                 else df.sort_values("round").groupby("label", sort=False).tail(1))
+        by_eps = ["eps_method", "eps_paper", "sampling_credit", "participants_mean"] if "eps_paper" in df else []
         L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", *pois, "round",
-                                                                                   "accuracy", "eps", "delta"]), ""]
+                                                                                   "accuracy", "eps", "delta", *by_eps]),
+              ""]
     for s in sc["defence"]:
         L += [f"### defence `{s['name']}` (certified at ⌈(1 − F)n⌉ honest users; docs/theory.md#dishonest-tolerate)",
               "", markdown_table(frames[s["name"]], ["label", "tolerate", "honest_min", "param", "base_value", "value",

@@ -223,12 +223,18 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
         label = _label("training", step, step["label"] or _training_label(step, axes), protocol=proto,
                        **step["settings"], **point)
         pois = res.get("poisoning")
+        priv, smp = res.get("privacy") or {}, res.get("sampling") or {}
+        by_eps = {} if step["x"] != "eps" else {  # x = 'eps': the accountant's method and the paper's value
+            "eps_method": priv.get("method"), "eps_paper": (priv.get("values") or {}).get("paper-original-2019"),
+            "sampling_credit": bool(priv.get("sampling_credit", False)),
+            "clients_per_round": smp.get("clients_per_round"), "participation": smp.get("participation"),
+            "participants_mean": float(np.mean(smp["participants"])) if smp.get("participants") else None}
         for r, acc in enumerate(res["accuracy"]):
             rows.append({"step": step["name"], "label": label, "protocol": proto, "dataset": step["dataset"],
                          "round": r, "accuracy": float(acc), "eps": res.get("eps"), "delta": res.get("delta"),
                          # False when the run dropped messages (FLAME overflow): eps does not cover it
                          "covered": bool((res.get("privacy") or {}).get("covered", True)),
-                         **({"seed": settings.seed} if seeds > 1 else {}),
+                         **({"seed": settings.seed} if seeds > 1 else {}), **by_eps,
                          **({} if not axes else {
                              "poisoned": point.get("poisoned", settings.poisoned),
                              "poisoned_fraction": pois["fraction"] if pois else 0.0,

@@ -161,8 +161,9 @@ TRAINING: dict[str, Key] = {
                     doc="SS-*: poisoned clients per round (fraction in [0, 1) or count); a list is an axis"),
     "poison_strategy": Key((str,), False, None, listable=True, doc="worst-in-range, worst-message, out-of-range"),
     "range_check": Key((bool,), False, None, listable=True, doc="the analyser's range check (a list: both)"),
-    "x": Key((str,), False, "round", choices=("round", "poisoned"),
-             doc="'poisoned': plot the last round's accuracy against the poisoned fraction"),
+    "x": Key((str,), False, "round", choices=("round", "poisoned", "eps"),
+             doc="'poisoned': plot the last round's accuracy against the poisoned fraction; 'eps': against the "
+                 "run's certified ε, next to the paper's accounting of the same run"),
     "seeds": Key((int,), False, 1, minimum=1, doc="runs of every point, seeds seed, seed + 1, ...; plotted: their mean"),
     "quick_seeds": Key((int,), False, 1, minimum=1),
 }

@@ -1,0 +1,393 @@
+"""Client sampling in the federated study (issue 31 item 4): ``fl --clients-per-round m`` / ``--participation q``.
+
+The participants' law is checked against its definition (fixed: exactly m distinct clients, each included with
+probability m/n; Poisson: Binomial(n, q) participants a round), with fixed seeds and a significance level set
+before looking (1e-3 per test, Bonferroni over the checks of one test); m = n and q = 1 reproduce an unsampled
+run bit for bit, and the unsampled run reproduces the numbers of the code before client sampling existed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from shufflesim.cli.main import main
+from shufflesim.federated.training import FLSettings, run_privacy, sample_clients, train
+
+ALPHA = 1e-3
+ROOT = Path(__file__).resolve().parent.parent
+
+#: the unsampled runs of FLSettings(protocol=p, rounds=2, n=120, seed=3, tight=(p == "ss-double")) on digits,
+#: recorded with the code before client sampling (commit 82eba91): (accuracy per round, eps, messages)
+BEFORE = {
+    "np": ([0.07799442896935933, 0.48467966573816157, 0.5793871866295265], None, None),
+    "ss-simple": ([0.07799442896935933, 0.027855153203342618, 0.08913649025069638], 4.429214490878777,
+                  {"dummies": 0, "overflow": 0, "user_messages": 156000}),
+    "ss-double": ([0.07799442896935933, 0.08635097493036212, 0.10027855153203342], 13.378714373932707,
+                  {"dummies": 48880, "overflow": 0, "user_messages": 3120}),
+    "ss-topk": ([0.07799442896935933, 0.24512534818941503, 0.22562674094707522], 104.00000000000003,
+                {"dummies": 0, "overflow": 0, "user_messages": 156000}),
+    "dp": ([0.07799442896935933, 0.13649025069637882, 0.1392757660167131], 0.99999999999888, None),
+    "ldp": ([0.07799442896935933, 0.06406685236768803, 0.04178272980501393], 52.0, None),
+}
+
+
+def _settings(protocol: str, **kw) -> FLSettings:
+    return FLSettings(protocol=protocol, rounds=2, n=120, seed=3, tight=(protocol == "ss-double"), **kw)
+
+
+def _rounds(seed: int, rounds: int) -> list[np.random.SeedSequence]:
+    """The rounds' SeedSequence children as train() spawns them (one spawn a round from the root)."""
+    root = np.random.SeedSequence(seed)
+    return [root.spawn(1)[0] for _ in range(rounds)]
+
+
+# -- the law of the participants ---------------------------------------------------------------------------------
+
+def test_fixed_size_is_exactly_m_distinct_and_uniform():
+    """Exactly m distinct positions in [0, n) every round, ascending; over R independent rounds each client's
+    inclusions are exactly Binomial(R, m/n) (its marginal), so every count lies in its two-sided range at
+    ALPHA/n (Bonferroni: a union bound, valid although one round's inclusions are dependent)."""
+    n, m, R = 40, 7, 3000
+    counts = np.zeros(n, dtype=np.int64)
+    for seq in _rounds(11, R):
+        s = sample_clients(seq, n, clients_per_round=m)
+        assert s.size == m and np.unique(s).size == m and np.all(np.diff(s) > 0) and 0 <= s[0] and s[-1] < n
+        counts[s] += 1
+    assert counts.sum() == R * m
+    p = m / n
+    lo = stats.binom.ppf(ALPHA / (2 * n), R, p)
+    hi = stats.binom.isf(ALPHA / (2 * n), R, p)
+    assert np.all((counts >= lo) & (counts <= hi)), (counts.min(), counts.max(), lo, hi)
+
+
+def test_poisson_participation_is_binomial():
+    """Each round's number of participants is Binomial(n, q): the total over R rounds is Binomial(R n, q)
+    (binomtest), the per-round counts fit Binomial(n, q) (chi-square over bins with expected count >= 5), and
+    each client's inclusions are Binomial(R, q) (every one inside its Bonferroni range); ALPHA split over the
+    three checks."""
+    n, q, R = 50, 0.3, 4000
+    per_round = np.empty(R, dtype=np.int64)
+    incl = np.zeros(n, dtype=np.int64)
+    for i, seq in enumerate(_rounds(12, R)):
+        s = sample_clients(seq, n, participation=q)
+        assert np.unique(s).size == s.size and (s.size == 0 or (s[0] >= 0 and s[-1] < n))
+        per_round[i] = s.size
+        incl[s] += 1
+    a = ALPHA / 3
+    assert stats.binomtest(int(per_round.sum()), R * n, q).pvalue > a
+    k = np.arange(n + 1)
+    expected = R * stats.binom.pmf(k, n, q)
+    observed = np.bincount(per_round, minlength=n + 1).astype(float)
+    keep = expected >= 5  # the tails pooled into the two end bins
+    lo_k, hi_k = k[keep][0], k[keep][-1]
+    exp_b = np.concatenate([[expected[: lo_k + 1].sum()], expected[lo_k + 1:hi_k], [expected[hi_k:].sum()]])
+    obs_b = np.concatenate([[observed[: lo_k + 1].sum()], observed[lo_k + 1:hi_k], [observed[hi_k:].sum()]])
+    assert stats.chisquare(obs_b, exp_b * obs_b.sum() / exp_b.sum()).pvalue > a
+    lo = stats.binom.ppf(a / (2 * n), R, q)
+    hi = stats.binom.isf(a / (2 * n), R, q)
+    assert np.all((incl >= lo) & (incl <= hi))
+
+
+def test_poisson_can_be_empty_and_the_run_handles_it():
+    """q small enough that some round is empty: the run completes, the empty round leaves the model (and its
+    accuracy) where it was, and the report counts it."""
+    res = train(FLSettings(protocol="ss-double", rounds=6, n=5, seed=0, participation=0.05, tight=False))
+    sm = res["sampling"]
+    assert sm["empty_rounds"] == sm["participants"].count(0) >= 1
+    acc = res["accuracy"]
+    for r, c in enumerate(sm["participants"]):
+        if c == 0:
+            assert acc[r + 1] == acc[r]
+
+
+def test_m_equal_n_and_q_one_keep_every_client_in_order():
+    for seq in _rounds(5, 20):
+        assert np.array_equal(sample_clients(seq, 30, clients_per_round=30), np.arange(30))
+        assert np.array_equal(sample_clients(seq, 30, participation=1.0), np.arange(30))
+        assert np.array_equal(sample_clients(seq, 30), np.arange(30))
+
+
+# -- reproducibility ---------------------------------------------------------------------------------------------
+
+def _participants(args):
+    seed, rounds, n, m, q = args
+    return [sample_clients(seq, n, m, q).tolist() for seq in _rounds(seed, rounds)]
+
+
+def _run(s: FLSettings):
+    r = train(s)
+    return r["accuracy"], r["sampling"]["participants"], r["eps"]
+
+
+def test_same_seed_same_clients_on_one_and_two_workers():
+    """The participants are a function of the seed and the round only: serial, and in two worker processes
+    (each its own interpreter), give the same clients, and the same training run."""
+    jobs = [(7, 5, 100, 10, None), (7, 5, 100, None, 0.2)]
+    serial = [_participants(j) for j in jobs]
+    s = _settings("ss-topk", clients_per_round=30)
+    s2 = _settings("np", participation=0.4)
+    with ProcessPoolExecutor(2) as pool:
+        assert list(pool.map(_participants, jobs)) == serial
+        two = list(pool.map(_run, [s, s2]))
+    assert two == [_run(s), _run(s2)]
+    assert serial[0] != _participants((8, 5, 100, 10, None))  # another seed, other clients
+
+
+def test_sampling_leaves_the_protocol_draws_alone():
+    """The sampling stream is not a spawn of the round's generator: with m = n the protocol's draws are the
+    unsampled run's (the next test checks the whole run); the stream differs from the round's own children."""
+    seq = _rounds(3, 1)[0]
+    g = np.random.Generator(np.random.PCG64(seq))
+    before = g.spawn(2)[0].random(4)
+    sample_clients(seq, 10, clients_per_round=4)
+    g2 = np.random.Generator(np.random.PCG64(_rounds(3, 1)[0]))
+    assert np.array_equal(g2.spawn(2)[0].random(4), before)
+
+
+@pytest.mark.parametrize("protocol", list(BEFORE))
+def test_m_equal_n_and_q_one_reproduce_the_unsampled_run_bit_for_bit(protocol):
+    acc0, eps0, msgs0 = BEFORE[protocol]
+    plain = train(_settings(protocol))
+    assert plain["accuracy"] == acc0 and plain["eps"] == eps0 and plain["messages"] == msgs0
+    laws = [{"clients_per_round": 120}] + ([] if protocol == "dp" else [{"participation": 1.0}])
+    for law in laws:
+        r = train(_settings(protocol, **law))
+        assert r["accuracy"] == acc0, law
+        assert r["eps"] == eps0 and r["messages"] == msgs0, law
+        assert r["sampling"]["participants"] == [120, 120]
+
+
+# -- the run's epsilon -------------------------------------------------------------------------------------------
+
+def test_run_privacy_without_credit_is_the_unsampled_accounting():
+    """No sampling credit unless the accountant states one: fixed m (SS-*) and Poisson SS-Double/Topk give the
+    unsampled accounting of the round's configuration; Poisson SS-Simple gives the local guarantee's composition
+    (a round may hold the target alone) and lists no shuffling method."""
+    from shufflesim.federated.accounting import flame_privacy
+    from shufflesim.federated.encoding import FlameConfig
+    from shufflesim.federated.training import SampledFlameConfig
+
+    delta = 1e-5
+    for proto in ("ss-simple", "ss-double", "ss-topk"):
+        for m, q in ((30, None), (None, 0.3)):
+            nmax = m if m is not None else 100
+            cfg = FlameConfig(proto, 650, nmax, 26.0, C=0.1, k=13)
+            sampled = SampledFlameConfig(proto, 650, 100, 26.0, C=0.1, k=13,
+                                         n_p=None if proto == "ss-simple" else cfg.n_p, l=cfg.l,
+                                         clients_per_round=m, participation=q)
+            out = run_privacy(cfg, sampled, 2, delta, tight=False)
+            ref = flame_privacy(cfg, 2, delta, tight=False)
+            assert out["sampling_credit"] is False and "no sampling credit" in out["sampling_note"]
+            if proto == "ss-simple" and q is not None:
+                assert out["method"] == "ldp" and out["eps"] == ref.values["ldp"]
+                assert set(out["values"]) == {"ldp", "paper-original-2019"} and out["paper_n"] == 30
+            else:
+                assert out["eps"] == ref.eps and out["method"] == ref.method
+
+
+def test_the_cli_prints_the_law_and_the_method(capsys):
+    assert main(["fl", "--protocol", "ss-double", "--rounds", "2", "--n", "60", "--clients-per-round", "20",
+                 "--no-tight"]) == 0
+    out = capsys.readouterr().out
+    assert "client sampling: exactly 20 of the n = 60 clients a round; participants 20 20" in out
+    assert "sampling: no sampling credit claimed" in out
+
+
+# -- bad input ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags, words", [
+    (["--clients-per-round", "0"], "clients_per_round must be an integer >= 1"),
+    (["--clients-per-round", "301"], "clients_per_round must be at most n = 300"),
+    (["--participation", "0"], "participation must be in (0.0, 1.0]"),
+    (["--participation", "1.5"], "participation must be in (0.0, 1.0]"),
+    (["--participation", "nan"], "participation must be finite"),
+    (["--participation", "inf"], "participation must be finite"),
+    (["--clients-per-round", "5", "--participation", "0.5"], "not both"),
+    (["--participation", "0.5", "--poisoned", "0.1"], "poisoned clients are simulated without client sampling"),
+    (["--clients-per-round", "2.5"], "--clients-per-round: invalid integer"),
+])
+def test_bad_flags_exit_2_with_one_line(flags, words, capsys):
+    assert main(["fl", "--protocol", "ss-topk", "--rounds", "1", *flags]) == 2
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and words in lines[0], cap.err
+    assert "Traceback" not in cap.err and cap.out == ""
+
+
+def test_dp_refuses_poisson_participation(capsys):
+    assert main(["fl", "--protocol", "dp", "--rounds", "1", "--participation", "0.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not implemented for dp" in err[0]
+
+
+# -- the scenario ------------------------------------------------------------------------------------------------
+
+def _scenario_on(tmp_path: Path, dataset: str | None):
+    from shufflesim.scenarios.runner import run_scenario
+    from shufflesim.scenarios.schema import load
+
+    sc = load(ROOT / "scenarios" / "flame_training_sampling.toml")
+    if dataset is not None:  # the same steps on the digits (d = 650; n = 300 clients): the step kinds, quickly
+        sc["training"] = [dict(s, dataset=dataset, settings={**s["settings"], "n": 300, "eps_l": 26.0,
+                                                             "tight": False}) for s in sc["training"]]
+    out = tmp_path / "out"
+    run_scenario(sc, out, quick=True)
+    return out
+
+
+def _check_scenario_output(out: Path, n_protocols: int):
+    import pandas as pd
+
+    assert (out / "accuracy_vs_eps.png").exists() and (out / "report.md").exists()
+    for name in ("mnist_m100", "mnist_q01"):
+        df = pd.read_parquet(out / "results" / f"{name}.parquet")
+        assert set(df["protocol"]) == {"np", "ss-simple", "ss-double", "ss-topk"} and len(df) == 2 * n_protocols
+        shuffled = df[df["protocol"] != "np"]
+        assert shuffled["eps"].notna().all() and shuffled["eps_paper"].notna().all()
+        assert not df["sampling_credit"].any()  # until the accountant states a credit
+        law = df["clients_per_round"].iloc[0] if name == "mnist_m100" else df["participation"].iloc[0]
+        assert law == (100 if name == "mnist_m100" else 0.1)
+    report = (out / "report.md").read_text()
+    assert "eps_paper" in report and "participants_mean" in report
+
+
+def test_the_scenario_runs_quick_on_the_digits(tmp_path):
+    _check_scenario_output(_scenario_on(tmp_path, "digits"), 4)
+
+
+@pytest.mark.slow
+def test_the_scenario_runs_quick(tmp_path):
+    """The scenario itself (MNIST, tight accountant) in quick mode: ~40 s on the 2-core machine."""
+    _check_scenario_output(_scenario_on(tmp_path, None), 4)
+
+
+def test_the_cost_estimate_counts_the_sampled_clients(monkeypatch):
+    """The time estimate (core.resources.choose_path) is timed on the clients that compute: m, or ⌈q·n⌉."""
+    import shufflesim.core.resources as resources
+
+    seen = []
+    real = resources.choose_path
+
+    def spy(what, paths, **kw):
+        seen.append(what)
+        return real(what, paths, **kw)
+
+    monkeypatch.setattr(resources, "choose_path", spy)
+    for law in ({}, {"clients_per_round": 30}, {"participation": 0.25}):
+        train(FLSettings(protocol="np", rounds=1, n=120, seed=0, **law))
+    assert [w.rsplit("for ", 1)[1] for w in seen] == ["120 users", "30 users", "30 users"]
+
+
+# -- the no-credit argument, by brute force ----------------------------------------------------------------------
+#
+# A round of a shuffled binary RR "coordinate" among N = 4 clients (client 0 the target), every participation
+# pattern S enumerated with its probability; the analyser sees the number of participants and the histogram of
+# the coordinate's messages: the participants' reports, plus (padded, as SS-Double/Topk) dummies up to n_p = N
+# drawn from the blanket (a uniform bit: RR of a uniform input).  run_privacy's no-credit answer is the unsampled
+# accounting with n_p messages, whose guarantee holds for every data set of the others, so it is at least the
+# worst exact δ over them: the sampled δ must not exceed that, single use and 2-fold (the argument of
+# run_privacy / docs/flame.md "Client sampling").  Unpadded (SS-Simple) under Poisson participation a round may
+# hold the target alone, a pattern the unsampled accounting does not dominate: why only ldp is reported there.
+
+N_CLIENTS = 4
+
+
+def _patterns(law: dict):
+    import itertools
+
+    for S in itertools.product((0, 1), repeat=N_CLIENTS):
+        c = sum(S)
+        if "q" in law:
+            w = law["q"] ** c * (1 - law["q"]) ** (N_CLIENTS - c)
+        else:
+            w = 1.0 / math.comb(N_CLIENTS, law["m"]) if c == law["m"] else 0.0
+        if w > 0:
+            yield [i for i in range(N_CLIENTS) if S[i]], w
+
+
+def _sampled_law(R_aug, data, law, padded: bool) -> dict:
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
+
+    out: dict = {}
+    for S, w in _patterns(law):
+        inputs = [data[i] for i in S] + ([2] * (N_CLIENTS - len(S)) if padded else [])
+        for h, p in histogram_law(R_aug, inputs).items():
+            out[(len(S), h)] = out.get((len(S), h), 0.0) + w * p
+    return out
+
+
+def _hockey(P: dict, Q: dict, eps: float) -> float:
+    e = math.exp(eps)
+    keys = set(P) | set(Q)
+    return max(sum(max(0.0, P.get(k, 0.0) - e * Q.get(k, 0.0)) for k in keys),
+               sum(max(0.0, Q.get(k, 0.0) - e * P.get(k, 0.0)) for k in keys))
+
+
+def _product(P: dict, Q: dict) -> dict:
+    return {(a, b): p * q for a, p in P.items() for b, q in Q.items()}
+
+
+def _others():
+    import itertools
+
+    return list(itertools.product((0, 1), repeat=N_CLIENTS - 1))
+
+
+def _unsampled_worst(R, eps: float, folds: int) -> float:
+    """Largest exact δ(ε) of ``folds`` rounds of the unsampled coordinate (the target and N - 1 others, every
+    assignment of the others' bits, chosen afresh each round)."""
+    import itertools
+
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
+
+    laws = {o: (histogram_law(R, [0, *o]), histogram_law(R, [1, *o])) for o in _others()}
+    best = 0.0
+    for combo in itertools.product(_others(), repeat=folds):
+        P, Q = laws[combo[0]]
+        for o in combo[1:]:
+            P, Q = _product(P, laws[o][0]), _product(Q, laws[o][1])
+        best = max(best, _hockey(P, Q, eps))
+    return best
+
+
+@pytest.mark.parametrize("eps0", [1.0, 3.0])
+def test_padded_sampling_is_dominated_by_the_unsampled_accounting(eps0):
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix
+
+    R = krr_matrix(2, eps0)
+    R_aug = np.vstack([R, [0.5, 0.5]])  # input 2: the blanket's dummy
+    for eps in (0.0, 0.5, 1.5):
+        worst1, worst2 = _unsampled_worst(R, eps, 1), _unsampled_worst(R, eps, 2)
+        for law in ({"q": 0.3}, {"q": 0.8}, {"m": 1}, {"m": 2}, {"m": 4}):
+            for o in _others():
+                P = _sampled_law(R_aug, (0, *o), law, padded=True)
+                Q = _sampled_law(R_aug, (1, *o), law, padded=True)
+                assert _hockey(P, Q, eps) <= worst1 + 1e-12, (eps, law, o)
+                assert _hockey(_product(P, P), _product(Q, Q), eps) <= worst2 + 1e-12, (eps, law, o)
+
+
+def test_unpadded_poisson_escapes_the_per_pattern_argument():
+    """SS-Simple's case: no padding, so a Poisson round may hold the target alone, and that pattern's δ exceeds
+    the unsampled worst case among N clients: the per-pattern argument does not cover it (why run_privacy reports
+    only the ldp composition there).  The mixture itself stays below the local guarantee, and fixed m = N
+    (everyone, always) is the unsampled mechanism itself."""
+    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix
+
+    R = krr_matrix(2, 3.0)
+    eps = 0.5
+    worst = _unsampled_worst(R, eps, 1)
+    alone = _hockey({0: R[0, 0], 1: R[0, 1]}, {0: R[1, 0], 1: R[1, 1]}, eps)  # the target's RR alone: the ldp δ
+    assert alone > worst
+    sampled = max(_hockey(_sampled_law(R, (0, *o), {"q": 0.5}, False), _sampled_law(R, (1, *o), {"q": 0.5}, False),
+                          eps) for o in _others())
+    assert sampled <= alone
+    full = max(_hockey(_sampled_law(R, (0, *o), {"m": N_CLIENTS}, False),
+                       _sampled_law(R, (1, *o), {"m": N_CLIENTS}, False), eps) for o in _others())
+    assert abs(full - worst) < 1e-12
