@@ -173,3 +173,16 @@ def test_sweep_checks_every_point_before_writing(existing, tmp_path, capsys):
     assert main(argv) == 2
     assert "dishonest=2000" in one_error(capsys)
     assert (list(out.iterdir()) == []) if existing else not out.exists()
+
+
+def test_write_table_keeps_a_dotted_stem(tmp_path):
+    """A result stem with a dot ("mnist_q0.1", allowed by the scenario schema) keeps its whole name: the
+    Parquet and CSV files sit next to its ``.meta.json`` instead of losing ".1" (``Path.with_suffix``)."""
+    import pandas as pd
+
+    from shufflesim.experiments.results_io import write_table
+
+    written = write_table(pd.DataFrame({"a": [1, 2]}), tmp_path / "mnist_q0.1", {"k": 1})
+    names = sorted(p.name for p in written)
+    assert "mnist_q0.1.csv" in names and "mnist_q0.1.meta.json" in names
+    assert not (tmp_path / "mnist_q0.csv").exists() and not (tmp_path / "mnist_q0.parquet").exists()

@@ -64,12 +64,14 @@ def write_table(frame: pd.DataFrame, stem: Path, meta: dict) -> list[Path]:
     meta = jsonable(dict(meta, environment=environment()))
     stem = Path(stem)
     written = []
+    # the suffixes are appended to the whole name: a stem "mnist_q0.1" keeps its ".1" (with_suffix would drop it)
+    parquet_path, csv_path = stem.parent / (stem.name + ".parquet"), stem.parent / (stem.name + ".csv")
     if _have_pyarrow():
-        write_parquet(frame, stem.with_suffix(".parquet"), meta)
-        written.append(stem.with_suffix(".parquet"))
-    with atomic_path(stem.with_suffix(".csv")) as tmp:
+        write_parquet(frame, parquet_path, meta)
+        written.append(parquet_path)
+    with atomic_path(csv_path) as tmp:
         frame.to_csv(tmp, index=False)
-    written.append(stem.with_suffix(".csv"))
+    written.append(csv_path)
     meta_path = stem.parent / (stem.name + ".meta.json")
     with atomic_path(meta_path) as tmp:
         tmp.write_text(json.dumps(meta, indent=2) + "\n")
