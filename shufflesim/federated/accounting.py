@@ -31,7 +31,7 @@ from shufflesim.core.checks import check_int
 
 __all__ = ["theorem1", "lemma1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
            "paper_pipeline", "blanket_of", "flame_privacy", "sampled_privacy", "ss_double_upper", "ss_double_lower",
-           "dummy_is_centre", "FLAME_PUBLISHED", "PAPER_SETTING"]
+           "dummy_is_centre", "omega_share", "FLAME_PUBLISHED", "PAPER_SETTING"]
 
 #: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
 FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}
@@ -261,6 +261,19 @@ def dummy_is_centre(cfg) -> bool:
     return math.log(cfg.b) <= cfg.eps_coord * (1.0 - 1e-12)
 
 
+def omega_share(cfg) -> float:
+    """A lower bound on g = min over inputs z and outputs y of R(z)(y)/ω(y): every report is, with probability g,
+    a draw of the padding law ω (docs/theory.md#flame-double), so only Bin(·, rate·(1 − g)) of the other
+    users' reports in a coordinate are *not* ω-draws.  Laplace with ω = R(1/2): e^{−ε0/2}; R_{γ,b} with ω
+    uniform: γ.  Rounded down (one ulp, and a relative 1e-15 for γ's own rounding)."""
+    from shufflesim.accounting.numerics.logspace import exp_down
+    from shufflesim.maths.rr import gamma_from_eps0
+
+    if cfg.randomiser == "laplace":
+        return exp_down(-cfg.eps_coord / 2.0)
+    return gamma_from_eps0(cfg.eps_coord, cfg.b + 1) * (1.0 - 1e-15)
+
+
 def _others_per_coordinate(cfg, participation, clients_per_round, population) -> tuple[float, int, float]:
     """(p, trials, rate): the target takes part in a round with probability p, independently across rounds; the
     number of *other* users' reports in one coordinate of one round is dominated by Bin(trials, rate)."""
@@ -287,8 +300,9 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     ⌊d/k⌋ or ⌈d/k⌉, the target's k coordinates one uniform coordinate per block (the same law as k of d
     without replacement); given the partition each block is dominated by the stronger clone pair among
     ⌊d/k⌋·W* messages, W* = n_p − N_max, where N_max bounds every coordinate's count of other users' reports
-    except with probability ``bad`` (union over ``union_rounds`` rounds and d coordinates; Bin(trials, rate) =
-    ``others``, default Bin(n − 1, k/d)).  The round is a k-fold composition, the run k·rounds-fold, at
+    that are not ω-draws (:func:`omega_share`) except with probability ``bad`` (union over ``union_rounds``
+    rounds and d coordinates; the reports are dominated by Bin(trials, rate) = ``others``, default
+    Bin(n − 1, k/d), of which a share 1 − g is not an ω-draw).  The round is a k-fold composition, the run k·rounds-fold, at
     δ − bad.  Needs a padding law that is a "centre" (:func:`dummy_is_centre`) and ⌊d/k⌋ ≥ 2.
     Returns (eps, details)."""
     from shufflesim.accounting.numerics.binomial import chernoff_window_scalar
@@ -304,6 +318,7 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     if m < 2:
         raise NotApplicableError(f"k={cfg.k} of d={cfg.d}: blocks of one coordinate, no coordinate-sampling credit")
     trials, rate = others if others is not None else (cfg.n - 1, cfg.k / cfg.d)
+    rate = math.nextafter(rate * (1.0 - omega_share(cfg)), 1.0)  # the other reports that are not ω-draws
     union = rounds if union_rounds is None else union_rounds
     log_events = math.log(cfg.d) + math.log(max(1, union))
     log_budget = math.log(delta * SAMPLING_BAD_SHARE) - log_events
@@ -314,7 +329,7 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
         n_max, bad = 0, 0.0
     slots = cfg.n_p - int(n_max)
     if slots < 1:
-        raise NotApplicableError(f"n_p={cfg.n_p} leaves no dummy slot above N_max={n_max} other reports per coordinate")
+        raise NotApplicableError(f"n_p={cfg.n_p} leaves no ω slot above N_max={n_max} other reports per coordinate")
     messages = m * slots
     steps = cfg.k * rounds
     rest = math.nextafter(delta - bad, 0.0)
