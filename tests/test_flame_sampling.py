@@ -135,3 +135,19 @@ def test_interval_brackets_at_three_coordinates_per_block(n_p):
         assert max(_delta(P, Q, up), _delta(Q, P, up)) <= delta + 1e-12
         if v == 0.5:
             assert _delta(P, Q, low) > delta
+
+
+def test_full_participation_and_all_coordinates_reproduce_the_unsampled_answers():
+    from shufflesim.federated.accounting import flame_privacy
+
+    cfg = FlameConfig("ss-double", d=500, n=300, eps_l=10 * 0.5, k=10, n_p=100)
+    a, b = sampled_privacy(cfg, 3, 1e-6, lower=False), sampled_privacy(cfg, 3, 1e-6, participation=1.0, lower=False)
+    assert a.values == b.values
+    every = FlameConfig("ss-double", d=20, n=300, eps_l=20 * 0.5, k=20, n_p=100)  # k = d: nothing is sampled
+    s = sampled_privacy(every, 2, 1e-6, lower=False)
+    # no credit claimed (blocks of one coordinate): the method falls back to the LDP composition, like any
+    # method that does not apply in flame_privacy
+    assert s.values["clones-coordinate-sampling"] == s.values["ldp"]
+    assert s.values["clones"] == flame_privacy(every, 2, 1e-6).values["clones"]
+    # the Poisson rate going to 0: no round is counted, the upper end goes to 0
+    assert sampled_privacy(cfg, 3, 1e-6, participation=1e-12, population=300, lower=False).eps == 0.0
