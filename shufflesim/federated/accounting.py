@@ -324,7 +324,8 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     log_budget = math.log(delta * SAMPLING_BAD_SHARE) - log_events
     if trials >= 1 and rate > 0.0:
         _, n_max, log_tail = chernoff_window_scalar(trials, rate, log_budget)
-        bad = exp_up(log_tail + log_events) if log_tail > -math.inf else 0.0
+        # 1e-12 in the exponent covers the rounding of the logs added (exp_up covers exp's own)
+        bad = exp_up(log_tail + log_events + 1e-12) if log_tail > -math.inf else 0.0
     else:
         n_max, bad = 0, 0.0
     slots = cfg.n_p - int(n_max)
@@ -383,7 +384,7 @@ def ss_double_lower(cfg, rounds: int, delta: float) -> tuple[float, dict]:
     if x <= cfg.n - 1 and cfg.k < cfg.d:
         trials, rate = cfg.n - 1, cfg.k / cfg.d
         kl = binom_log_kl_scalar(x, trials, rate) if x > trials * rate else 0.0
-        p_over = min(1.0, exp_up(math.log(used * cfg.d) - kl))
+        p_over = min(1.0, exp_up(math.log(used * cfg.d) - kl * (1.0 - 1e-9) + 1e-12))
     else:
         p_over = 0.0
     r = LOWER_REL_ERR
@@ -442,14 +443,14 @@ def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | No
     j_star = rounds
     if p < 1.0:
         _, j_star, lt = chernoff_window_scalar(rounds, p, math.log(budget))
-        bad += exp_up(lt) if lt > -math.inf else 0.0
+        bad += exp_up(lt + 1e-12) if lt > -math.inf else 0.0
     n_msgs = cfg.n_p
     if cfg.protocol == "ss-simple" and p < 1.0:
         if clients_per_round is not None:
             n_msgs = clients_per_round
         else:  # 1 + Bin(population − 1, p) participants; its lower Chernoff end, charged to δ
             low, _, lt = chernoff_window_scalar(trials, p, math.log(budget))
-            n_msgs, bad = 1 + int(low), bad + (exp_up(lt) if lt > -math.inf else 0.0)
+            n_msgs, bad = 1 + int(low), bad + (exp_up(lt + 1e-12) if lt > -math.inf else 0.0)
     rest = math.nextafter(delta - bad, 0.0)
     T = {"ss-simple": cfg.d, "ss-double": cfg.k, "ss-topk": 2 * cfg.k}[cfg.protocol] * j_star
     vals: dict[str, float] = {}
