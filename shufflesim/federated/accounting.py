@@ -31,7 +31,7 @@ from shufflesim.core.checks import check_int
 
 __all__ = ["theorem1", "lemma1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
            "paper_pipeline", "blanket_of", "flame_privacy", "sampled_privacy", "ss_double_upper", "ss_double_lower",
-           "dummy_is_centre", "omega_share", "FLAME_PUBLISHED", "PAPER_SETTING"]
+           "dummy_is_centre", "omega_share", "overflow_bound", "FLAME_PUBLISHED", "PAPER_SETTING"]
 
 #: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
 FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}
@@ -318,16 +318,20 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     if m < 2:
         raise NotApplicableError(f"k={cfg.k} of d={cfg.d}: blocks of one coordinate, no coordinate-sampling credit")
     trials, rate = others if others is not None else (cfg.n - 1, cfg.k / cfg.d)
-    rate = math.nextafter(rate * (1.0 - omega_share(cfg)), 1.0)  # the other reports that are not ω-draws
     union = rounds if union_rounds is None else union_rounds
     log_events = math.log(cfg.d) + math.log(max(1, union))
+    # the pool argument needs every coordinate free of overflow (at most n_p − 1 other reports): charged too
+    bad = overflow_bound(trials, rate, cfg.n_p, log_events)
+    rate = math.nextafter(rate * (1.0 - omega_share(cfg)), 1.0)  # the other reports that are not ω-draws
     log_budget = math.log(delta * SAMPLING_BAD_SHARE) - log_events
     if trials >= 1 and rate > 0.0:
         _, n_max, log_tail = chernoff_window_scalar(trials, rate, log_budget)
         # 1e-12 in the exponent covers the rounding of the logs added (exp_up covers exp's own)
-        bad = exp_up(log_tail + log_events + 1e-12) if log_tail > -math.inf else 0.0
+        bad += exp_up(log_tail + log_events + 1e-12) if log_tail > -math.inf else 0.0
     else:
-        n_max, bad = 0, 0.0
+        n_max = 0
+    if bad >= delta:
+        raise NotApplicableError(f"the bad events (overflow, more than N_max reports) have probability {bad:.3g} >= delta")
     slots = cfg.n_p - int(n_max)
     if slots < 1:
         raise NotApplicableError(f"n_p={cfg.n_p} leaves no ω slot above N_max={n_max} other reports per coordinate")
@@ -336,6 +340,22 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     rest = math.nextafter(delta - bad, 0.0)
     eps = 0.0 if steps == 0 else _clones_composed(messages, cfg.eps_coord, steps, rest)
     return eps, {"block": m, "n_max": int(n_max), "slots": slots, "messages": messages, "steps": steps, "bad": bad}
+
+
+def overflow_bound(trials: int, rate: float, n_p: int, log_events: float) -> float:
+    """An upper bound on the probability that in one of e^log_events (coordinate, round) cells at least n_p other
+    users report (Bin(trials, rate) ≥ n_p; the Chernoff bound exp(−trials·KL(n_p/trials ‖ rate)), union over the
+    cells; 1 where n_p is not above the mean, 0 where n_p > trials).  Rounded up (a relative 1e-9 off the
+    exponent and 1e-12 on the logs)."""
+    from shufflesim.accounting.numerics.binomial import binom_log_kl_scalar
+    from shufflesim.accounting.numerics.logspace import exp_up
+
+    if n_p > trials or rate <= 0.0:
+        return 0.0
+    if n_p <= trials * rate:
+        return 1.0
+    kl = binom_log_kl_scalar(n_p, trials, rate)
+    return min(1.0, exp_up(log_events - kl * (1.0 - 1e-9) + 1e-12))
 
 
 def _high_probability(cfg) -> float:
@@ -363,7 +383,7 @@ def ss_double_lower(cfg, rounds: int, delta: float) -> tuple[float, dict]:
     what LOWER_MAX_CELLS allows are ignored (post-processing).  Returns (eps_lower, details)."""
     import numpy as np
 
-    from shufflesim.accounting.numerics.binomial import binom_log_kl_scalar, log_binom_pmf
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
     from shufflesim.accounting.numerics.logspace import exp_up
 
     p0 = _high_probability(cfg)
@@ -380,13 +400,7 @@ def ss_double_lower(cfg, rounds: int, delta: float) -> tuple[float, dict]:
     t0 = np.exp(log_binom_pmf(np.arange(K + 1), K, p0, 1.0 - p0))
     P = np.convolve(base, t0)[K:base.size]  # the outcomes h = lo + K … hi, each with its full sum
     Q = np.convolve(base, t0[::-1])[K:base.size]
-    x = cfg.n_p
-    if x <= cfg.n - 1 and cfg.k < cfg.d:
-        trials, rate = cfg.n - 1, cfg.k / cfg.d
-        kl = binom_log_kl_scalar(x, trials, rate) if x > trials * rate else 0.0
-        p_over = min(1.0, exp_up(math.log(used * cfg.d) - kl * (1.0 - 1e-9) + 1e-12))
-    else:
-        p_over = 0.0
+    p_over = overflow_bound(cfg.n - 1, cfg.k / cfg.d, cfg.n_p, math.log(used * cfg.d))
     r = LOWER_REL_ERR
     P_lo, Q_hi = P * (1.0 - r), Q * (1.0 + r)
 
