@@ -302,7 +302,8 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     ⌊d/k⌋·W* messages, W* = n_p − N_max, where N_max bounds every coordinate's count of other users' reports
     that are not ω-draws (:func:`omega_share`) except with probability ``bad`` (union over ``union_rounds``
     rounds and d coordinates; the reports are dominated by Bin(trials, rate) = ``others``, default
-    Bin(n − 1, k/d), of which a share 1 − g is not an ω-draw).  The round is a k-fold composition, the run k·rounds-fold, at
+    Bin(n − 1, k/d), of which a share 1 − g is not an ω-draw) or some coordinate overflows
+    (:func:`overflow_bound`).  The round is a k-fold composition, the run k·rounds-fold, at
     δ − bad.  Needs a padding law that is a "centre" (:func:`dummy_is_centre`) and ⌊d/k⌋ ≥ 2.
     Returns (eps, details)."""
     from shufflesim.accounting.numerics.binomial import chernoff_window_scalar
@@ -331,7 +332,8 @@ def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float]
     else:
         n_max = 0
     if bad >= delta:
-        raise NotApplicableError(f"the bad events (overflow, more than N_max reports) have probability {bad:.3g} >= delta")
+        raise NotApplicableError(f"the bad events (overflow, more than N_max reports) have probability {bad:.3g}, "
+                                 "at least delta")
     slots = cfg.n_p - int(n_max)
     if slots < 1:
         raise NotApplicableError(f"n_p={cfg.n_p} leaves no ω slot above N_max={n_max} other reports per coordinate")
@@ -483,7 +485,8 @@ def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | No
 
         try:
             eps_lower, info = ss_double_lower(cfg, rounds, delta)
-            what = LOWER_WHAT + (f"; first {info['rounds_used']} of {rounds} rounds" if info["rounds_used"] < rounds else "")
+            used = info["rounds_used"]
+            what = LOWER_WHAT + (f"; first {used} of {rounds} rounds" if used < rounds else "")
         except NotApplicableError:  # a randomiser the lower end is not derived for: no lower end
             eps_lower = None
     return FlamePrivacy(vals[best], delta, best, vals, eps_lower, what)
