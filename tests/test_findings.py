@@ -398,3 +398,20 @@ def test_item21_variation_ratio_below_exact_for_krr4():
     exact, _ = worst_neighbouring_delta(krr_matrix(4, e0), 7, 2.0)
     check(printed, [exact, hs(variation_ratio_pair(7, *vr_params_krr(4, e0), unverified=True), 2.0)])
     assert "hence out of `best`: True." in item(21)
+
+
+def test_item22_flame_ss_double_interval():
+    """Item 22: SS-Double's certified interval at the paper's setting (docs/theory.md#flame-double), printed with
+    its ends rounded outwards, recomputed through the two end functions."""
+    from shufflesim.federated.accounting import ss_double_lower, ss_double_upper
+    from shufflesim.federated.encoding import FlameConfig
+
+    low_p, up_p = grab(item(22), r"one epoch\) in the interval \[NUM, NUM\]")
+    cfg = FlameConfig("ss-double", d=7850, n=1000, eps_l=78.5, k=157, n_p=333)
+    delta = 0.01 / 1000**1.1
+    up, info = ss_double_upper(cfg, 1, math.nextafter(delta, 0.0))
+    low, _ = ss_double_lower(cfg, 1, delta)
+    assert float(low_p) == math.floor(low * 1e4) / 1e4 and float(up_p) == math.ceil(up * 1e3) / 1e3
+    assert float(up_p) < 0.24  # FLAME's published value (seed 002) is above the certified upper end
+    assert grab(item(22), r"among NUM × NUM = NUM messages") == (str(info["block"]), str(info["slots"]),
+                                                                 f"{info['messages']:,}".replace(",", ""))

@@ -15,6 +15,9 @@ The paper's theorems, as functions:
 :func:`paper_pipeline` reproduces the published eps_c = 0.91 / 0.24 / 20.53 (docs/theory.md#flame documents the
 pipeline; FINDINGS.md item 5).  :func:`flame_privacy` gives, for a configured protocol and a number of
 rounds, the paper's value and the values shufflesim certifies (see the docs for which are valid).
+:func:`sampled_privacy` adds who takes part: SS-Double's k-of-d coordinate sampling credited through the
+block argument of docs/theory.md#flame-double (upper end), the explicit data sets of its lower end
+(:func:`ss_double_lower`), and client sampling per round (Poisson rate or m clients of a population).
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from dataclasses import dataclass
 
 from shufflesim.accounting.bounds import bennett_eps, best_composition, subsample
 from shufflesim.accounting.bounds.balle import KRRBlanket, LaplaceBlanket
+from shufflesim.core.checks import check_int
 
 __all__ = ["theorem1", "lemma1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
-           "paper_pipeline", "blanket_of", "flame_privacy", "FLAME_PUBLISHED", "PAPER_SETTING"]
+           "paper_pipeline", "blanket_of", "flame_privacy", "sampled_privacy", "ss_double_upper", "ss_double_lower",
+           "dummy_is_centre", "omega_share", "overflow_bound", "FLAME_PUBLISHED", "PAPER_SETTING"]
 
 #: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
 FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}
@@ -127,11 +132,18 @@ class FlamePrivacy:
     delta: float
     method: str
     values: dict
+    #: a certified lower end on the run's eps at ``delta`` (explicit data sets), where one is computed
+    eps_lower: float | None = None
+    #: how the lower end was obtained (data sets, statistic, sampling pattern)
+    lower_what: str = ""
 
     def as_dict(self) -> dict:
         fin = lambda v: v if v is not None and math.isfinite(v) else None  # noqa: E731  (JSON: null, not inf)
-        return {"eps": fin(self.eps), "delta": self.delta, "method": self.method,
-                "values": {k: fin(v) for k, v in self.values.items()}}
+        out = {"eps": fin(self.eps), "delta": self.delta, "method": self.method,
+               "values": {k: fin(v) for k, v in self.values.items()}}
+        if self.eps_lower is not None:  # only the sampled accounting sets it: older results keep their keys
+            out |= {"eps_lower": self.eps_lower, "lower_what": self.lower_what}
+        return out
 
 
 def _safe(fn) -> float:
@@ -223,3 +235,258 @@ def figure3_ratios(*, d: int, n: int, b: int, eps_coord: float, beta: float, n_p
     _, e2 = theorem3(eps_coord, b, n_p, beta, d2)
     double = k * eps_coord / theorem4(e2, d2, k)[0]
     return simple, double
+
+
+# ---- who takes part: coordinate sampling (SS-Double) and client sampling (docs/theory.md#flame-double) ----
+
+#: the share of δ given to each "bad event" of the sampled accounting (some coordinate receives more than
+#: N_max other users' reports; the target takes part in more than j* rounds); the rest goes to the pair
+SAMPLING_BAD_SHARE = 1e-3
+#: relative error allowed for each probability of the lower end's binomial convolution (docs/theory.md#flame-double:
+#: the log-PMF model BINOM_LOG_ERR plus the float sums are below 1e-11; 1e-9 is the margin certified against)
+LOWER_REL_ERR = 1e-9
+#: largest (window × reports) convolution the lower end evaluates; beyond it fewer rounds are used (ignoring
+#: rounds is post-processing, so the lower end stays valid, only weaker)
+LOWER_MAX_CELLS = 2 * 10**8
+
+
+def dummy_is_centre(cfg) -> bool:
+    """Whether the padding law ω of ``cfg``'s randomiser satisfies (e^ε0 + 1)·ω(y) ≥ R(a)(y) + R(b)(y) for all
+    inputs a, b and outputs y (docs/theory.md#flame-double): then every dummy contains the stronger-clone
+    components of every pair of inputs.  Laplace on [0, 1] with ω = R(1/2): R(a)/ω ≤ e^{ε0/2} and
+    2e^{ε0/2} ≤ e^{ε0} + 1 always.  R_{γ,b} with ω uniform on b + 1 values: max_y R(a)(y) = e^ε/(e^ε + b), so the
+    condition is (e^ε − 1)(e^ε − b) ≥ 0, i.e. e^ε ≥ b (decided with a relative margin of 1e-12)."""
+    if cfg.randomiser == "laplace":
+        return True
+    return math.log(cfg.b) <= cfg.eps_coord * (1.0 - 1e-12)
+
+
+def omega_share(cfg) -> float:
+    """A lower bound on g = min over inputs z and outputs y of R(z)(y)/ω(y): every report is, with probability g,
+    a draw of the padding law ω (docs/theory.md#flame-double), so only Bin(·, rate·(1 − g)) of the other
+    users' reports in a coordinate are *not* ω-draws.  Laplace with ω = R(1/2): e^{−ε0/2}; R_{γ,b} with ω
+    uniform: γ.  Rounded down (one ulp, and a relative 1e-15 for γ's own rounding)."""
+    from shufflesim.accounting.numerics.logspace import exp_down
+    from shufflesim.maths.rr import gamma_from_eps0
+
+    if cfg.randomiser == "laplace":
+        return exp_down(-cfg.eps_coord / 2.0)
+    return gamma_from_eps0(cfg.eps_coord, cfg.b + 1) * (1.0 - 1e-15)
+
+
+def _others_per_coordinate(cfg, participation, clients_per_round, population) -> tuple[float, int, float]:
+    """(p, trials, rate): the target takes part in a round with probability p, independently across rounds; the
+    number of *other* users' reports in one coordinate of one round is dominated by Bin(trials, rate)."""
+    from shufflesim.core.checks import check_probability
+    from shufflesim.errors import ParameterError
+
+    q = cfg.k / cfg.d if cfg.protocol != "ss-simple" else 1.0
+    if participation is not None and clients_per_round is not None:
+        raise ParameterError("give participation (a Poisson rate) or clients_per_round (m of the population), not both")
+    pop = cfg.n if population is None else check_int("population", population, minimum=1)
+    if participation is not None:
+        p = check_probability("participation", participation, allow_zero=False)
+        return p, pop - 1, p * q
+    if clients_per_round is not None:
+        m = check_int("clients_per_round", clients_per_round, minimum=1, maximum=pop)
+        return m / pop, m, q  # at most m other participants, each in a coordinate with probability k/d
+    return 1.0, cfg.n - 1, q
+
+
+def ss_double_upper(cfg, rounds: int, delta: float, *, others: tuple[int, float] | None = None,
+                    union_rounds: int | None = None) -> tuple[float, dict]:
+    """Certified upper end on the eps of ``rounds`` rounds of SS-Double that credits the k-of-d coordinate
+    sampling (docs/theory.md#flame-double): a uniformly random partition of the d coordinates into k blocks of
+    ⌊d/k⌋ or ⌈d/k⌉, the target's k coordinates one uniform coordinate per block (the same law as k of d
+    without replacement); given the partition each block is dominated by the stronger clone pair among
+    ⌊d/k⌋·W* messages, W* = n_p − N_max, where N_max bounds every coordinate's count of other users' reports
+    that are not ω-draws (:func:`omega_share`) except with probability ``bad`` (union over ``union_rounds``
+    rounds and d coordinates; the reports are dominated by Bin(trials, rate) = ``others``, default
+    Bin(n − 1, k/d), of which a share 1 − g is not an ω-draw) or some coordinate overflows
+    (:func:`overflow_bound`).  The round is a k-fold composition, the run k·rounds-fold, at
+    δ − bad.  Needs a padding law that is a "centre" (:func:`dummy_is_centre`) and ⌊d/k⌋ ≥ 2.
+    Returns (eps, details)."""
+    from shufflesim.accounting.numerics.binomial import chernoff_window_scalar
+    from shufflesim.accounting.numerics.logspace import exp_up
+    from shufflesim.errors import NotApplicableError
+
+    if cfg.protocol != "ss-double":
+        raise NotApplicableError(f"coordinate-sampling credit applies to ss-double only; got {cfg.protocol}")
+    if not dummy_is_centre(cfg):
+        raise NotApplicableError(f"the padding law of {cfg.randomiser} with b={cfg.b} at eps={cfg.eps_coord:g} is "
+                                 "not a centre (needs e^eps >= b): no coordinate-sampling credit")
+    m = cfg.d // cfg.k
+    if m < 2:
+        raise NotApplicableError(f"k={cfg.k} of d={cfg.d}: blocks of one coordinate, no coordinate-sampling credit")
+    trials, rate = others if others is not None else (cfg.n - 1, cfg.k / cfg.d)
+    union = rounds if union_rounds is None else union_rounds
+    log_events = math.log(cfg.d) + math.log(max(1, union))
+    # the pool argument needs every coordinate free of overflow (at most n_p − 1 other reports): charged too
+    bad = overflow_bound(trials, rate, cfg.n_p, log_events)
+    rate = math.nextafter(rate * (1.0 - omega_share(cfg)), 1.0)  # the other reports that are not ω-draws
+    log_budget = math.log(delta * SAMPLING_BAD_SHARE) - log_events
+    if trials >= 1 and rate > 0.0:
+        _, n_max, log_tail = chernoff_window_scalar(trials, rate, log_budget)
+        # 1e-12 in the exponent covers the rounding of the logs added (exp_up covers exp's own)
+        bad += exp_up(log_tail + log_events + 1e-12) if log_tail > -math.inf else 0.0
+    else:
+        n_max = 0
+    if bad >= delta:
+        raise NotApplicableError(f"the bad events (overflow, more than N_max reports) have probability {bad:.3g}, "
+                                 "at least delta")
+    slots = cfg.n_p - int(n_max)
+    if slots < 1:
+        raise NotApplicableError(f"n_p={cfg.n_p} leaves no ω slot above N_max={n_max} other reports per coordinate")
+    messages = m * slots
+    steps = cfg.k * rounds
+    rest = math.nextafter(delta - bad, 0.0)
+    eps = 0.0 if steps == 0 else _clones_composed(messages, cfg.eps_coord, steps, rest)
+    return eps, {"block": m, "n_max": int(n_max), "slots": slots, "messages": messages, "steps": steps, "bad": bad}
+
+
+def overflow_bound(trials: int, rate: float, n_p: int, log_events: float) -> float:
+    """An upper bound on the probability that in one of e^log_events (coordinate, round) cells at least n_p other
+    users report (Bin(trials, rate) ≥ n_p; the Chernoff bound exp(−trials·KL(n_p/trials ‖ rate)), union over the
+    cells; 1 where n_p is not above the mean, 0 where n_p > trials).  Rounded up (a relative 1e-9 off the
+    exponent and 1e-12 on the logs)."""
+    from shufflesim.accounting.numerics.binomial import binom_log_kl_scalar
+    from shufflesim.accounting.numerics.logspace import exp_up
+
+    if n_p > trials or rate <= 0.0:
+        return 0.0
+    if n_p <= trials * rate:
+        return 1.0
+    kl = binom_log_kl_scalar(n_p, trials, rate)
+    return min(1.0, exp_up(log_events - kl * (1.0 - 1e-9) + 1e-12))
+
+
+def _high_probability(cfg) -> float:
+    """P(the report of input 0 lands above the midpoint) for the lower end's statistic; the midpoint splits ω
+    (and R(1/2)) in halves.  Laplace: ½e^{−ε0/2}; binary R_{γ,1}: 1/(e^ε0 + 1)."""
+    from shufflesim.errors import NotApplicableError
+
+    if cfg.randomiser == "laplace":
+        return 0.5 * math.exp(-cfg.eps_coord / 2.0)
+    if cfg.b == 1:
+        return 1.0 / (math.exp(cfg.eps_coord) + 1.0)
+    raise NotApplicableError(f"the SS-Double lower end is derived for laplace and rr with b=1; got rr with b={cfg.b}")
+
+
+def ss_double_lower(cfg, rounds: int, delta: float) -> tuple[float, dict]:
+    """Certified lower end on the eps of ``rounds`` rounds of SS-Double from explicit data sets
+    (docs/theory.md#flame-double): every other user's rescaled update is 1/2 in every coordinate (update 0);
+    the target's is 0 in every coordinate (update −C) vs 1 (update +C).  Statistic: H, the number of messages
+    above 1/2 over all coordinates and rounds.  Whatever the sampling pattern (any k-subset for each user),
+    every message except the target's k reports per round is above 1/2 with probability 1/2 (dummies and the
+    others' reports are ω = R(1/2)), so H = Bin(N − K, ½) + Bin(K, p0) vs Bin(N − K, ½) + Bin(K, 1 − p0),
+    N = rounds·d·n_p, K = rounds·k, unless some coordinate overflows (probability ≤ rounds·d·P(Bin(n−1, k/d) ≥
+    n_p), charged as (1 + e^ε)·that).  δ of the pair is summed over the outcomes whose convolution is complete,
+    each probability lowered by LOWER_REL_ERR; the returned eps has δ_lower(eps) > ``delta``.  Rounds beyond
+    what LOWER_MAX_CELLS allows are ignored (post-processing).  Returns (eps_lower, details)."""
+    import numpy as np
+
+    from shufflesim.accounting.numerics.binomial import log_binom_pmf
+    from shufflesim.accounting.numerics.logspace import exp_up
+
+    p0 = _high_probability(cfg)
+    per_round = cfg.d * cfg.n_p
+    used = rounds
+    while used > 1 and 20.0 * math.sqrt(used * per_round) / 2.0 * (used * cfg.k + 1) > LOWER_MAX_CELLS:
+        used //= 2
+    K = used * cfg.k
+    neutral = used * per_round - K
+    sd = math.sqrt(neutral) / 2.0
+    lo = max(0, math.floor(neutral / 2.0 - 10.0 * sd))
+    hi = min(neutral, math.ceil(neutral / 2.0 + 10.0 * sd))
+    base = np.exp(log_binom_pmf(np.arange(lo, hi + 1), neutral, 0.5))
+    t0 = np.exp(log_binom_pmf(np.arange(K + 1), K, p0, 1.0 - p0))
+    P = np.convolve(base, t0)[K:base.size]  # the outcomes h = lo + K … hi, each with its full sum
+    Q = np.convolve(base, t0[::-1])[K:base.size]
+    p_over = overflow_bound(cfg.n - 1, cfg.k / cfg.d, cfg.n_p, math.log(used * cfg.d))
+    r = LOWER_REL_ERR
+    P_lo, Q_hi = P * (1.0 - r), Q * (1.0 + r)
+
+    def delta_lower(eps: float) -> float:
+        e = exp_up(eps)
+        return (1.0 - r) * math.fsum(np.maximum(P_lo - e * Q_hi, 0.0)) - (1.0 + e) * p_over
+
+    if not delta_lower(0.0) > delta:
+        return 0.0, {"rounds_used": used, "p0": p0, "p_over": p_over}
+    a, b = 0.0, 1.0
+    while delta_lower(b) > delta:
+        a, b = b, 2.0 * b
+    for _ in range(60):
+        mid = 0.5 * (a + b)
+        if delta_lower(mid) > delta:
+            a = mid
+        else:
+            b = mid
+    return a, {"rounds_used": used, "p0": p0, "p_over": p_over, "delta_at": delta_lower(a)}
+
+
+#: the data sets and statistic of :func:`ss_double_lower`, for reports
+LOWER_WHAT = ("explicit data sets: the other users' updates all 0 (1/2 after rescaling), the target's −C vs +C "
+              "in every coordinate; statistic: the count of messages above 1/2 over all coordinates and rounds "
+              "(its law is the same for every sampling pattern)")
+
+
+def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | None = None,
+                    clients_per_round: int | None = None, population: int | None = None,
+                    lower: bool = True) -> FlamePrivacy:
+    """Central (eps, delta) of ``rounds`` rounds of a FLAME protocol with who-takes-part accounted
+    (docs/theory.md#flame-double):
+
+    * client sampling per round: a Poisson rate ``participation`` of ``population`` users (default cfg.n), or
+      ``clients_per_round`` = m of them without replacement; either way the target takes part in a round with
+      probability p (p = m/population), independently across rounds.  The upper ends reveal which rounds the
+      target takes part in (post-processing of a richer view): their number J ~ Bin(rounds, p) is at most j*
+      except with probability ≤ SAMPLING_BAD_SHARE·δ (Chernoff), and the composition runs over j* rounds;
+    * SS-Double's k-of-d coordinate sampling (``clones-coordinate-sampling``, :func:`ss_double_upper`);
+    * the unsampled methods of :func:`flame_privacy` (``clones``, ``ldp``) over j* rounds.
+
+    ``eps`` is the smallest upper end; ``eps_lower`` (SS-Double with every client in every round, Laplace or
+    binary R_{γ,1}) is :func:`ss_double_lower`'s certified lower end.  The per-coordinate message count of
+    SS-Simple is the number of participants, taken at its Chernoff lower bound under Poisson sampling."""
+    from shufflesim.accounting.numerics.binomial import chernoff_window_scalar
+    from shufflesim.accounting.numerics.logspace import exp_up
+    from shufflesim.core.checks import check_real
+
+    rounds = check_int("rounds", rounds, minimum=1)
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    p, trials, rate = _others_per_coordinate(cfg, participation, clients_per_round, population)
+    budget = delta * SAMPLING_BAD_SHARE
+    bad = 0.0
+    j_star = rounds
+    if p < 1.0:
+        _, j_star, lt = chernoff_window_scalar(rounds, p, math.log(budget))
+        bad += exp_up(lt + 1e-12) if lt > -math.inf else 0.0
+    n_msgs = cfg.n_p
+    if cfg.protocol == "ss-simple" and p < 1.0:
+        if clients_per_round is not None:
+            n_msgs = clients_per_round
+        else:  # 1 + Bin(population − 1, p) participants; its lower Chernoff end, charged to δ
+            low, _, lt = chernoff_window_scalar(trials, p, math.log(budget))
+            n_msgs, bad = 1 + int(low), bad + (exp_up(lt + 1e-12) if lt > -math.inf else 0.0)
+    rest = math.nextafter(delta - bad, 0.0)
+    T = {"ss-simple": cfg.d, "ss-double": cfg.k, "ss-topk": 2 * cfg.k}[cfg.protocol] * j_star
+    vals: dict[str, float] = {}
+    vals["ldp"] = 0.0 if T == 0 else _safe(lambda: _pure_composed(cfg.eps_coord, T, rest))
+    vals["clones"] = 0.0 if T == 0 else _safe(lambda: _clones_composed(n_msgs, cfg.eps_coord, T, rest))
+    if cfg.protocol == "ss-double":
+        vals["clones-coordinate-sampling"] = _safe(
+            lambda: ss_double_upper(cfg, j_star, rest, others=(trials, rate), union_rounds=rounds)[0])
+    for key in ("clones", "clones-coordinate-sampling"):
+        if key in vals and vals[key] > vals["ldp"]:
+            vals[key] = vals["ldp"]
+    best = min(vals, key=vals.get)
+    eps_lower, what = None, ""
+    if lower and cfg.protocol == "ss-double" and p == 1.0:
+        from shufflesim.errors import NotApplicableError
+
+        try:
+            eps_lower, info = ss_double_lower(cfg, rounds, delta)
+            used = info["rounds_used"]
+            what = LOWER_WHAT + (f"; first {used} of {rounds} rounds" if used < rounds else "")
+        except NotApplicableError:  # a randomiser the lower end is not derived for: no lower end
+            eps_lower = None
+    return FlamePrivacy(vals[best], delta, best, vals, eps_lower, what)
