@@ -199,33 +199,54 @@ class SampledFlameConfig(FlameConfig):
 def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: int, delta: float, *,
                 tight: bool = True) -> dict:
     """The (ε, δ) of a whole FLAME run as the accountant certifies it, with the method and what sampling credit
-    it takes (docs/flame.md "Client sampling").
+    it takes (docs/flame.md "Client sampling"; docs/theory.md#flame-double).
 
     ``cfg`` is the configuration of a round with every participant of the largest round (m, or all n under
-    Poisson participation); ``sampled`` the same with the sampling law (``None``: no client sampling).  When the
-    accountant states that it accounted the sampling (its result has a ``sampling`` attribute that is not
-    ``None``) its answer is used.  Otherwise no sampling credit is claimed, and the answer is the unsampled
-    accounting of ``rounds`` rounds, valid because the relation replaces one client's data: whether a client
-    takes part does not depend on the data, so both worlds are the same mixture over participation patterns,
-    and by joint convexity of the hockey-stick divergence the run is dominated by its worst pattern, in which the
-    target takes part in every round (composing fewer rounds of a dominating pair gives a smaller δ).  Each
-    round of that pattern must be dominated by the unsampled per-round accounting: true for SS-Double/Topk
-    (every coordinate carries exactly n_p messages, padded) and for SS-Simple with m fixed (exactly m); for
-    SS-Simple under Poisson participation a round may hold the target alone, a pattern the unsampled accounting
-    does not dominate, so only the local guarantee's composition (``ldp``) is claimed."""
-    from shufflesim.federated.accounting import flame_privacy
+    Poisson participation); ``sampled`` the same with the sampling law (``None``: no client sampling).
 
-    if sampled is not None:
-        fp = flame_privacy(sampled, rounds, delta, tight=tight)
-        credit = getattr(fp, "sampling", None)
-        if credit is not None:
-            out = fp.as_dict()
-            out["sampling_credit"] = True
-            out["sampling_note"] = str(credit)
-            return out
+    * With client sampling and the tight accountant: :func:`~shufflesim.federated.accounting.sampled_privacy`,
+      which reveals to the adversary the rounds the target takes part in (their number bounded by a Chernoff
+      bound charged to δ), composes the certified per-round methods over them (SS-Simple: its participants'
+      count at its Chernoff lower end under Poisson sampling, exactly m with m fixed) and, for SS-Double, credits
+      the k-of-d coordinate sampling.  The paper's values of the same run are added for comparison.
+    * Without client sampling: :func:`~shufflesim.federated.accounting.flame_privacy`; for SS-Double also the
+      coordinate-sampling credit, taken where it is smaller, with its certified lower end.
+    * ``tight=False`` with client sampling: no sampling credit is claimed, and the answer is the unsampled
+      accounting of ``rounds`` rounds, valid because the relation replaces one client's data: whether a client
+      takes part does not depend on the data, so both worlds are the same mixture over participation patterns,
+      and by joint convexity of the hockey-stick divergence the run is dominated by its worst pattern, in which
+      the target takes part in every round.  Each round of that pattern must be dominated by the unsampled
+      per-round accounting: true for SS-Double/Topk (every coordinate carries exactly n_p messages, padded) and
+      for SS-Simple with m fixed (exactly m); for SS-Simple under Poisson participation a round may hold the
+      target alone, a pattern the unsampled accounting does not dominate, so only ``ldp`` is claimed."""
+    from shufflesim.federated.accounting import flame_privacy, sampled_privacy
+
+    if sampled is not None and (sampled.clients_per_round == sampled.n or sampled.participation == 1.0):
+        sampled = None  # every client in every round: the unsampled run, accounted as such
+    if sampled is not None and tight:
+        # the accountant of who takes part (docs/theory.md#flame-double): the target's participation per round
+        # (Chernoff-bounded number of rounds) x SS-Double's coordinate sampling; its eps is the smallest of the
+        # methods it certifies, next to the paper's value of the same run for comparison
+        sp = sampled_privacy(sampled, rounds, delta, participation=sampled.participation,
+                             clients_per_round=sampled.clients_per_round, population=sampled.n)
+        out = sp.as_dict()
+        paper = flame_privacy(cfg, rounds, delta, tight=False).as_dict()["values"]
+        out["values"] |= {k: v for k, v in paper.items() if k.startswith("paper")}
+        out["sampling_credit"] = True
+        out["sampling_note"] = (f"sampling credited (docs/theory.md#flame-double): the rounds the target takes part "
+                                f"in, bounded by a Chernoff bound charged to delta; method {sp.method}")
+        return out
     fp = flame_privacy(cfg, rounds, delta, tight=tight)
     out = fp.as_dict()
     if sampled is None:
+        if tight and cfg.protocol == "ss-double":  # the k-of-d coordinate sampling credit (docs/theory.md#flame-double)
+            sp = sampled_privacy(cfg, rounds, delta)
+            credited = sp.values.get("clones-coordinate-sampling", math.inf)
+            out["values"]["clones-coordinate-sampling"] = credited if math.isfinite(credited) else None
+            if out["eps"] is None or credited < out["eps"]:
+                out["eps"], out["method"] = credited, "clones-coordinate-sampling"
+            if sp.eps_lower is not None:
+                out["eps_lower"], out["lower_what"] = sp.eps_lower, sp.lower_what
         return out
     out["sampling_credit"] = False
     if cfg.protocol == "ss-simple" and sampled.participation is not None and sampled.participation < 1.0:
