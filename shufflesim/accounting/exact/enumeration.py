@@ -1,0 +1,309 @@
+"""The exact worst case of a finite randomiser's shuffled view, by enumerating every data set
+(docs/theory.md#exact-finite).
+
+The shuffled view of n users running the randomiser R (k inputs × m outputs) is, up to a bijection, the
+histogram of the n reports.  A neighbouring pair of data sets is (the others' inputs, the target's x, the
+target's x′); the others enter only through their count vector c (k inputs, Σ c = n − 1).  The others'
+histogram law O_c is the convolution of the multinomials Mult(c_x, R[x]); the target adds one report:
+
+    P_x(h) = Σ_y R(x, y) O_c(h − e_y).
+
+So every neighbouring pair is covered by (every count vector c) × (every ordered pair x ≠ x′), and the
+mechanism's δ(ε) is the largest δ of these pairs (both directions: ordered pairs), its ε(δ) the largest ε.
+
+Speed.  O_c is computed once per count vector, by a dynamic programme over the lattice of count vectors
+(O_c = R[x] ∗ O_{c − e_x} for the first x with c_x > 0: one shift-and-add per output), vectorised over all
+count vectors of one size and all histograms (numpy; Python loops only over the levels, inputs and outputs).
+It is reused by the k targets, so the cost is about #count vectors × #histograms × (k·m + k(k − 1)) steps
+(:func:`enumeration_steps`), not × n as the per-data-set oracle
+(:func:`shufflesim.accounting.exact.shuffle_oracle.histogram_law`).
+
+Certification (floating point).  Every probability is a sum of products of n matrix entries, all
+non-negative; along every path a cell meets at most m + 1 roundings per user (one for the matrix entry's
+own representation, one per product and addition), so each computed cell is P̂ = P(1 + θ) with
+|θ| ≤ γ_N = N u/(1 − N u), N = n(m + 1) + 4 (the extra 4: e^ε and the product e^ε Q̂).  For the set E where
+the computed terms are positive, and the true optimal set E*, the hockey-stick divergence then differs from
+Σ_h (P̂_h − e^ε Q̂_h)_+ by at most 2γ_N(1 + γ_N)/(1 − γ_N) · P̂(E) ≤ :func:`allowance` (both ways); the
+summation of the non-negative terms adds a relative γ_H (H histograms).  The reported ends are lowered and
+raised by these amounts: they bracket the mechanism's value, a few 1e-15 apart, never a bare float.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.accounting.numerics.logspace import U, exp_or_inf
+from shufflesim.errors import NotApplicableError
+
+#: the stated cost budget of ``exact`` by enumeration (steps of :func:`enumeration_steps`, at most ~20 s)
+EXACT_ENUMERATION_BUDGET = 2e9
+#: seconds per step, measured 1e-9 to 1.6e-8 (numpy, one core, 3x3 to 10x10 matrices; docs/theory.md#exact-finite)
+SECONDS_PER_STEP = 1e-8
+#: bytes of the target laws held at once (the count vectors are processed in chunks of this size)
+CHUNK_BYTES = 64 << 20
+
+
+def log_comb(a: int, b: int) -> float:
+    return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
+
+
+def lattice_size(total: int, parts: int) -> float:
+    """C(total + parts − 1, parts − 1): count vectors of ``parts`` non-negative integers summing to ``total``
+    (float, +inf beyond 1e300)."""
+    lc = log_comb(total + parts - 1, parts - 1)
+    return math.inf if lc > 690.0 else float(math.comb(total + parts - 1, parts - 1))
+
+
+def enumeration_steps(n: int, k: int, m: int, values: int = 1, inverse: bool = False) -> float:
+    """Steps of :func:`worst_case` for ``values`` questions: the others' laws (Σ_t #count vectors(t + 1) ×
+    #histograms(t) × m), the targets' laws (#count vectors(n − 1) × #histograms(n) × k m) and the ordered pairs'
+    δ (× k(k − 1) per value; ε(δ) sorts each pair's cells: × log2 #histograms and one more pass)."""
+    others = sum(lattice_size(t + 1, k) * lattice_size(t, m) for t in range(n - 1)) * m
+    M, H = lattice_size(n - 1, k), lattice_size(n, m)
+    per_pair = (3.0 * math.log2(max(H, 2.0)) + values) if inverse else values
+    return others + M * H * (k * m + k * (k - 1) * per_pair)
+
+
+def enumeration_bytes(n: int, k: int, m: int) -> float:
+    """Peak memory of :func:`worst_case`: two levels of the others' laws and one chunk of target laws."""
+    M1, H1 = lattice_size(n - 1, k), lattice_size(n - 1, m)
+    M2, H2 = lattice_size(max(n - 2, 0), k), lattice_size(max(n - 2, 0), m)
+    return 8.0 * (M1 * H1 * 2 + M2 * H2) + 4 * CHUNK_BYTES + (32 << 20)
+
+
+def largest_n(k: int, m: int, budget: float = EXACT_ENUMERATION_BUDGET, values: int = 1,
+              inverse: bool = False) -> int:
+    """The largest n whose :func:`enumeration_steps` stays within ``budget`` (0 when even n = 1 does not)."""
+    n = 0
+    while enumeration_steps(n + 1, k, m, values, inverse) <= budget:
+        n += 1
+    return n
+
+
+def check_enumeration(n: int, k: int, m: int, values: int = 1, inverse: bool = False,
+                      budget: float = EXACT_ENUMERATION_BUDGET) -> float:
+    """The steps of the enumeration, or NotApplicableError (one line: the cost, the budget, the largest n within
+    it) beyond ``budget``; also refused where the histogram keys would not fit 63 bits."""
+    steps = enumeration_steps(n, k, m, values, inverse)
+    if steps > budget or m * math.log2(n + 1) > 62 or k * math.log2(n + 1) > 62:
+        big = largest_n(k, m, budget, values, inverse)
+        raise NotApplicableError(
+            f"exact enumeration of every data set ({k} inputs x {m} outputs, n={n}) needs about {steps:.3g} steps "
+            f"(~{steps * SECONDS_PER_STEP:.3g} s), beyond its budget of {budget:.3g} steps: the largest n within it is "
+            f"{big}; --method best brackets larger n")
+    return steps
+
+
+def gamma_n(count: float) -> float:
+    """γ_N = N u/(1 − N u) (Higham's bound on N roundings of non-negative terms)."""
+    return count * U / (1.0 - count * U)
+
+
+def allowance(n: int, m: int) -> float:
+    """Absolute allowance on any pair's δ(ε) from the laws' rounding (module docstring): 2γ_N(1 + γ_N)/(1 − γ_N)
+    with N = n(m + 1) + 4, raised by 1 % for the float evaluation of this very formula."""
+    g = gamma_n(n * (m + 1) + 4)
+    return 2.0 * g * (1.0 + g) / (1.0 - g) * 1.01
+
+
+# --- lattices of count vectors, as sorted int64 keys ---------------------------------------------------------------
+
+def _levels(top: int, parts: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Sorted keys Σ_j h_j r^j (r = top + 1) of every count vector of total t = 0..top, and the powers r^j."""
+    pw = (top + 1) ** np.arange(parts, dtype=np.int64)
+    keys = [np.zeros(1, dtype=np.int64)]
+    for _ in range(top):
+        keys.append(np.unique((keys[-1][:, None] + pw[None, :]).ravel()))
+    return keys, pw
+
+
+def digits(keys: np.ndarray, top: int, parts: int) -> np.ndarray:
+    """The count vectors (rows) of the keys of :func:`_levels`."""
+    pw = (top + 1) ** np.arange(parts, dtype=np.int64)
+    return (keys[:, None] // pw[None, :]) % (top + 1)
+
+
+def _shift(law: np.ndarray, row: np.ndarray, up: list[np.ndarray], rows_out: int) -> np.ndarray:
+    """Σ_y row[y] law(h − e_y): law's rows are the histograms of one level, ``up[y]`` their indices at the next."""
+    out = np.zeros((rows_out, law.shape[1]))
+    for y, ry in enumerate(row):
+        if ry != 0.0:
+            out[up[y]] += ry * law
+    return out
+
+
+def others_laws(R: np.ndarray, n: int):
+    """The shuffled-histogram law of the n − 1 others for every count vector c (columns), over every histogram of
+    n − 1 reports (rows); with the key lattices.  Returns (O, c_keys, h_keys, h_pw, c_top)."""
+    k, m = R.shape
+    N = n - 1
+    hkeys, hpw = _levels(n, m)          # histograms of 0..n reports (the target's level included)
+    ckeys, cpw = _levels(max(N, 0), k)  # count vectors of 0..n − 1 others
+    O = np.ones((1, 1))
+    for t in range(N):
+        up = [np.searchsorted(hkeys[t + 1], hkeys[t] + hpw[y]) for y in range(m)]
+        child = ckeys[t + 1]
+        first = np.argmax(digits(child, N, k) > 0, axis=1)
+        parent = np.searchsorted(ckeys[t], child - cpw[first])
+        new = np.empty((hkeys[t + 1].size, child.size))
+        for x in range(k):
+            sel = np.nonzero(first == x)[0]
+            if sel.size:
+                new[:, sel] = _shift(O[:, parent[sel]], R[x], up, hkeys[t + 1].size)
+        O = new
+    return O, ckeys[N], hkeys, hpw, max(N, 0)
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The worst neighbouring pair at one question: the computed value (δ̂ or ε̂), its certified bracket
+    [lower, upper], and the data set (the others' input counts, the target's x → x′)."""
+
+    value: float
+    lower: float
+    upper: float
+    counts: tuple[int, ...]
+    x: int
+    x2: int
+    pairs: int
+
+    def describe(self) -> str:
+        return f"(the other users' input counts {list(self.counts)}; the target holds {self.x} or {self.x2})"
+
+
+def _target_chunks(R: np.ndarray, n: int):
+    """Yield (column indices, [P_x for every x]) over chunks of the others' count vectors, with the metadata."""
+    k, m = R.shape
+    O, ckeys, hkeys, hpw, top = others_laws(R, n)
+    up = [np.searchsorted(hkeys[n], hkeys[n - 1] + hpw[y]) for y in range(m)]
+    H = hkeys[n].size
+    chunk = max(1, int(CHUNK_BYTES // (8 * H * max(k, 1))))
+    counts = digits(ckeys, top, k)
+    for s in range(0, O.shape[1], chunk):
+        cols = np.arange(s, min(s + chunk, O.shape[1]))
+        yield cols, [_shift(O[:, cols], R[x], up, H) for x in range(k)], counts
+
+
+def _deltas(P: np.ndarray, Q: np.ndarray, e: float) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = np.where(Q > 0, P - e * Q, P) if math.isinf(e) else P - e * Q
+    return np.maximum(t, 0.0).sum(axis=0)
+
+
+def worst_delta(R, n: int, eps) -> list[Worst]:
+    """Per ε: the largest δ(ε) over every neighbouring pair (every count vector of the others, every ordered x ≠ x′),
+    with its certified bracket (module docstring)."""
+    R = np.asarray(R, dtype=float)
+    k, m = R.shape
+    eps = [float(e) for e in eps]
+    best = [(-1.0, (), 0, 0) for _ in eps]
+    H = lattice_size(n, m)
+    pairs = 0
+    for cols, T, counts in _target_chunks(R, n):
+        pairs += cols.size * k * (k - 1)
+        for x in range(k):
+            for x2 in range(k):
+                if x == x2:
+                    continue
+                for i, e in enumerate(eps):
+                    d = _deltas(T[x], T[x2], exp_or_inf(e))
+                    j = int(np.argmax(d))
+                    if d[j] > best[i][0]:
+                        best[i] = (float(d[j]), tuple(int(v) for v in counts[cols[j]]), x, x2)
+    a, g = allowance(n, m), gamma_n(H)
+    out = []
+    for v, c, x, x2 in best:
+        lo = max(0.0, v / (1.0 + g) - a)
+        hi = min(1.0, v / (1.0 - g) + a)
+        out.append(Worst(v, math.nextafter(lo, 0.0) if lo > 0 else 0.0, math.nextafter(hi, 2.0), c, x, x2, pairs))
+    return out
+
+
+def _pair_eps(P: np.ndarray, Q: np.ndarray, delta: float) -> np.ndarray:
+    """ε(δ) of every column pair (P[:, j], Q[:, j]): the maximum over the likelihood-ratio prefixes E of
+    log((P(E) − δ)/Q(E)) (0 when none exceeds δ; inf where Q(E) = 0 < P(E) − δ)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(Q > 0, np.log(P) - np.log(Q), np.where(P > 0, np.inf, -np.inf))
+    order = np.argsort(-ratio, axis=0, kind="stable")
+    cp = np.cumsum(np.take_along_axis(P, order, axis=0), axis=0)
+    cq = np.cumsum(np.take_along_axis(Q, order, axis=0), axis=0)
+    num = cp - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = np.where(num > 0, np.where(cq > 0, np.log(num) - np.log(cq), np.inf), -np.inf)
+    return np.maximum(val.max(axis=0), 0.0)
+
+
+def worst_eps(R, n: int, delta) -> list[Worst]:
+    """Per δ: the largest ε(δ) over every neighbouring pair, with a certified bracket: a candidate from the exact
+    inversion of each pair's computed law, then checked (and moved outward until it holds) by the certified δ
+    brackets of :func:`worst_delta` -- the upper end where every pair's δ upper end is ≤ δ, the lower end where
+    the worst pair's δ lower end exceeds δ."""
+    R = np.asarray(R, dtype=float)
+    k, m = R.shape
+    deltas = [float(d) for d in delta]
+    best = [(-1.0, (), 0, 0) for _ in deltas]
+    for cols, T, counts in _target_chunks(R, n):
+        for x in range(k):
+            for x2 in range(k):
+                if x == x2:
+                    continue
+                for i, d in enumerate(deltas):
+                    ev = _pair_eps(T[x], T[x2], d)
+                    j = int(np.argmax(ev))
+                    if ev[j] > best[i][0]:
+                        best[i] = (float(ev[j]), tuple(int(v) for v in counts[cols[j]]), x, x2)
+    out = []
+    for d, (v, c, x, x2) in zip(deltas, best):
+        out.append(_certify_eps(R, n, d, v, c, x, x2))
+    return out
+
+
+def _certify_eps(R: np.ndarray, n: int, delta: float, v: float, counts, x: int, x2: int) -> Worst:
+    """The bracket of ε(δ) around the computed ``v`` (see :func:`worst_eps`)."""
+    if math.isinf(v):
+        return Worst(v, math.inf, math.inf, counts, x, x2, 0)
+    step = 1e-13 + 1e-12 * v
+    hi = v + step
+    for _ in range(60):
+        w = worst_delta(R, n, [hi])[0]
+        if w.upper <= delta:
+            break
+        hi += step
+        step *= 4.0
+    else:
+        hi = math.inf
+    lo, step = v - 1e-13 - 1e-12 * v, 1e-13 + 1e-12 * v
+    for _ in range(60):
+        if lo <= 0.0:
+            lo = 0.0
+            break
+        got = pair_delta(R, n, counts, x, x2, lo)
+        if got[0] > delta:
+            break
+        lo -= step
+        step *= 4.0
+    else:
+        lo = 0.0
+    return Worst(v, lo, hi, tuple(counts), x, x2, w.pairs)
+
+
+def pair_delta(R, n: int, counts, x: int, x2: int, eps: float) -> tuple[float, float]:
+    """Certified (lower, upper) of δ(ε) of one ordered neighbouring pair: the others' input counts ``counts``, the
+    target x (P) against x2 (Q)."""
+    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
+
+    R = np.asarray(R, dtype=float)
+    others = [i for i, c in enumerate(counts) for _ in range(int(c))]
+    if len(others) != n - 1:
+        raise NotApplicableError(f"the others' counts {list(counts)} do not sum to n - 1 = {n - 1}")
+    lp, lq = histogram_law(R, [x, *others]), histogram_law(R, [x2, *others])
+    keys = sorted(set(lp) | set(lq))
+    P = np.array([[lp.get(h, 0.0)] for h in keys])
+    Q = np.array([[lq.get(h, 0.0)] for h in keys])
+    v = float(_deltas(P, Q, exp_or_inf(eps))[0])
+    a, g = allowance(n, R.shape[1]), gamma_n(len(keys))
+    lo = max(0.0, v / (1.0 + g) - a)
+    return (math.nextafter(lo, 0.0) if lo > 0 else 0.0), math.nextafter(min(1.0, v / (1.0 - g) + a), 2.0)
