@@ -62,7 +62,7 @@ class ShuffledMatrix(Mechanism):
         Flag("eps0", "float", "declared local epsilon: checked against the matrix; alone (no --matrix) it is "
              "trusted and the answer has no lower end", required=False),
     )
-    methods: ClassVar[tuple[str, ...]] = ("tight", *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *LDP_METHODS)
 
     n: int
     #: the matrix as a tuple of rows (hashable, frozen); None for a sampler with a declared eps0
@@ -123,6 +123,18 @@ class ShuffledMatrix(Mechanism):
 
     def bound(self, method: str, options):
         return ldp_bound(method, self.n, eps0_upper(self.eps0))
+
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """``exact``: the worst case over every neighbouring pair of data sets, enumerated within a stated budget
+        (:mod:`shufflesim.accounting.exact.enumeration`, docs/theory.md#exact-finite); composed, its upper end is
+        ``tight``'s and its lower end :meth:`genuine_lower`'s (said in the note)."""
+        if method != "exact":
+            return None
+        if self.matrix is None:
+            raise NotApplicableError("exact needs the randomiser's matrix (a sampler with a declared eps0 has none)")
+        from shufflesim.accounting.exact.enumeration import exact_view
+
+        return exact_view(self.array, self.n, eps_l, delta_l, compositions, run_pair, self.genuine_lower)
 
     # --- the genuine lower end (issue 17's hooks, applied by accounting.account) -----------------------------
     def dominating_pair(self, method: str) -> str | None:

@@ -307,3 +307,77 @@ def pair_delta(R, n: int, counts, x: int, x2: int, eps: float) -> tuple[float, f
     a, g = allowance(n, R.shape[1]), gamma_n(len(keys))
     lo = max(0.0, v / (1.0 + g) - a)
     return (math.nextafter(lo, 0.0) if lo > 0 else 0.0), math.nextafter(min(1.0, v / (1.0 - g) + a), 2.0)
+
+
+# --- answers ---------------------------------------------------------------------------------------------------------
+
+#: the engine name recorded in the answers' provenance
+ENGINE = "exact enumeration"
+
+
+def estimate(n: int, k: int, m: int, values: int = 1, inverse: bool = False):
+    """The enumeration's :class:`~shufflesim.accounting.engines.estimates.Estimate` (steps × seconds per step, peak
+    memory), for the resource checks of :func:`~shufflesim.accounting.engines.estimates.check_estimate`."""
+    from shufflesim.accounting.engines.estimates import Estimate
+
+    return Estimate(enumeration_bytes(n, k, m), 0.05 + SECONDS_PER_STEP * enumeration_steps(n, k, m, values, inverse),
+                    ENGINE)
+
+
+def exact_answers(R, n: int, eps=None, delta=None) -> tuple[list, list[str]]:
+    """Single-use ``exact`` answers of the shuffled view of randomiser R among n users: per ε (δ) the worst case
+    over every neighbouring pair of data sets, a certified bracket a few ulps wide (module docstring).  Refused
+    in one line beyond :data:`EXACT_ENUMERATION_BUDGET` (NotApplicableError: the cost and the largest n within
+    it) or beyond the memory (ResourceError)."""
+    from shufflesim.accounting.engines.estimates import check_estimate
+    from shufflesim.accounting.model.results import DeltaBound, EpsBound
+
+    R = np.asarray(R, dtype=float)
+    k, m = R.shape
+    vals = list(eps if eps is not None else delta)
+    inverse = eps is None
+    check_enumeration(n, k, m, len(vals), inverse)
+    check_estimate(estimate(n, k, m, len(vals), inverse))
+    worst = worst_delta(R, n, vals) if not inverse else worst_eps(R, n, vals)
+    face = EpsBound if inverse else DeltaBound
+    out = []
+    for v, w in zip(vals, worst):
+        note = (f"exact: the worst of every neighbouring pair of data sets ({w.pairs} ordered pairs: every count "
+                f"vector of the other {n - 1} users' inputs x every switch of the target), attained by {w.describe()}; "
+                "both ends bracket that floating-point value with its certified rounding allowance "
+                "(docs/theory.md#exact-finite)")
+        out.append(face.exact_bracket(v, w.lower, w.upper, worst=w.describe(), evaluations=w.pairs, notes=(note,),
+                                      engine=ENGINE))
+    return out, []
+
+
+#: what a composed ``exact`` answer certifies (the note of :func:`exact_view`)
+COMPOSED_NOTE = ("exact, composed {c} times: the enumeration is exact for a single use only; the upper end is the "
+                 "tight method's (its dominating pair composed), the lower end the certified composed delta of "
+                 "explicit neighbouring data sets (the single-use worst pair composed): a lower bound on the "
+                 "composition, not its worst case, which would need every pair's composition")
+
+
+def exact_view(R, n: int, eps, delta, compositions: int, run_pair, genuine_lower) -> tuple[list, list[str]]:
+    """The ``exact`` method of a description whose shuffled view is the randomiser R's (``matrix``, ``krr
+    --adversary shuffled``).  Single use: :func:`exact_answers`.  Composed (what is certified is said in
+    :data:`COMPOSED_NOTE`): the upper ends of ``run_pair("tight")`` (the description's dominating pair composed)
+    and the lower ends of ``genuine_lower("tight", ...)`` (explicit data sets composed), within the budget of
+    the single-use enumeration (refused beyond it, as single use)."""
+    from shufflesim.accounting.model.provenance import LowerEnd
+
+    if compositions == 1:
+        return exact_answers(R, n, eps=eps, delta=delta)
+    R = np.asarray(R, dtype=float)
+    check_enumeration(n, R.shape[0], R.shape[1], len(eps if eps is not None else delta), eps is None)
+    results, notes = run_pair("tight")
+    got = genuine_lower("tight", eps=eps, delta=delta, compositions=compositions)
+    lows = [None] * len(results) if got is None else got[0]
+    what = got[1] if got is not None and isinstance(got[1], LowerEnd) else LowerEnd(None if got is None else got[1])
+    out = []
+    for r, lo in zip(results, lows):
+        if hasattr(r, "with_ends"):  # an answer (a NotApplicable stays as it is)
+            r = r.with_ends(lower=lo if lo is None else min(lo, r.upper))
+            r = r.with_provenance(r.provenance.add(what))
+        out.append(r)
+    return out, [*notes, COMPOSED_NOTE.format(c=compositions)]
