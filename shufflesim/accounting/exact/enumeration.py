@@ -30,6 +30,7 @@ raised by these amounts: they bracket the mechanism's value, a few 1e-15 apart, 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -60,11 +61,11 @@ def lattice_size(total: int, parts: int) -> float:
 def enumeration_steps(n: int, k: int, m: int, values: int = 1, inverse: bool = False) -> float:
     """Steps of :func:`worst_case` for ``values`` questions: the others' laws (Σ_t #count vectors(t + 1) ×
     #histograms(t) × m), the targets' laws (#count vectors(n − 1) × #histograms(n) × k m) and the ordered pairs'
-    δ (× k(k − 1) per value; ε(δ) sorts each pair's cells: × log2 #histograms and one more pass)."""
+    δ (× k(k − 1) per value; ε(δ): three passes, the screening, the inversions and the check of the upper end)."""
     others = sum(lattice_size(t + 1, k) * lattice_size(t, m) for t in range(n - 1)) * m
     M, H = lattice_size(n - 1, k), lattice_size(n, m)
-    per_pair = (3.0 * math.log2(max(H, 2.0)) + values) if inverse else values
-    return others + M * H * (k * m + k * (k - 1) * per_pair)
+    per_pair = 3.0 * values if inverse else values  # ε(δ): the screening pass, the inversions, the check
+    return others + M * H * (k * m * (3 if inverse else 1) + k * (k - 1) * per_pair)
 
 
 def enumeration_bytes(n: int, k: int, m: int) -> float:
@@ -126,35 +127,18 @@ def digits(keys: np.ndarray, top: int, parts: int) -> np.ndarray:
     return (keys[:, None] // pw[None, :]) % (top + 1)
 
 
-def _shift(law: np.ndarray, row: np.ndarray, up: list[np.ndarray], rows_out: int) -> np.ndarray:
-    """Σ_y row[y] law(h − e_y): law's rows are the histograms of one level, ``up[y]`` their indices at the next."""
-    out = np.zeros((rows_out, law.shape[1]))
-    for y, ry in enumerate(row):
-        if ry != 0.0:
-            out[up[y]] += ry * law
-    return out
 
+def _shift_matrix(row: np.ndarray, up: list[np.ndarray], rows_out: int):
+    """The sparse map law ↦ Σ_y row[y] law(· − e_y) from one level of histograms to the next (``up[y]``: the index
+    at the next level of each histogram plus e_y): m products and m − 1 additions per cell (CSR product)."""
+    from scipy.sparse import csr_matrix
 
-def others_laws(R: np.ndarray, n: int):
-    """The shuffled-histogram law of the n − 1 others for every count vector c (columns), over every histogram of
-    n − 1 reports (rows); with the key lattices.  Returns (O, c_keys, h_keys, h_pw, c_top)."""
-    k, m = R.shape
-    N = n - 1
-    hkeys, hpw = _levels(n, m)          # histograms of 0..n reports (the target's level included)
-    ckeys, cpw = _levels(max(N, 0), k)  # count vectors of 0..n − 1 others
-    O = np.ones((1, 1))
-    for t in range(N):
-        up = [np.searchsorted(hkeys[t + 1], hkeys[t] + hpw[y]) for y in range(m)]
-        child = ckeys[t + 1]
-        first = np.argmax(digits(child, N, k) > 0, axis=1)
-        parent = np.searchsorted(ckeys[t], child - cpw[first])
-        new = np.empty((hkeys[t + 1].size, child.size))
-        for x in range(k):
-            sel = np.nonzero(first == x)[0]
-            if sel.size:
-                new[:, sel] = _shift(O[:, parent[sel]], R[x], up, hkeys[t + 1].size)
-        O = new
-    return O, ckeys[N], hkeys, hpw, max(N, 0)
+    cols_in = up[0].size
+    ys = [y for y, ry in enumerate(row) if ry != 0.0]
+    data = np.concatenate([np.full(cols_in, row[y]) for y in ys])
+    r = np.concatenate([up[y] for y in ys])
+    c = np.tile(np.arange(cols_in), len(ys))
+    return csr_matrix((data, (r, c)), shape=(rows_out, cols_in))
 
 
 @dataclass(frozen=True)
@@ -174,139 +158,196 @@ class Worst:
         return f"(the other users' input counts {list(self.counts)}; the target holds {self.x} or {self.x2})"
 
 
-def _target_chunks(R: np.ndarray, n: int):
-    """Yield (column indices, [P_x for every x]) over chunks of the others' count vectors, with the metadata."""
-    k, m = R.shape
-    O, ckeys, hkeys, hpw, top = others_laws(R, n)
-    up = [np.searchsorted(hkeys[n], hkeys[n - 1] + hpw[y]) for y in range(m)]
-    H = hkeys[n].size
-    chunk = max(1, int(CHUNK_BYTES // (8 * H * max(k, 1))))
-    counts = digits(ckeys, top, k)
-    for s in range(0, O.shape[1], chunk):
-        cols = np.arange(s, min(s + chunk, O.shape[1]))
-        yield cols, [_shift(O[:, cols], R[x], up, H) for x in range(k)], counts
-
-
 def _deltas(P: np.ndarray, Q: np.ndarray, e: float) -> np.ndarray:
+    """Σ_h (P − e Q)_+ per column (e = inf: the mass of P where Q = 0)."""
     with np.errstate(invalid="ignore", over="ignore"):
         t = np.where(Q > 0, P - e * Q, P) if math.isinf(e) else P - e * Q
     return np.maximum(t, 0.0).sum(axis=0)
 
 
-def worst_delta(R, n: int, eps) -> list[Worst]:
-    """Per ε: the largest δ(ε) over every neighbouring pair (every count vector of the others, every ordered x ≠ x′),
-    with its certified bracket (module docstring)."""
-    R = np.asarray(R, dtype=float)
-    k, m = R.shape
-    eps = [float(e) for e in eps]
-    best = [(-1.0, (), 0, 0) for _ in eps]
-    H = lattice_size(n, m)
-    pairs = 0
-    for cols, T, counts in _target_chunks(R, n):
-        pairs += cols.size * k * (k - 1)
-        for x in range(k):
-            for x2 in range(k):
-                if x == x2:
-                    continue
-                for i, e in enumerate(eps):
-                    d = _deltas(T[x], T[x2], exp_or_inf(e))
-                    j = int(np.argmax(d))
-                    if d[j] > best[i][0]:
-                        best[i] = (float(d[j]), tuple(int(v) for v in counts[cols[j]]), x, x2)
-    a, g = allowance(n, m), gamma_n(H)
+def _pair_eps(P: np.ndarray, Q: np.ndarray, deltas) -> list[np.ndarray]:
+    """Per δ in ``deltas``: ε(δ) of every column pair (P[:, j], Q[:, j]), the maximum over the likelihood-ratio
+    prefixes E of log((P(E) − δ)/Q(E)) (0 when none exceeds δ; inf where Q(E) = 0 < P(E) − δ)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(Q > 0, np.log(P) - np.log(Q), np.where(P > 0, np.inf, -np.inf))
+    order = np.argsort(-ratio, axis=0)
+    cp = np.cumsum(np.take_along_axis(P, order, axis=0), axis=0)
+    cq = np.cumsum(np.take_along_axis(Q, order, axis=0), axis=0)
     out = []
-    for v, c, x, x2 in best:
-        lo = max(0.0, v / (1.0 + g) - a)
-        hi = min(1.0, v / (1.0 - g) + a)
-        out.append(Worst(v, math.nextafter(lo, 0.0) if lo > 0 else 0.0, math.nextafter(hi, 2.0), c, x, x2, pairs))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lq = np.log(cq)
+        for d in deltas:
+            num = cp - d
+            val = np.where(num > 0, np.where(cq > 0, np.log(num) - lq, np.inf), -np.inf)
+            out.append(np.maximum(val.max(axis=0), 0.0))
     return out
 
 
-def _pair_eps(P: np.ndarray, Q: np.ndarray, delta: float) -> np.ndarray:
-    """ε(δ) of every column pair (P[:, j], Q[:, j]): the maximum over the likelihood-ratio prefixes E of
-    log((P(E) − δ)/Q(E)) (0 when none exceeds δ; inf where Q(E) = 0 < P(E) − δ)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(Q > 0, np.log(P) - np.log(Q), np.where(P > 0, np.inf, -np.inf))
-    order = np.argsort(-ratio, axis=0, kind="stable")
-    cp = np.cumsum(np.take_along_axis(P, order, axis=0), axis=0)
-    cq = np.cumsum(np.take_along_axis(Q, order, axis=0), axis=0)
-    num = cp - delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = np.where(num > 0, np.where(cq > 0, np.log(num) - np.log(cq), np.inf), -np.inf)
-    return np.maximum(val.max(axis=0), 0.0)
+class Enumeration:
+    """Every neighbouring pair of data sets of the randomiser R among n users (module docstring): the others' laws
+    are computed once (:meth:`others`) and serve every question asked of this object."""
+
+    def __init__(self, R, n: int) -> None:
+        self.R = np.asarray(R, dtype=float)
+        self.n = n
+        self.k, self.m = self.R.shape
+        self.allow = allowance(n, self.m)
+        self.gamma_h = gamma_n(lattice_size(n, self.m))
+        self._laws = None
+
+    def others(self):
+        """(O, counts, last shift matrices): the others' histogram laws (rows: histograms of n − 1 reports, columns:
+        count vectors), the count vectors (rows), and the sparse maps adding the target's report, one per input."""
+        if self._laws is not None:
+            return self._laws
+        R, n, k, m = self.R, self.n, self.k, self.m
+        N = n - 1
+        hkeys, hpw = _levels(n, m)  # histograms of 0..n reports (the target's level included), sorted keys
+        cpw = (max(N, 0) + 1) ** np.arange(k, dtype=np.int64)
+        # the count vectors of one level, grouped by their first input held (ascending): the children c = p + e_x
+        # with first input x are the parents p whose first input is >= x, a contiguous suffix of the level
+        ckeys, first = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        O = np.ones((1, 1))
+        for t in range(N):
+            up = [np.searchsorted(hkeys[t + 1], hkeys[t] + hpw[y]) for y in range(m)]
+            blocks, keys, firsts = [], [], []
+            for x in range(k):
+                start = 0 if t == 0 else int(np.searchsorted(first, x))
+                if start == first.size:
+                    continue
+                blocks.append(_shift_matrix(R[x], up, hkeys[t + 1].size) @ np.ascontiguousarray(O[:, start:]))
+                keys.append(ckeys[start:] + cpw[x])
+                firsts.append(np.full(keys[-1].size, x, dtype=np.int64))
+            O = np.hstack(blocks)
+            ckeys, first = np.concatenate(keys), np.concatenate(firsts)
+            del blocks
+        up = [np.searchsorted(hkeys[n], hkeys[n - 1] + hpw[y]) for y in range(m)]
+        last = [_shift_matrix(R[x], up, hkeys[n].size) for x in range(k)]
+        self._laws = (O, digits(ckeys, max(N, 0), k), last, ckeys, cpw)
+        return self._laws
+
+    def chunks(self):
+        """Yield (column indices, [P_x for every input x]) over chunks of the others' count vectors."""
+        O, _, last, _, _ = self.others()
+        H = last[0].shape[0]
+        chunk = max(1, int(CHUNK_BYTES // (8 * H * max(self.k, 1))))
+        for s in range(0, O.shape[1], chunk):
+            cols = np.arange(s, min(s + chunk, O.shape[1]))
+            block = O[:, cols]
+            yield cols, [S @ block for S in last]
+
+    def column(self, counts) -> int:
+        _, _, _, ckeys, cpw = self.others()
+        return int(np.nonzero(ckeys == int(np.dot(np.asarray(counts, dtype=np.int64), cpw)))[0][0])
+
+    @property
+    def pairs(self) -> int:
+        return self.others()[0].shape[1] * self.k * (self.k - 1)
+
+    def bracket(self, v: float) -> tuple[float, float]:
+        """Certified (lower, upper) of a δ computed as ``v`` (module docstring)."""
+        lo = max(0.0, v / (1.0 + self.gamma_h) - self.allow)
+        hi = min(1.0, v / (1.0 - self.gamma_h) + self.allow)
+        return (math.nextafter(lo, 0.0) if lo > 0 else 0.0), math.nextafter(hi, 2.0)
+
+    def worst_delta(self, eps) -> list[Worst]:
+        """Per ε: the largest δ(ε) over every neighbouring pair, with its certified bracket."""
+        eps = [float(e) for e in eps]
+        es = [exp_or_inf(e) for e in eps]
+        best = [(-1.0, 0, 0, 0) for _ in eps]
+        counts = self.others()[1]
+        for cols, T in self.chunks():
+            for x, x2 in itertools.permutations(range(self.k), 2):
+                for i, e in enumerate(es):
+                    d = _deltas(T[x], T[x2], e)
+                    j = int(np.argmax(d))
+                    if d[j] > best[i][0]:
+                        best[i] = (float(d[j]), int(cols[j]), x, x2)
+        return [Worst(v, *self.bracket(v), tuple(int(c) for c in counts[j]), x, x2, self.pairs)
+                for v, j, x, x2 in best]
+
+    def pair_delta(self, counts, x: int, x2: int, eps: float) -> tuple[float, float]:
+        """Certified (lower, upper) of δ(ε) of one ordered pair: the others' input counts, the target x against x2."""
+        O, _, last, _, _ = self.others()
+        block = O[:, [self.column(counts)]]
+        return self.bracket(float(_deltas(last[x] @ block, last[x2] @ block, exp_or_inf(eps))[0]))
+
+    def worst_eps(self, delta) -> list[Worst]:
+        """Per δ: the largest ε(δ) over every neighbouring pair, with a certified bracket.  The exact inversion of
+        each pair's computed law gives candidates at δ ∓ the allowance; the upper end is then checked by every
+        pair's certified δ upper end (≤ δ), the lower end by the worst pair's certified δ lower end (> δ), each
+        moved outward until the check holds."""
+        deltas = [float(d) for d in delta]
+        slack = [1.01 * (self.allow + self.gamma_h * d) + 1e-300 for d in deltas]
+        targets = [t for d, s in zip(deltas, slack) for t in (d, max(d - s, 0.0), d + s)]
+        best = [(-1.0, 0, 0, 0) for _ in targets]
+        O, counts, last, _, _ = self.others()
+
+        def invert(cols: np.ndarray, T) -> None:
+            for x, x2 in itertools.permutations(range(self.k), 2):
+                for i, ev in enumerate(_pair_eps(T[x], T[x2], targets)):
+                    j = int(np.argmax(ev))
+                    if ev[j] > best[i][0]:
+                        best[i] = (float(ev[j]), int(cols[j]), x, x2)
+
+        # screening: the data sets "all others hold one input" give a candidate ε_c per δ; only the pairs whose δ at
+        # ε_c reaches δ − 2·slack can have a larger ε (δ is non-increasing in ε), and only they are inverted
+        single = np.array(sorted({self.column([self.n - 1 if i == c else 0 for i in range(self.k)])
+                                  for c in range(self.k)}))
+        block = O[:, single]
+        invert(single, [S @ block for S in last])
+        cand = [best[3 * i + 2][0] for i in range(len(deltas))]
+        for cols, T in self.chunks():
+            sel = np.zeros(cols.size, dtype=bool)
+            for x, x2 in itertools.permutations(range(self.k), 2):
+                for d, s, e in zip(deltas, slack, cand):
+                    sel |= _deltas(T[x], T[x2], exp_or_inf(e)) > (d - 2.0 * s) * (1.0 - 1e-9)
+            if sel.any():
+                invert(cols[sel], [t[:, sel] for t in T])
+        out = []
+        for i, d in enumerate(deltas):
+            (v, j, x, x2), (up, _, _, _), (low, jl, xl, xl2) = best[3 * i:3 * i + 3]
+            hi = self._eps_upper(d, up)
+            lo = self._eps_lower(d, low, tuple(int(c) for c in counts[jl]), xl, xl2)
+            out.append(Worst(v, min(lo, v), max(hi, v), tuple(int(c) for c in counts[j]), x, x2, self.pairs))
+        return out
+
+    def _eps_upper(self, delta: float, start: float) -> float:
+        if math.isinf(start):
+            return math.inf
+        step = 1e-13 + 1e-12 * start
+        hi = start + step
+        for _ in range(40):
+            if self.worst_delta([hi])[0].upper <= delta:
+                return hi
+            hi += step
+            step *= 4.0
+        return math.inf
+
+    def _eps_lower(self, delta: float, start: float, counts, x: int, x2: int) -> float:
+        if math.isinf(start):
+            return math.inf if self.pair_delta(counts, x, x2, math.inf)[0] > delta else 0.0
+        step = 1e-13 + 1e-12 * start
+        lo = start - step
+        for _ in range(40):
+            if lo <= 0.0:
+                return 0.0
+            if self.pair_delta(counts, x, x2, lo)[0] > delta:
+                return lo
+            lo -= step
+            step *= 4.0
+        return 0.0
+
+
+def worst_delta(R, n: int, eps) -> list[Worst]:
+    """Per ε: the largest δ(ε) over every neighbouring pair (every count vector of the others, every ordered x ≠ x′),
+    with its certified bracket (:class:`Enumeration`)."""
+    return Enumeration(R, n).worst_delta(eps)
 
 
 def worst_eps(R, n: int, delta) -> list[Worst]:
-    """Per δ: the largest ε(δ) over every neighbouring pair, with a certified bracket: a candidate from the exact
-    inversion of each pair's computed law, then checked (and moved outward until it holds) by the certified δ
-    brackets of :func:`worst_delta` -- the upper end where every pair's δ upper end is ≤ δ, the lower end where
-    the worst pair's δ lower end exceeds δ."""
-    R = np.asarray(R, dtype=float)
-    k, m = R.shape
-    deltas = [float(d) for d in delta]
-    best = [(-1.0, (), 0, 0) for _ in deltas]
-    for cols, T, counts in _target_chunks(R, n):
-        for x in range(k):
-            for x2 in range(k):
-                if x == x2:
-                    continue
-                for i, d in enumerate(deltas):
-                    ev = _pair_eps(T[x], T[x2], d)
-                    j = int(np.argmax(ev))
-                    if ev[j] > best[i][0]:
-                        best[i] = (float(ev[j]), tuple(int(v) for v in counts[cols[j]]), x, x2)
-    out = []
-    for d, (v, c, x, x2) in zip(deltas, best):
-        out.append(_certify_eps(R, n, d, v, c, x, x2))
-    return out
-
-
-def _certify_eps(R: np.ndarray, n: int, delta: float, v: float, counts, x: int, x2: int) -> Worst:
-    """The bracket of ε(δ) around the computed ``v`` (see :func:`worst_eps`)."""
-    if math.isinf(v):
-        return Worst(v, math.inf, math.inf, counts, x, x2, 0)
-    step = 1e-13 + 1e-12 * v
-    hi = v + step
-    for _ in range(60):
-        w = worst_delta(R, n, [hi])[0]
-        if w.upper <= delta:
-            break
-        hi += step
-        step *= 4.0
-    else:
-        hi = math.inf
-    lo, step = v - 1e-13 - 1e-12 * v, 1e-13 + 1e-12 * v
-    for _ in range(60):
-        if lo <= 0.0:
-            lo = 0.0
-            break
-        got = pair_delta(R, n, counts, x, x2, lo)
-        if got[0] > delta:
-            break
-        lo -= step
-        step *= 4.0
-    else:
-        lo = 0.0
-    return Worst(v, lo, hi, tuple(counts), x, x2, w.pairs)
-
-
-def pair_delta(R, n: int, counts, x: int, x2: int, eps: float) -> tuple[float, float]:
-    """Certified (lower, upper) of δ(ε) of one ordered neighbouring pair: the others' input counts ``counts``, the
-    target x (P) against x2 (Q)."""
-    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
-
-    R = np.asarray(R, dtype=float)
-    others = [i for i, c in enumerate(counts) for _ in range(int(c))]
-    if len(others) != n - 1:
-        raise NotApplicableError(f"the others' counts {list(counts)} do not sum to n - 1 = {n - 1}")
-    lp, lq = histogram_law(R, [x, *others]), histogram_law(R, [x2, *others])
-    keys = sorted(set(lp) | set(lq))
-    P = np.array([[lp.get(h, 0.0)] for h in keys])
-    Q = np.array([[lq.get(h, 0.0)] for h in keys])
-    v = float(_deltas(P, Q, exp_or_inf(eps))[0])
-    a, g = allowance(n, R.shape[1]), gamma_n(len(keys))
-    lo = max(0.0, v / (1.0 + g) - a)
-    return (math.nextafter(lo, 0.0) if lo > 0 else 0.0), math.nextafter(min(1.0, v / (1.0 - g) + a), 2.0)
+    """Per δ: the largest ε(δ) over every neighbouring pair, with its certified bracket (:class:`Enumeration`)."""
+    return Enumeration(R, n).worst_eps(delta)
 
 
 # --- answers ---------------------------------------------------------------------------------------------------------
