@@ -62,10 +62,20 @@ def enumeration_steps(n: int, k: int, m: int, values: int = 1, inverse: bool = F
     """Steps of :func:`worst_case` for ``values`` questions: the others' laws (Σ_t #count vectors(t + 1) ×
     #histograms(t) × m), the targets' laws (#count vectors(n − 1) × #histograms(n) × k m) and the ordered pairs'
     δ (× k(k − 1) per value; ε(δ): three passes, the screening, the inversions and the check of the upper end)."""
-    others = sum(lattice_size(t + 1, k) * lattice_size(t, m) for t in range(n - 1)) * m
+    from scipy.special import gammaln
+
     M, H = lattice_size(n - 1, k), lattice_size(n, m)
+    if math.isinf(M * H):
+        return math.inf
     per_pair = 3.0 * values if inverse else values  # ε(δ): the screening pass, the inversions, the check
-    return others + M * H * (k * m * (3 if inverse else 1) + k * (k - 1) * per_pair)
+    final = M * H * (k * m * (3 if inverse else 1) + k * (k - 1) * per_pair)
+    if M * H > 1e12:  # far beyond any budget: the others' sum by its integral (~ n/(k + m − 1) of the last level)
+        return final + n / (k + m - 1) * M * H * m
+    t = np.arange(max(n - 1, 0), dtype=float)  # Σ_t C(t + k, k − 1) C(t + m − 1, m − 1) m, in log space (no loop)
+    log_terms = (gammaln(t + k + 1) - gammaln(k) - gammaln(t + 2) + gammaln(t + m) - gammaln(m) - gammaln(t + 1))
+    with np.errstate(over="ignore"):
+        others = float(np.exp(np.minimum(log_terms, 700.0)).sum()) * m if t.size else 0.0
+    return others + final
 
 
 def enumeration_bytes(n: int, k: int, m: int) -> float:
@@ -103,10 +113,13 @@ def gamma_n(count: float) -> float:
     return count * U / (1.0 - count * U)
 
 
-def allowance(n: int, m: int) -> float:
+def allowance(n: int, m: int, compositions: int = 1) -> float:
     """Absolute allowance on any pair's δ(ε) from the laws' rounding (module docstring): 2γ_N(1 + γ_N)/(1 − γ_N)
-    with N = n(m + 1) + 4, raised by 1 % for the float evaluation of this very formula."""
-    g = gamma_n(n * (m + 1) + 4)
+    with N = n(m + 1) + 4, raised by 1 % for the float evaluation of this very formula.  ``compositions`` > 1: the
+    pair handed to the PLD accountant as log-probabilities (fl(log p) is within u·745 of log p, so each cell within
+    a relative γ_{N + 746}), composed: its cells are products of that many cells, N_c = c (N + 746)."""
+    count = n * (m + 1) + 4 if compositions == 1 else compositions * (n * (m + 1) + 750)
+    g = gamma_n(count)
     return 2.0 * g * (1.0 + g) / (1.0 - g) * 1.01
 
 
@@ -265,6 +278,18 @@ class Enumeration:
                         best[i] = (float(d[j]), int(cols[j]), x, x2)
         return [Worst(v, *self.bracket(v), tuple(int(c) for c in counts[j]), x, x2, self.pairs)
                 for v, j, x, x2 in best]
+
+    def pair(self, w: Worst):
+        """The :class:`~shufflesim.accounting.pld.pmf_pair.PMFPair` of the ordered pair ``w`` (its computed laws, for
+        the PLD accountant; the rounding of the laws is :func:`allowance`'s with ``compositions``)."""
+        from shufflesim.accounting.pld.pmf_pair import PMFPair
+
+        O, _, last, _, _ = self.others()
+        block = O[:, [self.column(w.counts)]]
+        p, q = (last[w.x] @ block)[:, 0], (last[w.x2] @ block)[:, 0]
+        keep = (p > 0) | (q > 0)
+        with np.errstate(divide="ignore"):
+            return PMFPair(np.log(p[keep]), np.log(q[keep]), "explicit neighbouring data sets", {"data": w.describe()})
 
     def pair_delta(self, counts, x: int, x2: int, eps: float) -> tuple[float, float]:
         """Certified (lower, upper) of δ(ε) of one ordered pair: the others' input counts, the target x against x2."""
