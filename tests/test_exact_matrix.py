@@ -165,3 +165,28 @@ def test_composed_exact_says_what_it_certifies():
     assert any("exact for a single use only" in nt for nt in rep.notes)
     assert r.delta_lower is not None and r.delta_lower <= r.delta_upper
     assert r.delta_lower >= one.delta_lower  # three uses of the worst pair leak at least as much as one
+
+
+@pytest.mark.parametrize("case", [0, 5, 11])
+def test_explicit_data_set_beyond_the_enumeration(case):
+    """dataset_worst (one explicit data set, any n its law fits) equals the brute force of that data set's pairs."""
+    from shufflesim.accounting.exact.enumeration import dataset_worst
+
+    R, n = CASES[case]
+    R = ShuffledMatrix(n, R.tolist()).array
+    k = R.shape[0]
+    counts = [n - 2, 1] + [0] * (k - 2)  # a two-input split of the others
+    others = [0] * (n - 2) + [1]
+    laws = {x: histogram_law(R, [x, *others]) for x in range(k)}
+    keys = sorted(set().union(*laws.values()))
+    dense = {x: np.array([[laws[x].get(h, 0.0) for h in keys]]) for x in range(k)}
+    P = np.vstack([dense[x] for x in range(k) for x2 in range(k) if x2 != x])
+    Q = np.vstack([dense[x2] for x in range(k) for x2 in range(k) if x2 != x])
+    e = 0.3 * local_eps(R)
+    t = brute_delta(P, Q, e)
+    w = dataset_worst(R, counts, eps=[e])[0]
+    assert w.lower <= w.upper and abs(w.lower - t) <= REL * t and abs(w.upper - t) <= REL * t
+    d = 0.5 * t
+    te = brute_eps(P, Q, d, local_eps(R) + 1.0)
+    w = dataset_worst(R, counts, delta=[d])[0]
+    assert w.lower <= te * (1 + 1e-12) and abs(w.lower - te) <= REL * te

@@ -447,3 +447,57 @@ def exact_view(R, n: int, eps, delta, compositions: int, run_pair, genuine_lower
             r = r.with_provenance(r.provenance.add(what))
         out.append(r)
     return out, [*notes, COMPOSED_NOTE.format(c=compositions)]
+
+
+# --- explicit data sets beyond the enumeration ---------------------------------------------------------------------
+
+def dataset_steps(n: int, m: int) -> float:
+    """Steps of :func:`dataset_worst`: one data set's law, Σ_t #histograms(t) × m, and its k(k − 1) pairs."""
+    return sum(lattice_size(t, m) for t in range(n + 1)) * m
+
+
+def dataset_worst(R, counts, *, eps=None, delta=None, budget: float = EXACT_ENUMERATION_BUDGET) -> list[Worst]:
+    """The certified δ(ε) (or ε(δ)) of ONE explicit data set of the others (``counts``: how many of the n − 1 others
+    hold each input), the worst over the target's switches x → x′: a lower end on the mechanism's own value at any n
+    its law fits (the others' histogram law by the same one-user shifts, O(n·#histograms·m), a single column of
+    :class:`Enumeration`'s lattice).  The families worth evaluating are those the enumeration finds worst at small n
+    (docs/theory.md#exact-finite: "all others hold c", a two-input split)."""
+    R = np.asarray(R, dtype=float)
+    k, m = R.shape
+    counts = [int(c) for c in counts]
+    n = sum(counts) + 1
+    steps = dataset_steps(n, m)
+    if steps > budget or m * math.log2(n + 1) > 62:
+        raise NotApplicableError(f"the law of one data set of n={n} users with {m} outputs needs about {steps:.3g} "
+                                 f"steps, beyond the budget of {budget:.3g}")
+    pw = (n + 1) ** np.arange(m, dtype=np.int64)
+    keys, law = np.zeros(1, dtype=np.int64), np.ones((1, 1))
+    for x, c in enumerate(counts):
+        for _ in range(c):
+            nxt = np.unique((keys[:, None] + pw[None, :]).ravel())
+            up = [np.searchsorted(nxt, keys + pw[y]) for y in range(m)]
+            law = _shift_matrix(R[x], up, nxt.size) @ law
+            keys = nxt
+    nxt = np.unique((keys[:, None] + pw[None, :]).ravel())
+    up = [np.searchsorted(nxt, keys + pw[y]) for y in range(m)]
+    T = [_shift_matrix(R[x], up, nxt.size) @ law for x in range(k)]
+    en = Enumeration(R, n)  # for its allowance and bracket only (its laws are never computed here)
+    vals = list(eps if eps is not None else delta)
+    out = []
+    for v in vals:
+        best = (-1.0, 0, 0)
+        for x, x2 in itertools.permutations(range(k), 2):
+            got = (_deltas(T[x], T[x2], exp_or_inf(v))[0] if eps is not None
+                   else _pair_eps(T[x], T[x2], [v + 1.01 * (en.allow + en.gamma_h * v)])[0][0])
+            if got > best[0]:
+                best = (float(got), x, x2)
+        val, x, x2 = best
+        if eps is not None:
+            lo, hi = en.bracket(val)
+        else:  # ε at δ raised by the allowance, checked: the pair's certified δ lower end there exceeds δ
+            lo, hi, step = val, math.inf, 1e-13 + 1e-12 * val
+            while lo > 0.0 and not en.bracket(float(_deltas(T[x], T[x2], exp_or_inf(lo))[0]))[0] > v:
+                lo, step = lo - step, step * 4.0
+            lo = max(lo, 0.0)
+        out.append(Worst(val, lo, hi, tuple(counts), x, x2, k * (k - 1)))
+    return out
