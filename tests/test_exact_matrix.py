@@ -190,3 +190,13 @@ def test_explicit_data_set_beyond_the_enumeration(case):
     te = brute_eps(P, Q, d, local_eps(R) + 1.0)
     w = dataset_worst(R, counts, delta=[d])[0]
     assert w.lower <= te * (1 + 1e-12) and abs(w.lower - te) <= REL * te
+
+
+@pytest.mark.parametrize("case", [1, 7, 20])
+def test_default_interval_contains_exact(case):
+    R, n = CASES[case]
+    mech = ShuffledMatrix(n, R.tolist())
+    e = 0.3 * mech.eps0
+    ex = account(mech, eps=[e], method="exact").results[0]
+    d = account(mech, eps=[e]).results[0]
+    assert d.delta_lower <= ex.delta_upper and ex.delta_lower <= d.delta_upper
