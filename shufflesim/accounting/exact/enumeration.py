@@ -19,9 +19,9 @@ It is reused by the k targets, so the cost is about #count vectors × #histogram
 (:func:`shufflesim.accounting.exact.shuffle_oracle.histogram_law`).
 
 Certification (floating point).  Every probability is a sum of products of n matrix entries, all
-non-negative; along every path a cell meets at most m + 1 roundings per user (one for the matrix entry's
-own representation, one per product and addition), so each computed cell is P̂ = P(1 + θ) with
-|θ| ≤ γ_N = N u/(1 − N u), N = n(m + 1) + 4 (the extra 4: e^ε and the product e^ε Q̂).  For the set E where
+non-negative; along every path a cell meets at most m + 2 roundings per user (two for the matrix entry's
+own computation or representation, one per product and addition), so each computed cell is P̂ = P(1 + θ) with
+|θ| ≤ γ_N = N u/(1 − N u), N = n(m + 2) + 4 (the extra 4: e^ε and the product e^ε Q̂).  For the set E where
 the computed terms are positive, and the true optimal set E*, the hockey-stick divergence then differs from
 Σ_h (P̂_h − e^ε Q̂_h)_+ by at most 2γ_N(1 + γ_N)/(1 − γ_N) · P̂(E) ≤ :func:`allowance` (both ways); the
 summation of the non-negative terms adds a relative γ_H (H histograms).  The reported ends are lowered and
@@ -115,10 +115,10 @@ def gamma_n(count: float) -> float:
 
 def allowance(n: int, m: int, compositions: int = 1) -> float:
     """Absolute allowance on any pair's δ(ε) from the laws' rounding (module docstring): 2γ_N(1 + γ_N)/(1 − γ_N)
-    with N = n(m + 1) + 4, raised by 1 % for the float evaluation of this very formula.  ``compositions`` > 1: the
+    with N = n(m + 2) + 4, raised by 1 % for the float evaluation of this very formula.  ``compositions`` > 1: the
     pair handed to the PLD accountant as log-probabilities (fl(log p) is within u·745 of log p, so each cell within
     a relative γ_{N + 746}), composed: its cells are products of that many cells, N_c = c (N + 746)."""
-    count = n * (m + 1) + 4 if compositions == 1 else compositions * (n * (m + 1) + 750)
+    count = n * (m + 2) + 4 if compositions == 1 else compositions * (n * (m + 2) + 750)
     g = gamma_n(count)
     return 2.0 * g * (1.0 + g) / (1.0 - g) * 1.01
 
