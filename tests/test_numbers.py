@@ -2,7 +2,7 @@
 command line, scenario files and the library.  One parametrised test per class of the issue:
 
 * numbers at the edges of double precision (1e400, 1e999999999, 400-digit integers, int64 wrap of a sum);
-* size before work (a matrix file refused by its size before it is parsed; enumeration_cost without overflow);
+* size before work (a matrix file refused by its size before it is parsed; the enumeration's cost without overflow);
 * checks that pass what the run refuses (``run --check`` and the run share one validation);
 * a sweep's grid points checked before anything is written.
 
@@ -150,18 +150,20 @@ def test_a_matrix_with_too_many_entries_is_refused_at_the_row_that_passes_the_ca
 @pytest.mark.parametrize("n,k,m", [(1000, 1000, 1000), (1000, 3000, 3000), (10**6, 50, 50), (5, 3, 3),
                                    (200, 310, 310), (200, 318, 318)])  # e^686 and e^694: either side of 1e300
 def test_enumeration_cost_never_overflows(n, k, m):
-    # old: OverflowError for valid 1000 x 1000 and 3000 x 3000 matrices
+    # old: OverflowError for valid 1000 x 1000 and 3000 x 3000 matrices (the enumeration's cost is now counted by
+    # exact.enumeration: count vectors, lattice_size, the same log-space switch at 1e300)
     import math
 
-    from shufflesim.mechanisms.matrix import enumeration_cost
+    from shufflesim.accounting.exact.enumeration import enumeration_steps, lattice_size
 
-    c = enumeration_cost(n, k, m)
-    exact = math.comb(n + k - 1, k - 1) * n * math.comb(n + m - 1, m - 1) * m  # Python's exact integers
+    c = lattice_size(n, k)
+    exact = math.comb(n + k - 1, k - 1)  # Python's exact integers
     log_exact = math.log(exact)  # math.log of an int works beyond the double range
     if log_exact > 691.0:  # well past the 1e300 switch: beyond any budget
         assert c == math.inf
     elif log_exact < 689.0:  # well below it: the exact count (an exact integer comparison is the point)
         assert c == float(exact)
+    assert enumeration_steps(n, k, m) > 0  # no OverflowError, inf at worst
 
 
 # --- checks that pass what the run refuses --------------------------------------------------------------------

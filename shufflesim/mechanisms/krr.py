@@ -147,8 +147,8 @@ class KRR(Mechanism):
                 "exact enumeration needs --adversary strong or weak (strong-1d is a stated pair, not a view)")
         if rel is Relation.SHUFFLED:
             raise NotApplicableError(
-                "exact for the shuffled reports needs k = 2 (binary RR, exact at any n) or --adversary strong or "
-                "weak: for k >= 3 the worst case over the other users' data is bracketed (tight, best)")
+                "exact for the shuffled reports has no pair: it is the enumeration of every data set (k >= 3, small n) "
+                "or binary RR's exact engine (k = 2)")
         from shufflesim.accounting.exact import bruteforce as BF  # imported here: it imports scipy.special (~0.3 s)
 
         return BF.krr_bruteforce(self.n, self.k, self.gamma, rel.value)
@@ -174,6 +174,8 @@ class KRR(Mechanism):
             choice = choose(q)  # issue 21: the weak pair at any n, bucketed from its parameters where cheaper
             if choice.engine is WEAK_BUCKETS:
                 return answer(q, choice)
+        if method == "exact" and self.k >= 3 and self.view is Relation.SHUFFLED:
+            return self.exact_enumerated(eps_l, delta_l, compositions, run_pair)
         if method != "exact" or self.k != 2 or self.view is not Relation.SHUFFLED:
             return None
         if eps0_upper(eps0_from_gamma(self.gamma, 2)) > LDP_ONLY_EPS0:
@@ -187,6 +189,21 @@ class KRR(Mechanism):
                                  lambda: run_pair("tight"))
         return out, ["mechanism: k = 2, so the shuffled reports are binary randomised response at eps0: exact over "
                      "every neighbouring pair of data sets (docs/theory.md#exact-rr2)"]
+
+    def exact_enumerated(self, eps_l, delta_l, compositions, run_pair):
+        """``exact`` of the shuffled reports for k >= 3: every data set enumerated within a stated budget, k-RR being
+        the matrix p̄ + (1 − γ)·I (:mod:`shufflesim.accounting.exact.enumeration`, docs/theory.md#exact-finite;
+        refused in one line beyond the budget, before the k × k matrix is built)."""
+        import numpy as np
+
+        from shufflesim.accounting.exact.enumeration import check_enumeration, exact_view
+        from shufflesim.accounting.exact.krr_shuffled import krr_probs
+
+        check_enumeration(self.n, self.k, self.k, len(eps_l if eps_l is not None else delta_l), eps_l is None)
+        p, pb, _ = krr_probs(self.k, self.gamma)
+        R = np.full((self.k, self.k), pb)
+        np.fill_diagonal(R, p)
+        return exact_view(R, self.n, eps_l, delta_l, compositions, run_pair, self.genuine_lower)
 
     def dominating_pair(self, method: str) -> str | None:
         if method == "feldman-numerical":

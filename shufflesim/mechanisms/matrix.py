@@ -9,12 +9,12 @@ histogram).  Neighbouring data sets differ in one user's input.  Accounted two-s
   (SODA 2023, arXiv:2208.04591; docs/theory.md#pairs-stronger-clones) dominates the shuffled view for every
   data set of the other users: ``tight`` accounts it, exactly as :class:`~shufflesim.mechanisms.clones.Clones`;
   the published ε0-LDP bounds (Erlingsson et al. 2019, Feldman et al.) apply as well;
-* **lower end** — the exact δ of explicit neighbouring data sets, a genuine construction: for small n every
-  multiset of n inputs is enumerated, the law of its shuffled histogram computed exactly
-  (:func:`shufflesim.accounting.exact.shuffle_oracle.histogram_law`), and the neighbouring pair with the largest
-  δ(ε) (or ε(δ)) at the question is accounted by the PLD accountant, whose *lower* end is then a lower bound
-  on the mechanism's own δ (a lower bound on δ of one pair of data sets, which the mechanism's δ — a maximum
-  over all pairs — is at least).  Beyond the enumeration's budget: the count of one report y when the other
+* **lower end** — the exact δ of explicit neighbouring data sets, a genuine construction: within
+  :data:`ENUMERATION_BUDGET` every data set of the others × every switch of the target is enumerated
+  (:mod:`shufflesim.accounting.exact.enumeration`, docs/theory.md#exact-finite) and the worst pair's certified
+  lower end at the question is taken (single use: the mechanism's own value, to the rounding allowance;
+  composed: that pair composed by the PLD accountant, whose *lower* end is a lower bound on the composition).
+  ``exact`` answers both ends from the same enumeration within its own budget.  Beyond the enumeration's budget: the count of one report y when the other
   n − 1 users all hold one value c and the target holds x or x′ (y, x, x′ attaining ε0) — a post-processing of
   those data sets' view, so its δ is again a valid lower end (n ≤ 10⁷); beyond that, None with a note.
 
@@ -25,7 +25,6 @@ a sampler with a *declared* ε0: the same upper end, no lower end, and the param
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -42,8 +41,9 @@ from shufflesim.maths.rr import eps0_upper
 
 from ._common import LDP_METHODS, ldp_bound
 
-#: the enumeration of the lower end runs when (multisets of n inputs) · n · (histograms) · m stays below this
-ENUMERATION_BUDGET = 3_000_000
+#: the enumeration of the lower end (every data set, :mod:`shufflesim.accounting.exact.enumeration`) runs when its
+#: steps stay below this (about a second); ``--method exact`` has its own, larger budget there
+ENUMERATION_BUDGET = 2e8
 
 
 
@@ -62,7 +62,7 @@ class ShuffledMatrix(Mechanism):
         Flag("eps0", "float", "declared local epsilon: checked against the matrix; alone (no --matrix) it is "
              "trusted and the answer has no lower end", required=False),
     )
-    methods: ClassVar[tuple[str, ...]] = ("tight", *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *LDP_METHODS)
 
     n: int
     #: the matrix as a tuple of rows (hashable, frozen); None for a sampler with a declared eps0
@@ -124,6 +124,18 @@ class ShuffledMatrix(Mechanism):
     def bound(self, method: str, options):
         return ldp_bound(method, self.n, eps0_upper(self.eps0))
 
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """``exact``: the worst case over every neighbouring pair of data sets, enumerated within a stated budget
+        (:mod:`shufflesim.accounting.exact.enumeration`, docs/theory.md#exact-finite); composed, its upper end is
+        ``tight``'s and its lower end :meth:`genuine_lower`'s (said in the note)."""
+        if method != "exact":
+            return None
+        if self.matrix is None:
+            raise NotApplicableError("exact needs the randomiser's matrix (a sampler with a declared eps0 has none)")
+        from shufflesim.accounting.exact.enumeration import exact_view
+
+        return exact_view(self.array, self.n, eps_l, delta_l, compositions, run_pair, self.genuine_lower)
+
     # --- the genuine lower end (issue 17's hooks, applied by accounting.account) -----------------------------
     def dominating_pair(self, method: str) -> str | None:
         """``tight`` evaluates the stronger clone pair at ε0: it dominates the view, it is not its law."""
@@ -149,35 +161,47 @@ class ShuffledMatrix(Mechanism):
         if self.matrix is None:
             return _strip(results), ["no lower end: the randomiser is a sampler with a declared eps0; a lower "
                                      "end needs its matrix"]
+        from shufflesim.accounting.exact.enumeration import Enumeration, allowance, enumeration_steps
+
         R = self.array
-        cost = enumeration_cost(self.n, R.shape[0], R.shape[1])
-        if cost > ENUMERATION_BUDGET:
+        k, m = R.shape
+        inverse = any(isinstance(r, EpsBound) for r in results)
+        if enumeration_steps(self.n, k, m, len(results), inverse) > ENUMERATION_BUDGET:
             if self.n > MAX_N_PROJECTED:
                 return _strip(results), [
                     f"no lower end: n={self.n} exceeds both the enumeration (budget {ENUMERATION_BUDGET:.3g} steps) and "
                     f"the projected count's range (n <= {MAX_N_PROJECTED:.0e})"]
             return self._projected_lower_ends(R, results, compositions, numerics)
-        table = neighbouring_table(R, self.n)
-        out, used = [], []
         from shufflesim.accounting.engines.tight import tight_delta, tight_epsilon
 
+        en = Enumeration(R, self.n)
+        allow = allowance(self.n, m, compositions)
+        out, used = [], []
         for r in results:
             if isinstance(r, DeltaBound):
-                i = int(np.argmax(table.deltas(r.eps)))
-                lo = tight_delta(table.pair(i), [r.eps], compositions=compositions, **numerics)[0].delta_lower
+                w = en.worst_delta([r.eps])[0]
+                if compositions > 1:
+                    lo = tight_delta(en.pair(w), [r.eps], compositions=compositions, **numerics)[0].delta_lower
+                    lo = max(0.0, (lo or 0.0) - allow)
+                else:
+                    lo = w.lower
                 out.append(replace(r, delta_lower=lo))
             elif isinstance(r, EpsBound):
-                i = int(np.argmax(table.epsilons(r.delta, eps0_upper(self.eps0))))
-                lo = tight_epsilon(table.pair(i), [r.delta], compositions=compositions, **numerics)[0].eps_lower
+                w = en.worst_eps([r.delta])[0]
+                if compositions > 1:
+                    d = r.delta + allow
+                    lo = 0.0 if d >= 1.0 else (tight_epsilon(en.pair(w), [d], compositions=compositions,
+                                                             **numerics)[0].eps_lower or 0.0)
+                else:
+                    lo = w.lower
                 out.append(replace(r, eps_lower=lo))
             else:
                 out.append(r)
                 continue
-            used.append(table.describe(i))
+            used.append(w.describe())
         how = "composed, a lower bound on the composition" if compositions > 1 else "its exact delta"
-        return out, [f"explicit neighbouring data sets {d} ({how}; the worst of {table.pairs.shape[0]} enumerated "
-                     "pairs at the question, shuffle_oracle.histogram_law)" for d in dict.fromkeys(used)]
-
+        return out, [f"explicit neighbouring data sets {d} ({how}; the worst of {en.pairs} enumerated ordered pairs "
+                     "at the question, exact.enumeration)" for d in dict.fromkeys(used)]
 
     def _projected_lower_ends(self, R: np.ndarray, results: list, compositions: int,
                               numerics: dict) -> tuple[list, list[str]]:
@@ -256,88 +280,3 @@ def _strip(results) -> list:
             r = replace(r, eps_lower=None)
         out.append(r)
     return out
-
-
-def enumeration_cost(n: int, k: int, m: int) -> float:
-    """Steps of :func:`neighbouring_table`: multisets of n inputs × n users × histograms × outputs, i.e.
-    C(n+k−1, k−1)·n·C(n+m−1, m−1)·m.  Computed in log space first (lgamma), so that a large matrix or n gives
-    +inf (beyond any budget) instead of an OverflowError or a slow exact binomial; exact below 1e300."""
-    def log_comb(a: int, b: int) -> float:
-        return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
-
-    log_cost = log_comb(n + k - 1, k - 1) + math.log(n) + log_comb(n + m - 1, m - 1) + math.log(m)
-    if log_cost > 690.0:  # e^690 ~ 1e300 (lgamma's rounding cannot move it past the double range)
-        return math.inf
-    return float(math.comb(n + k - 1, k - 1) * n * math.comb(n + m - 1, m - 1) * m)
-
-
-@dataclass
-class NeighbouringTable:
-    """Laws of the shuffled histogram of every multiset of n inputs (rows of ``law``, columns: histograms) and
-    the neighbouring pairs (row indices of X and X′; ``moved``: the target's inputs x → x′)."""
-
-    law: np.ndarray
-    multisets: list
-    pairs: np.ndarray
-    moved: np.ndarray
-    law_k: int = 0
-
-    def deltas(self, eps: float) -> np.ndarray:
-        """Exact δ(ε) (both directions) of every neighbouring pair (floating point)."""
-        P, Q = self.law[self.pairs[:, 0]], self.law[self.pairs[:, 1]]
-        e = exp_or_inf(eps)  # e^eps beyond the doubles: inf, exactly handled
-        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 where an outcome has probability 0
-            fwd = np.where(Q > 0, P - e * Q, P)
-            bwd = np.where(P > 0, Q - e * P, Q)
-        return np.maximum(np.maximum(fwd, 0.0).sum(axis=1), np.maximum(bwd, 0.0).sum(axis=1))
-
-    def epsilons(self, delta: float, eps_max: float) -> np.ndarray:
-        """ε(δ) of every pair by bisection (60 halvings of [0, eps_max], vectorised over pairs)."""
-        from shufflesim.accounting.numerics.invert import bisect_vectorised
-
-        P, Q = self.law[self.pairs[:, 0]], self.law[self.pairs[:, 1]]
-
-        def deltas(x: np.ndarray) -> np.ndarray:
-            e = np.exp(x)[:, None]
-            return np.maximum(np.maximum(P - e * Q, 0.0).sum(axis=1), np.maximum(Q - e * P, 0.0).sum(axis=1))
-
-        n_pairs = self.pairs.shape[0]
-        return bisect_vectorised(deltas, delta, np.zeros(n_pairs), np.full(n_pairs, eps_max), halvings=60)[1]
-
-    def pair(self, i: int):
-        from shufflesim.accounting.pld.pmf_pair import PMFPair
-
-        p, q = self.law[self.pairs[i, 0]], self.law[self.pairs[i, 1]]
-        keep = (p > 0) | (q > 0)
-        with np.errstate(divide="ignore"):
-            return PMFPair(np.log(p[keep]), np.log(q[keep]), "explicit neighbouring data sets",
-                           {"data": self.describe(i)})
-
-    def describe(self, i: int) -> str:
-        x0, x1 = (int(v) for v in self.moved[i])
-        others = list(self.multisets[self.pairs[i, 0]])
-        others.remove(x0)
-        counts = np.bincount(np.array(others, dtype=np.int64), minlength=self.law_k).tolist()
-        return f"(the other users' input counts {counts}; the target holds {x0} or {x1})"
-
-
-def neighbouring_table(R: np.ndarray, n: int) -> NeighbouringTable:
-    """Every multiset of n inputs, the exact law of its shuffled histogram, and every neighbouring pair
-    (one user's input x → x′, x < x′: δ is symmetric in the pair since both directions are taken)."""
-    from shufflesim.accounting.exact.shuffle_oracle import histogram_law
-
-    k, m = R.shape
-    multisets = list(itertools.combinations_with_replacement(range(k), n))
-    index = {ms: i for i, ms in enumerate(multisets)}
-    laws = [histogram_law(R, ms) for ms in multisets]
-    keys = sorted(set().union(*laws))
-    col = {h: j for j, h in enumerate(keys)}
-    law = np.zeros((len(multisets), len(keys)))
-    for i, lw in enumerate(laws):
-        law[i, [col[h] for h in lw]] = list(lw.values())
-    pairs, moved = [], []
-    for others in itertools.combinations_with_replacement(range(k), n - 1):
-        for x0, x1 in itertools.combinations(range(k), 2):
-            pairs.append((index[tuple(sorted((*others, x0)))], index[tuple(sorted((*others, x1)))]))
-            moved.append((x0, x1))
-    return NeighbouringTable(law, multisets, np.array(pairs, dtype=np.int64), np.array(moved, dtype=np.int64), k)
