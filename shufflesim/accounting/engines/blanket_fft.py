@@ -1,0 +1,566 @@
+"""Certified evaluation of a :class:`~shufflesim.accounting.pairs.blanket.SumForm` at any n (issue 30).
+
+A sum form is δ(ε) = off(ε) + (1/n) E[(S)_+], S = Σ_{i=1}^n f(Y_i), f = u − e^ε v, Y_i i.i.d. on a few atoms
+(docs/theory.md#pairs-blanket).  The blanket forms give the mechanism's upper end, the data-set forms its lower
+end; this module brackets each form's δ with certified ends and solves for ε(δ).
+
+* **Upper end (mean-preserving split).**  Every atom value f_a is split between its two neighbouring grid points
+  k h and (k + 1) h with probabilities that keep its mean (rounded so that the mean is never below f_a).  Given
+  the Y's the split noise has conditional mean ≥ 0, and x ↦ x_+ is convex and non-decreasing, so by Jensen
+  E[(S')_+] ≥ E[(S)_+] exactly: the grid sum S' gives an upper bound with no deterministic shift; its excess is
+  second order (the tilted law of S' has its log-MGF raised by at most n λ² h²/8).
+
+* **Lower end (size-biasing; exact identity).**  For any event E = {S̃ > c} of the histogram, S̃ = Σ f̃(Y_i)
+  with f̃ a deterministic grid rounding, Σ_{hist ∈ E} (P − e^ε Q) = (1/n) E[S 1{S̃ > c}] ≤ (1/n) E[S_+], and
+  (1/n) E[S 1{S̃ > c}] = Σ_a f_a mass_a Pr[S̃_{n−1} > c − f̃_a] (E[H_a g(H)] = n mass_a E[g(H′ + e_a)], H′ the
+  counts of n − 1 draws).  Only the (n − 1)-fold law of the grid variable is needed; every c on the grid is
+  tried at once (suffix sums) and the best kept.  Valid for both kinds of form (a lower bound on the form's δ).
+
+* **The n-fold law** is :func:`shufflesim.accounting.pld.fft.compose_grid` with exponential tilting at λ near
+  the saddle point (the tilted mean of S near 0), on the window of :func:`~shufflesim.accounting.pld.fft.choose_window`;
+  its error model (module docstring of :mod:`shufflesim.accounting.pld.fft`, item 4) is used as stated: the
+  computed tilted window ĉ satisfies ||ĉ − c||_2 ≤ rho, c ≥ ỹ on the window with Σ(c − ỹ) = P̃(outside) bounded
+  by the tilted Chernoff tails, and inputs within relative ``rel``.  With weights w the functional Σ w ỹ is
+  bracketed by Σ w ĉ ± (rho ||w||_2 + rel Σ|w||ĉ| + γ Σ|w||ĉ| + max|w| P̃(outside)) (γ: the summation's
+  rounding, (M + 10) u).
+
+* **Small n**: :func:`~shufflesim.accounting.pairs.blanket.sum_form_delta_exact` (enumeration) where its cost is
+  below :data:`EXACT_BUDGET` vectors, with the relative allowance :func:`exact_allowance` and an absolute one
+  for the rounding of S (both stated there).
+
+* **Screening** (cheap, certified): Chernoff, E[S_+] ≤ e^{n K(θ) − 1}/θ for every θ > 0 (x_+ ≤ e^{θx − 1}/θ),
+  K the per-draw cumulant generating function.  A saddle-point estimate (not certified) orders the forms and
+  locates ε(δ); only a few certified FFTs run.
+
+Identical (u, v) atoms are merged first (k-RR's outputs fall into three classes), which keeps the exact
+enumeration and the FFT's inputs small.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shufflesim.accounting.numerics.logspace import NEG_INF, U, exp_down, exp_up
+from shufflesim.accounting.pairs.blanket import SumForm, sum_form_delta_exact
+from shufflesim.errors import AccuracyError
+
+#: exact enumeration where it visits at most this many count vectors
+EXACT_BUDGET = 200_000
+#: largest FFT length the certified evaluation uses (a coarser grid stays certified, only looser)
+MAX_GRID = 1 << 24
+#: target relative excess of the split's upper end (sets h: n λ² h²/8 ≈ this)
+GRID_ETA = 0.05
+#: tilted mass left outside the window
+WINDOW_TAU = 1e-14
+_DEBUG = False
+
+
+# ---------------------------------------------------------------------------------------------
+# forms as arrays
+# ---------------------------------------------------------------------------------------------
+
+def merge_atoms(form: SumForm) -> SumForm:
+    """The same form with atoms of equal (u, v) merged (their masses summed: the law of f(Y) is unchanged)."""
+    key = np.stack([form.u, form.v], axis=1)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    if uniq.shape[0] == form.mass.size:
+        return form
+    mass = np.bincount(inv.reshape(-1), weights=form.mass, minlength=uniq.shape[0])
+    return SumForm(form.n, mass, uniq[:, 0].copy(), uniq[:, 1].copy(), form.off_p, form.off_q, form.kind, form.x,
+                   form.x2, form.other, dict(form.params))
+
+
+def _f_bounds(form: SumForm, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """(f_lo, f_hi) bracketing the exact atom values u − e^ε v (e^ε and the products within a few ulps)."""
+    e = math.exp(eps)
+    f = form.u - e * form.v
+    err = 8 * U * (np.abs(form.u) + e * np.abs(form.v)) + 1e-300
+    return f - err, f + err
+
+
+def _off_bounds(form: SumForm, eps: float) -> tuple[float, float]:
+    e = math.exp(eps)
+    t = form.off_p - e * form.off_q
+    err = 8 * U * float(np.sum(form.off_p + e * form.off_q)) + (1e-300 if form.off_p.size else 0.0)
+    s = float(np.maximum(t, 0.0).sum())
+    return max(0.0, s - err), s + err
+
+
+# ---------------------------------------------------------------------------------------------
+# cheap pieces: saddle point, Chernoff (certified), estimate
+# ---------------------------------------------------------------------------------------------
+
+def _log_mgf(f: np.ndarray, m: np.ndarray, th: float) -> float:
+    top = float(np.max(th * f))
+    return top + math.log(float(np.sum(m * np.exp(th * f - top))))
+
+
+def saddle_theta(f: np.ndarray, m: np.ndarray) -> float:
+    """θ ≥ 0 with K'(θ) = 0 (tilted mean 0); 0 if E f ≥ 0; inf if f ≤ 0 everywhere (S_+ = 0)."""
+    if float(np.max(f)) <= 0:
+        return math.inf
+    if float(np.dot(m, f)) >= 0:
+        return 0.0
+
+    def dk(th):
+        w = m * np.exp(th * (f - np.max(f)))
+        return float(np.dot(w, f))
+
+    lo, hi = 0.0, 1.0 / max(float(np.max(np.abs(f))), 1e-300)
+    while dk(hi) < 0:
+        lo, hi = hi, 2 * hi
+        if hi > 1e300:
+            return lo
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if dk(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-13 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+def chernoff_upper(form: SumForm, eps: float) -> float:
+    """Certified upper bound on the form's δ(ε): off + e^{n K(θ) − 1}/(n θ) at θ near its best."""
+    _, fh = _f_bounds(form, eps)
+    off = _off_bounds(form, eps)[1]
+    m = form.mass
+    if float(np.max(fh)) <= 0:
+        return off
+    th0 = saddle_theta(fh, m)
+    n = form.n
+    best = math.inf
+    var = float(np.dot(m, fh * fh))
+    cands = [th0 + c / math.sqrt(n * max(var, 1e-300)) for c in (1.0, 0.3, 3.0)] if th0 < math.inf else []
+    for th in cands:
+        if not (th > 0 and math.isfinite(th)):
+            continue
+        K = _log_mgf(fh, m, th)
+        K_up = K + 8 * U * (abs(K) + th * float(np.max(np.abs(fh))) + fh.size + 2)
+        best = min(best, exp_up(n * K_up * (1 + 4 * U) + 4 * U * n - 1.0 - math.log(th) + 1e-12) / n)
+    return min(1.0, off + best * (1 + 1e-12)) if math.isfinite(best) else 1.0
+
+
+def estimate_delta(form: SumForm, eps: float) -> float:
+    """Saddle-point estimate of the form's δ(ε) (not certified; locating and ordering only)."""
+    from scipy.special import erfcx, ndtr
+
+    f = form.values(eps)
+    m = form.mass
+    off = form.off_delta(eps)
+    n = form.n
+    th = saddle_theta(f, m)
+    if th == math.inf:
+        return off
+    if th == 0.0:
+        mu, sd = n * float(np.dot(m, f)), math.sqrt(n * max(float(np.dot(m, f * f) - np.dot(m, f) ** 2), 1e-300))
+        z = mu / sd
+        return off + (mu * ndtr(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)) / n
+    K = _log_mgf(f, m, th)
+    w = m * np.exp(th * f - float(np.max(th * f)))
+    w /= w.sum()
+    var = float(np.dot(w, f * f) - np.dot(w, f) ** 2)
+    sd = math.sqrt(n * max(var, 1e-300))
+    a = th * sd
+    core = 1.0 / math.sqrt(2 * math.pi) - a * 0.5 * float(erfcx(a / math.sqrt(2)))
+    core = max(core, 1e-300)
+    return off + math.exp(min(n * K + math.log(sd * core), 700.0)) / n
+
+
+# ---------------------------------------------------------------------------------------------
+# exact small-n path
+# ---------------------------------------------------------------------------------------------
+
+def exact_cost(form: SumForm) -> float:
+    """Count vectors visited by :func:`sum_form_delta_exact`: C(n + A − 1, A − 1)."""
+    A = form.mass.size
+    return math.exp(math.lgamma(form.n + A) - math.lgamma(form.n + 1) - math.lgamma(A))
+
+
+def exact_allowance(form: SumForm) -> float:
+    """Relative allowance on :func:`sum_form_delta_exact`'s value: the log-multinomial from lgamma (each within a
+    few ulps of magnitude ≤ lgamma(n + 1)), its exp, and the sum of C terms — 16 u (lgamma(n + 1) + C + 10) plus
+    1e-12 of margin (an allowance, not a proof about libm: stated in the report)."""
+    return 1e-12 + 16 * U * (math.lgamma(form.n + 1) + exact_cost(form) + 10)
+
+
+def exact_bracket(form: SumForm, eps: float) -> tuple[float, float]:
+    """(lower, upper) on the form's δ(ε) from the enumeration, widened by :func:`exact_allowance` and, absolutely,
+    by the rounding of S (≤ (A + 10) u Σ_i |f(Y_i)|, i.e. (A + 10) u Σ_a mass_a (|u_a| + e^ε v_a) after /n)."""
+    val = sum_form_delta_exact(form, eps)
+    r = exact_allowance(form)
+    e = math.exp(eps)
+    ab = (form.mass.size + 10) * U * float(np.dot(form.mass, np.abs(form.u) + e * np.abs(form.v))) + 1e-300
+    return max(0.0, val * (1 - r) - ab), min(1.0, val * (1 + r) + ab)
+
+
+# ---------------------------------------------------------------------------------------------
+# the certified FFT
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Law:
+    """The computed tilted n-fold law of a grid variable: ĉ on grid indices lo..lo+M−1, log normaliser Λ, tilt λ,
+    and the error terms of :mod:`shufflesim.accounting.pld.fft` (rho, rel, log P̃ outside the window)."""
+
+    c: np.ndarray
+    lo: int
+    h: float
+    lam: float
+    log_norm: float
+    rho: float
+    rel: float
+    log_out: float
+
+
+def _kgrid(vals: np.ndarray, lm: np.ndarray, t: float) -> tuple[float, float]:
+    """(log Σ e^{lm + t vals}, a bound on its rounding error) for the grid variable's few atoms."""
+    a = lm + t * vals
+    top = float(np.max(a))
+    val = top + math.log(float(np.sum(np.exp(a - top))))
+    return val, 8 * U * (abs(val) + float(np.max(np.abs(a))) + vals.size + 2)
+
+
+def _tail_log(vals, lm, lam, copies, a, side) -> float:
+    """Certified log of P̃(S ≥ a) (side "upper") or P̃(S ≤ a) ("lower") under the λ-tilted law of ``copies``
+    draws: exp(copies [K(λ ± θ) − K(λ)] ∓ θ a) at the θ that (nearly) minimises it (any θ > 0 is valid)."""
+    from scipy.optimize import minimize_scalar
+
+    sign = 1.0 if side == "upper" else -1.0
+    K0, e0 = _kgrid(vals, lm, lam)
+    sc = max(float(np.max(np.abs(vals))), 1e-300)
+
+    def g(x):
+        th = math.exp(x)
+        return copies * (_kgrid(vals, lm, lam + sign * th)[0] - K0) - sign * th * a
+
+    res = minimize_scalar(g, bounds=(math.log(1e-12 / sc), math.log(1e3 / sc)), method="bounded",
+                          options={"xatol": 1e-6})
+    th = math.exp(float(res.x))
+    K1, e1 = _kgrid(vals, lm, lam + sign * th)
+    val = copies * (K1 - K0 + e0 + e1) * (1 + 4 * U) - sign * th * a + 8 * U * abs(th * a) + 1e-12
+    return min(0.0, val)
+
+
+def _boundary(vals, lm, lam, copies, log_tau, side) -> float:
+    """Loss a with the tilted tail beyond it ≤ e^{log_tau} (approximately; certified tails are recomputed)."""
+    from scipy.optimize import minimize_scalar
+
+    sign = 1.0 if side == "upper" else -1.0
+    K0, _ = _kgrid(vals, lm, lam)
+    sc = max(float(np.max(np.abs(vals))), 1e-300)
+
+    def a_of(x):
+        th = math.exp(x)
+        return (copies * (_kgrid(vals, lm, lam + sign * th)[0] - K0) - log_tau) / th
+
+    res = minimize_scalar(a_of, bounds=(math.log(1e-12 / sc), math.log(1e3 / sc)), method="bounded",
+                          options={"xatol": 1e-6})
+    return sign * float(res.fun)
+
+
+def _grid_law(k: np.ndarray, mass: np.ndarray, h: float, copies: int, lam: float) -> Law:
+    """Compose ``copies`` draws of the grid variable (indices k with probabilities mass) at tilt lam.
+
+    The window and the tails outside it use the grid variable's exact log-MGF (few atoms) rather than the PLD
+    module's block sketch, whose widening by h is multiplied by n in the exponent (useless at n = 1e8)."""
+    from shufflesim.accounting.pld.distribution import LossAtoms
+    from shufflesim.accounting.pld.fft import Window, compose_grid
+    from shufflesim.accounting.pld.placement import SPLIT, GridLoss
+    from scipy.fft import next_fast_len
+
+    ok = mass > 0
+    k, mass = k[ok], mass[ok]
+    uk, inv = np.unique(k, return_inverse=True)
+    mm = np.bincount(inv.reshape(-1), weights=mass)
+    vals = uk * h
+    lm = np.log(mm)
+    atoms = LossAtoms(vals, lm, NEG_INF, 0.0, 0.0, 4 * U * (k.size + 2))
+    g = GridLoss(uk.astype(np.int64), lm, h, SPLIT, atoms, 0.0, 0.0)
+    kmin, kmax = copies * int(uk[0]), copies * int(uk[-1])
+    full = kmax - kmin + 1
+    log_tau = math.log(WINDOW_TAU / 2)
+    hi_a = _boundary(vals, lm, lam, copies, log_tau, "upper")
+    lo_a = _boundary(vals, lm, lam, copies, log_tau, "lower")
+    lo = max(kmin, int(math.floor(lo_a / h)) - 2)
+    hi = min(kmax, int(math.ceil(hi_a / h)) + 2)
+    width = max(hi - lo + 1, 1)
+    if full <= 2 * width or full <= 4096:
+        lo, width = kmin, full
+    M = next_fast_len(max(width, 64), real=True)
+    if M > MAX_GRID:
+        raise AccuracyError(f"the blanket sum form needs an FFT of {M} points (> {MAX_GRID}) at h = {h:.3g}")
+    comp = compose_grid([(g, copies)], lam=lam, window=Window(lo, M))
+    above = NEG_INF if lo + M - 1 >= kmax else _tail_log(vals, lm, lam, copies, (lo + M) * h, "upper")
+    below = NEG_INF if lo <= kmin else _tail_log(vals, lm, lam, copies, (lo - 1) * h, "lower")
+    log_out = float(np.logaddexp(above, below))
+    return Law(comp.c, lo, h, lam, comp.log_norm, comp.rho, comp.rel, log_out)
+
+
+def _choose_h(f: np.ndarray, m: np.ndarray, n: int, lam: float) -> float:
+    """Grid spacing: n λ² h²/8 ≈ GRID_ETA (the split's tilted excess), at most σ̃/20, at least the spacing that
+    keeps the window within MAX_GRID/2 points."""
+    w = m * np.exp(lam * (f - np.max(f)))
+    w /= w.sum()
+    sd1 = math.sqrt(max(float(np.dot(w, f * f) - np.dot(w, f) ** 2), 1e-300))
+    sd = math.sqrt(n) * sd1
+    h = sd / 20
+    if lam > 0:
+        h = min(h, math.sqrt(8 * GRID_ETA / n) / lam)
+    span = 2 * (sd * 16 + float(np.max(np.abs(f))) * 4)
+    return max(h, span / (MAX_GRID / 2))
+
+
+def _fft_lam(f: np.ndarray, m: np.ndarray, n: int) -> float:
+    th = saddle_theta(f, m)
+    sd = math.sqrt(n * max(float(np.dot(m, f * f) - np.dot(m, f) ** 2), 1e-300))
+    return max(th, 1.0 / sd) if math.isfinite(th) else 1.0 / sd
+
+
+def fft_upper(form: SumForm, eps: float, h: float | None = None) -> float:
+    """Certified upper bound on the form's δ(ε) through the mean-preserving split (module docstring)."""
+    _, fh = _f_bounds(form, eps)
+    off = _off_bounds(form, eps)[1]
+    m = form.mass
+    n = form.n
+    if float(np.max(fh)) <= 0:
+        return min(1.0, off)
+    lam = _fft_lam(fh, m, n)
+    h = _choose_h(fh, m, n, lam) if h is None else h
+    x = fh / h
+    k = np.floor(x)
+    d = x - k
+    # rounding of x, k and d: raise d (the split's mean k h + d h is then >= f); d >= 1 moves all to k + 1
+    d = d + 8 * U * (np.abs(x) + 2)
+    up = d >= 1.0
+    k = np.where(up, k + 1, k)
+    d = np.where(up, 0.0, d)
+    kk = np.concatenate([k, k + 1]).astype(np.int64)
+    mass = np.concatenate([m * (1 - d), m * d])
+    # the masses' rounding moves the mean by <= 2u h per atom: covered by the 8u raise of d above
+    law = _grid_law(kk, mass, h, n, lam)
+    M = law.c.size
+    s = (law.lo + np.arange(M)) * h
+    pos = s > 0
+    with np.errstate(over="ignore", under="ignore"):
+        w = np.where(pos, s * np.exp(-lam * np.where(pos, s, 0.0)), 0.0) * (1 + 8 * U)
+    cp = np.maximum(law.c, 0.0)
+    main = float(np.dot(w, cp))
+    gam = (M + 10) * U
+    wmax = 1.0 / (math.e * lam)
+    err = law.rho * float(np.linalg.norm(w)) * (1 + 1e-9) + wmax * math.exp(law.log_out)
+    total = main * (1 + law.rel) * (1 + gam) + err
+    if total <= 0:
+        return min(1.0, off)
+    val = exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 1e-13) / n
+    return min(1.0, (off + val) * (1 + 4 * U))
+
+
+def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
+    """Certified lower bound on the form's δ(ε) through the size-biasing identity (module docstring)."""
+    fl, _ = _f_bounds(form, eps)
+    off = _off_bounds(form, eps)[0]
+    m = form.mass
+    n = form.n
+    if n < 2 or float(np.max(fl)) <= 0:
+        return off
+    lam = _fft_lam(fl, m, n)
+    h = _choose_h(fl, m, n, lam) if h is None else h
+    kt = np.rint(fl / h).astype(np.int64)  # f~: nearest grid point (any deterministic rounding will do)
+    law = _grid_law(kt, m, h, n - 1, lam)
+    M, lo = law.c.size, law.lo
+    s = (lo + np.arange(M)) * h
+    # weights e^{-lam s} where representable; thresholds j = J + 1 - k~_a must stay inside [i_min, M]
+    e_arg = -lam * s
+    i_min = int(np.searchsorted(-e_arg, -700.0))  # first index with -lam s <= 700
+    with np.errstate(over="ignore"):
+        ew = np.exp(np.minimum(e_arg, 700.0))
+    ew[:i_min] = 0.0
+    v = ew * law.c
+    va = ew * np.abs(law.c)
+    # suffix sums (length M + 1, last 0)
+    Tc = np.concatenate([np.cumsum(v[::-1])[::-1], [0.0]])
+    Ta = np.concatenate([np.cumsum(va[::-1])[::-1], [0.0]])
+    T2 = np.concatenate([np.cumsum((ew * ew)[::-1])[::-1], [0.0]])
+    # candidate J (c = (lo + J + 1/2) h): thresholds J + 1 - k~_a in [i_min, M]
+    kmax, kmin = int(kt.max()), int(kt.min())
+    J = np.arange(max(i_min + kmax - 1, 0), min(M - 1 + kmin, M - 1) + 1)
+    if J.size == 0:
+        return off
+    order = np.argsort(-kt)  # thresholds ascending
+    thr = [np.clip(J + 1 - kt[a], 0, M) for a in order]
+    coef = fl[order] * m[order]
+    # G_i = e^{-lam s_i} cum_p on the piece [thr_p, thr_{p+1}) (cum_p: the coefficients of the thresholds <= i);
+    # the last piece's cum is E f~-weighted total (small: no cancellation between the pieces' bounds)
+    cum = np.cumsum(coef)
+    main = np.zeros(J.size)
+    absg = np.zeros(J.size)
+    g2 = np.zeros(J.size)
+    gmax = np.zeros(J.size)
+    rnd = np.zeros(J.size)
+    for p in range(len(thr)):
+        end = thr[p + 1] if p + 1 < len(thr) else np.full(J.size, M)
+        main += cum[p] * (Tc[thr[p]] - Tc[end])
+        absg += abs(cum[p]) * np.maximum(Ta[thr[p]] - Ta[end], 0.0)
+        rnd += abs(cum[p]) * (Ta[thr[p]] + Ta[end])
+        g2 += cum[p] ** 2 * np.maximum(T2[thr[p]] - T2[end], 0.0)
+        gmax = np.maximum(gmax, np.where(thr[p] < end, abs(cum[p]) * ew[np.minimum(thr[p], M - 1)], 0.0))
+    gnorm = np.sqrt(g2 * (1 + 1e-9) + rnd * 0.0)
+    # suffix sums: relative error <= M u of the absolute suffix each (cumsum), differences and the piece sum
+    gam = (M + 10 + 4 * len(thr)) * U
+    err = (law.rho * gnorm * (1 + 1e-9) + law.rel * (absg + gam * rnd) + 2 * gam * rnd
+           + gmax * math.exp(law.log_out) * (1 + 1e-9))
+    lb = main - err
+    if _DEBUG: i = int(np.argmax(main)); print("dbg main", main[i], "rho", (law.rho * gnorm)[i], "rel", (law.rel * absg)[i], "rnd", (gam*rnd)[i], "out", (gmax * math.exp(law.log_out))[i], "argmax lb", int(np.argmax(lb)), i)
+    i = int(np.argmax(lb))
+    if not lb[i] > 0:
+        return off
+    val = exp_down(law.log_norm + math.log(lb[i]) + math.log1p(-law.rel) - 1e-13)
+    return max(0.0, (off + val) * (1 - 4 * U))
+
+
+# ---------------------------------------------------------------------------------------------
+# one form, both ends
+# ---------------------------------------------------------------------------------------------
+
+def form_bracket(form: SumForm, eps: float, *, want: str = "both") -> tuple[float, float]:
+    """(lower, upper) on one form's δ(ε): the exact enumeration where cheap, else the certified FFT (``want``:
+    "upper", "lower" or "both"; an end not asked for is 0 or 1)."""
+    form = merge_atoms(form)
+    if exact_cost(form) <= EXACT_BUDGET:
+        return exact_bracket(form, eps)
+    lo = fft_lower(form, eps) if want in ("lower", "both") else 0.0
+    up = fft_upper(form, eps) if want in ("upper", "both") else 1.0
+    return lo, max(lo, up)
+
+
+# ---------------------------------------------------------------------------------------------
+# the mechanism: max over blanket forms (upper), max over data-set forms (lower)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MechanismForms:
+    """The blanket forms (upper end) and data-set forms (lower end) of one mechanism, atoms merged."""
+
+    upper: tuple
+    lower: tuple
+
+    @classmethod
+    def of(cls, upper, lower) -> "MechanismForms":
+        return cls(tuple(_dedupe(merge_atoms(f) for f in upper)), tuple(_dedupe(merge_atoms(f) for f in lower)))
+
+
+def _dedupe(forms):
+    """Forms with identical laws of (f, off) kept once (k-RR's symmetric pairs)."""
+    seen, out = set(), []
+    for f in forms:
+        o = np.lexsort((f.v, f.u))
+        key = (f.kind, tuple(np.round(f.mass[o], 15)), tuple(np.round(f.u[o], 12)), tuple(np.round(f.v[o], 12)),
+               tuple(sorted(zip(np.round(f.off_p, 15), np.round(f.off_q, 15)))))
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def delta_interval(mf: MechanismForms, eps: float, *, top: int = 3) -> tuple[float, float, SumForm | None, SumForm | None]:
+    """(lower, upper, lower's form, upper's form) on the mechanism's δ(ε).  Upper: every blanket form whose
+    Chernoff bound could exceed the best certified upper found so far is evaluated (in the order of the
+    estimate); lower: the ``top`` data-set forms by estimate."""
+    ups = sorted(mf.upper, key=lambda f: -estimate_delta(f, eps))
+    best_up, arg_up = 0.0, None
+    for f in ups:
+        if best_up > 0 and chernoff_upper(f, eps) <= best_up:
+            continue
+        up = form_bracket(f, eps, want="upper")[1]
+        if up > best_up or arg_up is None:
+            best_up, arg_up = max(up, best_up), f
+    lows = sorted(mf.lower, key=lambda f: -estimate_delta(f, eps))[:top]
+    best_lo, arg_lo = 0.0, None
+    for f in lows:
+        lo = form_bracket(f, eps, want="lower")[0]
+        if lo > best_lo:
+            best_lo, arg_lo = lo, f
+    return min(best_lo, best_up), best_up, arg_lo, arg_up
+
+
+def _solve_estimate(forms, delta: float, eps_hi: float) -> float:
+    """ε with max over ``forms`` of the estimate = δ (bisection; cheap)."""
+    lo, hi = 0.0, eps_hi
+    g = lambda e: max(estimate_delta(f, e) for f in forms)  # noqa: E731
+    if g(hi) > delta:
+        return hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if g(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-7 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *, top: int = 3) -> tuple[float, float, str]:
+    """(lower, upper, note) on the mechanism's ε(δ): estimate, then certify at a point slightly above (upper) and
+    slightly below (lower), moving by the estimate's slope until the certified end holds (≤ 8 evaluations each);
+    ``eps_max`` (the local ε0) is the fallback upper end."""
+    if not mf.upper:
+        return 0.0, eps_max, "no blanket form"
+    e_up = _solve_estimate(mf.upper, delta, eps_max)
+    e_lo = _solve_estimate(mf.lower, delta, eps_max) if mf.lower else 0.0
+    up = eps_max
+    e1 = e_up * (1 + 2e-4) + 1e-12
+    for _ in range(8):
+        if e1 >= eps_max:
+            break
+        d_up = max(_upper_at(mf, e1), 1e-300)
+        if d_up <= delta:
+            up = e1
+            break
+        d2 = max(max(estimate_delta(f, e1 * 1.01) for f in mf.upper), 1e-300)
+        d1 = max(max(estimate_delta(f, e1) for f in mf.upper), 1e-300)
+        slope = (math.log(d1) - math.log(d2)) / (0.01 * e1)
+        step = (math.log(d_up) - math.log(delta)) / slope if slope > 0 else 0.05 * e1
+        e1 = e1 + max(step * 1.2, 1e-4 * e1)
+    lo = 0.0
+    e0 = e_lo * (1 - 2e-4)
+    for _ in range(8):
+        if e0 <= 0 or not mf.lower:
+            break
+        d_lo = delta_lower_at(mf, e0, top=top)
+        if d_lo > delta:
+            lo = e0
+            break
+        d1 = max(max(estimate_delta(f, e0) for f in mf.lower), 1e-300)
+        d2 = max(max(estimate_delta(f, e0 * 0.99) for f in mf.lower), 1e-300)
+        slope = (math.log(d2) - math.log(d1)) / (0.01 * e0)
+        step = (math.log(delta) - math.log(max(d_lo, 1e-300))) / slope if slope > 0 else 0.05 * e0
+        step = min(step, 20 * (math.log(delta) - math.log(d1)) / slope if slope > 0 else step)
+        e0 = e0 - max(min(step * 1.2, 0.5 * e0), 1e-4 * e0)
+    return lo, min(up, eps_max), ""
+
+
+def _upper_at(mf: MechanismForms, eps: float) -> float:
+    ups = sorted(mf.upper, key=lambda f: -estimate_delta(f, eps))
+    best = 0.0
+    for f in ups:
+        if best > 0 and chernoff_upper(f, eps) <= best:
+            continue
+        best = max(best, form_bracket(f, eps, want="upper")[1])
+    return best
+
+
+def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
+    lows = sorted(mf.lower, key=lambda f: -estimate_delta(f, eps))[:top]
+    return max([form_bracket(f, eps, want="lower")[0] for f in lows], default=0.0)
+
+
+def check_grid(M: int) -> None:
+    if M > MAX_GRID:
+        raise AccuracyError(f"the blanket sum form needs {M} grid points (> {MAX_GRID})")
