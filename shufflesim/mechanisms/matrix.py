@@ -62,7 +62,7 @@ class ShuffledMatrix(Mechanism):
         Flag("eps0", "float", "declared local epsilon: checked against the matrix; alone (no --matrix) it is "
              "trusted and the answer has no lower end", required=False),
     )
-    methods: ClassVar[tuple[str, ...]] = ("tight", *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("blanket", "tight", *LDP_METHODS)
 
     n: int
     #: the matrix as a tuple of rows (hashable, frozen); None for a sampler with a declared eps0
@@ -117,12 +117,50 @@ class ShuffledMatrix(Mechanism):
     def pair(self, method: str, tail_bound: float | None = None):
         from shufflesim.mechanisms.clones import Clones
 
-        if method != "tight":
+        if method == "blanket" and self.matrix is None:
+            raise NotApplicableError("blanket needs the randomiser's matrix (a declared eps0 alone has no blanket)")
+        if method not in ("tight", "blanket"):
             raise NotApplicableError(f"matrix has no neighbouring pair for method {method!r}")
         return Clones(self.n, eps0_upper(self.eps0)).pair("tight", tail_bound)
 
     def bound(self, method: str, options):
         return ldp_bound(method, self.n, eps0_upper(self.eps0))
+
+    def direct(self, method, eps_l, delta_l, compositions, run_pair):
+        """``blanket`` (issue 30, the default): single use, upper end = the largest blanket-pair δ over the ordered
+        input pairs, lower end = the largest exact δ of the data sets "the others all hold c"
+        (:mod:`shufflesim.accounting.engines.blanket_fft`; docs/theory.md#pairs-blanket).  Composed (> 1 use):
+        ``tight`` (stronger clones) with its genuine lower end, and a note saying so (the blanket sum form is
+        single-use only)."""
+        if method != "blanket":
+            return None
+        if self.matrix is None:
+            raise NotApplicableError("blanket needs the randomiser's matrix (a declared eps0 alone has no blanket)")
+        if compositions > 1:
+            from shufflesim.accounting.model.results import as_dominating
+
+            results, notes = run_pair("tight")
+            got = self.genuine_lower("tight", eps=eps_l, delta=delta_l, compositions=compositions)
+            lows, what = (got[0], got[1]) if got is not None else ([None] * len(results), None)
+            what = what if isinstance(what, LowerEnd) or what is None else LowerEnd(what)
+            pair = self.dominating_pair("tight")
+            results = [as_dominating(r, pair, lo, what) for r, lo in zip(results, lows)]
+            return results, notes + ["blanket: the blanket sum form is single-use only; composed, the answer is "
+                                     "tight's (stronger clones at eps0) with its explicit data sets below"]
+        from shufflesim.accounting.engines.blanket_fft import account_blanket, matrix_forms
+
+        results, notes = account_blanket(matrix_forms(self.array, self.n), eps_l, delta_l, eps0_upper(self.eps0))
+        R = self.array
+        if enumeration_cost(self.n, R.shape[0], R.shape[1]) <= ENUMERATION_BUDGET:
+            # small n: every data set enumerated (the exact worst case at the question), where it is higher
+            got = self.genuine_lower("tight", eps=eps_l, delta=delta_l, compositions=1)
+            if got is not None and not isinstance(got[1], LowerEnd):
+                better = [lo is not None and r.lower is not None and lo > r.lower for r, lo in zip(results, got[0])]
+                if any(better):
+                    results = [r.with_ends(lower=min(lo, r.upper)) if b else r
+                               for r, lo, b in zip(results, got[0], better)]
+                    notes = notes + [f"lower end (where higher): {got[1]}"]
+        return results, notes
 
     # --- the genuine lower end (issue 17's hooks, applied by accounting.account) -----------------------------
     def dominating_pair(self, method: str) -> str | None:

@@ -99,30 +99,39 @@ def _log_mgf(f: np.ndarray, m: np.ndarray, th: float) -> float:
 
 
 def saddle_theta(f: np.ndarray, m: np.ndarray) -> float:
-    """θ ≥ 0 with K'(θ) = 0 (tilted mean 0); 0 if E f ≥ 0; inf if f ≤ 0 everywhere (S_+ = 0)."""
+    """θ ≥ 0 with K'(θ) = 0 (tilted mean 0); 0 if E f ≥ 0; inf if f ≤ 0 everywhere (S_+ = 0).
+    Safeguarded Newton on the increasing K' (bracket kept), a few dozen steps at most."""
     if float(np.max(f)) <= 0:
         return math.inf
     if float(np.dot(m, f)) >= 0:
         return 0.0
+    fmax = float(np.max(f))
 
-    def dk(th):
-        w = m * np.exp(th * (f - np.max(f)))
-        return float(np.dot(w, f))
+    def moments(th):
+        w = m * np.exp(th * (f - fmax))
+        w = w / w.sum()
+        mu = float(np.dot(w, f))
+        return mu, float(np.dot(w, (f - mu) ** 2))
 
     lo, hi = 0.0, 1.0 / max(float(np.max(np.abs(f))), 1e-300)
-    while dk(hi) < 0:
+    while moments(hi)[0] < 0:
         lo, hi = hi, 2 * hi
         if hi > 1e300:
             return lo
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if dk(mid) < 0:
-            lo = mid
+    th = 0.5 * (lo + hi)
+    for _ in range(100):
+        mu, var = moments(th)
+        if mu < 0:
+            lo = th
         else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
-    return 0.5 * (lo + hi)
+            hi = th
+        nxt = th - mu / var if var > 0 else 0.5 * (lo + hi)
+        if not (lo < nxt < hi):
+            nxt = 0.5 * (lo + hi)
+        if abs(nxt - th) <= 1e-13 * th or hi - lo <= 1e-13 * hi:
+            return nxt
+        th = nxt
+    return th
 
 
 def chernoff_upper(form: SumForm, eps: float) -> float:
@@ -634,3 +643,83 @@ def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
 def check_grid(M: int) -> None:
     if M > MAX_GRID:
         raise AccuracyError(f"the blanket sum form needs {M} grid points (> {MAX_GRID})")
+
+
+# ---------------------------------------------------------------------------------------------
+# mechanisms: the forms of a matrix / of k-RR, and answers
+# ---------------------------------------------------------------------------------------------
+
+def matrix_forms(R: np.ndarray, n: int) -> MechanismForms:
+    """Every blanket form (upper end) and every data-set form "the others hold c" (lower end) of matrix R."""
+    from shufflesim.accounting.pairs.blanket import blanket_forms, dataset_forms
+
+    return MechanismForms.of(blanket_forms(R, n), dataset_forms(R, n))
+
+
+def krr_matrix(k: int, gamma: float) -> np.ndarray:
+    """k-RR's matrix: R(x, y) = (1 − γ) 1{x = y} + γ/k."""
+    return np.full((k, k), gamma / k) + np.eye(k) * (1.0 - gamma)
+
+
+def krr_forms(k: int, gamma: float, n: int) -> MechanismForms:
+    """k-RR's forms up to its symmetry: the blanket form of the pair (0, 1) and the data-set forms of the target
+    switching 0 → 1 with the others all holding 0, 1 or a third value (every ordered pair is a relabelling of
+    (0, 1), every c of one of these three).  Built on a 4-input matrix whose last output column stands for the
+outputs 3..k−1 and whose last input for any value outside {0, 1, 2}: those outputs
+    are merged into one column (their atoms have identical (u, v), so every form's law is unchanged)."""
+    from shufflesim.accounting.pairs.blanket import blanket_forms, dataset_forms
+
+    kk = min(k, 4)
+    # outputs beyond the first kk are all "a value neither 0, 1 nor c": one merged column of mass (k − kk + 1) γ/k
+    # on the last column keeps every form's law of (u, v) and mass exact
+    R = krr_matrix(kk, gamma)
+    if k > kk:
+        R = np.concatenate([krr_matrix(k, gamma)[:kk, :kk - 1], np.full((kk, 1), (k - kk + 1) * gamma / k)], axis=1)
+        R[kk - 1, kk - 1] = 1.0 - gamma + (k - kk + 1) * gamma / k  # input kk − 1 (a third value c) reports itself
+    ups = [f for f in blanket_forms(R, n) if (f.x, f.x2) == (0, 1)]
+    lows = [f for f in dataset_forms(R, n, others=list(range(min(k, 3)))) if (f.x, f.x2) == (0, 1)]
+    return MechanismForms.of(ups, lows)
+
+
+@dataclass(frozen=True)
+class FormsAnswer:
+    """Per question value: (lower, upper) and the data set that gave the lower end."""
+
+    lower: float
+    upper: float
+    lower_form: str
+
+
+def answer_forms(mf: MechanismForms, *, eps=None, delta=None, eps_max: float = math.inf) -> list[FormsAnswer]:
+    """The mechanism's certified intervals on δ(ε) per ``eps`` or ε(δ) per ``delta``: upper = max over the blanket
+    forms, lower = max over the data-set forms (docs/theory.md#pairs-blanket)."""
+    out = []
+    if eps is not None:
+        for e in eps:
+            lo, up, flo, _ = delta_interval(mf, float(e))
+            out.append(FormsAnswer(lo, up, "" if flo is None else flo.describe()))
+    else:
+        for d in delta:
+            lo, up, _ = eps_interval(mf, float(d), eps_max)
+            best = max(mf.lower, key=lambda f: estimate_delta(f, max(lo, 1e-12))) if mf.lower else None
+            out.append(FormsAnswer(lo, up, "" if best is None else best.describe()))
+    return out
+
+
+BLANKET_NOTE = ("upper end: the blanket pair of every ordered input pair (the optimal decomposition; Su, Cheng, "
+                "Wang 2025, arXiv:2504.07414; docs/theory.md#pairs-blanket), evaluated as a sum form (exact "
+                "enumeration at small n, else the certified split FFT); lower end: the largest exact delta "
+                "of {what} (size-biased FFT, certified)")
+
+
+def account_blanket(mf: MechanismForms, eps_l, delta_l, eps_max: float, method: str = "blanket"):
+    """(results, notes) of the blanket method for one use: :class:`DeltaBound` per ε or :class:`EpsBound` per δ."""
+    from shufflesim.accounting.model.results import DeltaBound, EpsBound
+
+    got = answer_forms(mf, eps=eps_l, delta=delta_l, eps_max=eps_max)
+    whats = "; ".join(dict.fromkeys(g.lower_form for g in got if g.lower_form)) or "(none)"
+    if eps_l is not None:
+        res = [DeltaBound(float(e), g.upper, g.lower, method) for e, g in zip(eps_l, got)]
+    else:
+        res = [EpsBound(float(d), g.upper, g.lower if g.lower > 0 else 0.0, method) for d, g in zip(delta_l, got)]
+    return res, [BLANKET_NOTE.format(what=whats)]
