@@ -71,7 +71,7 @@ class KRR(Mechanism):
              required=False,
              choices=tuple(r.value for r in Relation)),
     )
-    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *BLANKET_METHODS, *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", "blanket", *BLANKET_METHODS, *LDP_METHODS)
 
     n: int
     k: int
@@ -131,6 +131,12 @@ class KRR(Mechanism):
         return out
 
     @property
+    def default_method(self) -> str:
+        """``blanket`` for the shuffled reports (issue 30: the tightest certified interval, fast at any n), else
+        ``tight`` (the adversary's own pair)."""
+        return "blanket" if self.view is Relation.SHUFFLED and self.gamma > 0 else "tight"
+
+    @property
     def view(self) -> Relation:
         """The view the pair-based methods account: the adversary named, else :data:`DEFAULT_ADVERSARY`."""
         return DEFAULT_ADVERSARY if self.relation is None else self.relation
@@ -139,6 +145,8 @@ class KRR(Mechanism):
         from shufflesim.accounting.pairs import krr_pair
 
         rel = self.view
+        if method == "blanket":
+            raise NotApplicableError("blanket is answered directly (its sum form), not through a pair")
         if method == "tight":
             tb = {} if tail_bound is None else {"tail_bound": tail_bound}
             return krr_pair(self.n, self.k, self.gamma, rel.value, as_rows=True, **tb)
@@ -165,6 +173,8 @@ class KRR(Mechanism):
         computed from γ is a few ulps off: the upper end uses it raised (:func:`~shufflesim.maths.rr.eps0_upper`),
         the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
         one, so both ends stay certified)."""
+        if method == "blanket":
+            return self._blanket(eps_l, delta_l, compositions, run_pair)
         if method == "tight" and self.view is Relation.WEAK:
             from shufflesim.accounting.engines.choice import WEAK_BUCKETS, Question, answer, choose
             from shufflesim.accounting.engines.tight import TightAccountant
@@ -187,6 +197,40 @@ class KRR(Mechanism):
                                  lambda: run_pair("tight"))
         return out, ["mechanism: k = 2, so the shuffled reports are binary randomised response at eps0: exact over "
                      "every neighbouring pair of data sets (docs/theory.md#exact-rr2)"]
+
+    def _blanket(self, eps_l, delta_l, compositions, run_pair):
+        """``blanket`` (issue 30): the shuffled reports' interval from the blanket pair (for k-RR the weak adversary's
+        pair: the blanket is γ/k on every output) above and the exact δ of the data sets "the others all hold 0, 1
+        or a third value" below (:mod:`shufflesim.accounting.engines.blanket_fft`, single use, any n); at
+        n <= EXHAUSTIVE_N also every split of the others (:func:`shuffled_lower`), where higher.  Composed: the
+        answer of ``tight`` with its lower end, and a note (the blanket sum form is single-use only)."""
+        if self.view is not Relation.SHUFFLED:
+            raise NotApplicableError("blanket accounts the shuffled reports (--adversary shuffled); the strong, "
+                                     "strong-1d and weak adversaries see more: use tight or exact")
+        if self.gamma == 0.0:
+            raise NotApplicableError("blanket needs gamma > 0 (gamma underflowed: the local guarantee answers)")
+        if compositions > 1:
+            from shufflesim.accounting.model.provenance import LowerEnd
+            from shufflesim.accounting.model.results import as_dominating
+
+            results, notes = run_pair("tight")
+            lows, what = shuffled_lower(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l,
+                                        compositions=compositions)
+            results = [as_dominating(r, STRONGER_CLONES, lo, LowerEnd(what)) for r, lo in zip(results, lows)]
+            return results, notes + ["blanket: the blanket sum form is single-use only; composed, the answer is "
+                                     "tight's (stronger clones) with its explicit data sets below"]
+        from shufflesim.accounting.engines.blanket_fft import account_blanket, krr_forms
+        from shufflesim.accounting.exact.krr_shuffled import EXHAUSTIVE_N
+
+        eps_max = eps0_upper(max(self.eps0, eps0_from_gamma(self.gamma, self.k)))
+        results, notes = account_blanket(krr_forms(self.k, self.gamma, self.n), eps_l, delta_l, eps_max)
+        if self.n <= EXHAUSTIVE_N:
+            lows, what = shuffled_lower(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l)
+            better = [lo is not None and r.lower is not None and lo > r.lower for r, lo in zip(results, lows)]
+            if any(better):
+                results = [r.with_ends(lower=min(lo, r.upper)) if b else r for r, lo, b in zip(results, lows, better)]
+                notes = notes + [f"lower end (where higher): {what}"]
+        return results, notes
 
     def dominating_pair(self, method: str) -> str | None:
         if method == "feldman-numerical":
