@@ -595,35 +595,53 @@ def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *, top: int =
         return 0.0, eps_max, "no blanket form"
     e_up = _solve_estimate(mf.upper, delta, eps_max)
     e_lo = _solve_estimate(mf.lower, delta, eps_max) if mf.lower else 0.0
-    up = eps_max
-    e1 = e_up * (1 + 2e-4) + 1e-12
-    for _ in range(8):
-        if e1 >= eps_max:
-            break
-        d_up = max(_upper_at(mf, e1), 1e-300)
-        if d_up <= delta:
-            up = e1
-            break
-        d2 = max(max(estimate_delta(f, e1 * 1.01) for f in mf.upper), 1e-300)
-        d1 = max(max(estimate_delta(f, e1) for f in mf.upper), 1e-300)
-        slope = (math.log(d1) - math.log(d2)) / (0.01 * e1)
-        step = (math.log(d_up) - math.log(delta)) / slope if slope > 0 else 0.05 * e1
-        e1 = e1 + max(step * 1.2, 1e-4 * e1)
-    lo = 0.0
-    e0 = e_lo * (1 - 2e-4)
-    for _ in range(8):
-        if e0 <= 0 or not mf.lower:
-            break
-        d_lo = delta_lower_at(mf, e0, top=top)
-        if d_lo > delta:
-            lo = e0
-            break
-        d1 = max(max(estimate_delta(f, e0) for f in mf.lower), 1e-300)
-        d2 = max(max(estimate_delta(f, e0 * 0.99) for f in mf.lower), 1e-300)
-        slope = (math.log(d2) - math.log(d1)) / (0.01 * e0)
-        step = (math.log(delta) - math.log(max(d_lo, 1e-300))) / slope if slope > 0 else 0.05 * e0
-        e0 = e0 - max(min(step * 1.2, 0.5 * e0), 1e-4 * e0)
+    up = _certify(lambda e: _upper_at(mf, e), mf.upper, delta, e_up, eps_max, "upper")
+    lo = _certify(lambda e: delta_lower_at(mf, e, top=top), mf.lower, delta, e_lo, eps_max, "lower") \
+        if mf.lower else 0.0
     return lo, min(up, eps_max), ""
+
+
+def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, tries: int = 7) -> float:
+    """The certified end of ε(δ) on one side: "upper" — an ε with fn(ε) ≤ δ (fn a certified upper bound on δ), as
+    small as found (``eps_max`` if none); "lower" — an ε with fn(ε) > δ (fn a certified lower bound), as large as
+    found (0 if none).  Newton steps on log fn with the estimate's slope, overshooting by 10 % towards the safe
+    side, then one step back towards δ once a certified point is found."""
+    best = eps_max if side == "upper" else 0.0
+    e = e0
+    for i in range(tries):
+        if not (0 < e < eps_max):
+            break
+        d = max(fn(e), 1e-300)
+        ok = d <= delta if side == "upper" else d > delta
+        if ok:
+            best = min(best, e) if side == "upper" else max(best, e)
+        est = lambda x: max(max(estimate_delta(f, x) for f in forms), 1e-300)  # noqa: E731
+        slope = (math.log(est(e * 0.995)) - math.log(est(e * 1.005))) / (0.01 * e)
+        if not slope > 0:
+            slope = 1.0 / (0.05 * e)
+        step = (math.log(d) - math.log(delta)) / slope  # the move that would bring fn to delta
+        if ok and i >= 1:
+            # one step back towards the target from a certified point, then stop
+            tgt = e + 0.9 * step
+            dd = max(fn(tgt), 1e-300) if 0 < tgt < eps_max else None
+            if dd is not None and (dd <= delta if side == "upper" else dd > delta):
+                best = min(best, tgt) if side == "upper" else max(best, tgt)
+            break
+        if ok:
+            e = e + 0.9 * step if abs(step) > 1e-6 * e else e
+            if abs(step) <= 1e-6 * e:
+                break
+            continue
+        e = e + 1.1 * step + (1e-6 * e if side == "upper" else -1e-6 * e)
+    if best in (0.0, eps_max):  # Newton found nothing (a steep or flat stretch): fixed relative offsets from e0
+        for r in (1e-3, 1e-2, 1e-1, 0.5):
+            e = min(e0 * (1 + r), eps_max) if side == "upper" else e0 * (1 - r)
+            if not 0 < e < eps_max:
+                continue
+            d = fn(e)
+            if (d <= delta) if side == "upper" else (d > delta):
+                return e
+    return best
 
 
 def _upper_at(mf: MechanismForms, eps: float) -> float:
