@@ -228,7 +228,10 @@ class KRR(Mechanism):
             lows, what = shuffled_lower(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l)
             better = [lo is not None and r.lower is not None and lo > r.lower for r, lo in zip(results, lows)]
             if any(better):
-                results = [r.with_ends(lower=min(lo, r.upper)) if b else r for r, lo, b in zip(results, lows, better)]
+                from shufflesim.accounting.model.provenance import LowerEnd
+
+                results = [r.with_ends(lower=min(lo, r.upper)).with_provenance(r.provenance.add(LowerEnd(what)))
+                           if b else r for r, lo, b in zip(results, lows, better)]
                 notes = notes + [f"lower end (where higher): {what}"]
         return results, notes
 

@@ -42,6 +42,10 @@ from shufflesim.maths.rr import eps0_upper
 
 from ._common import LDP_METHODS, ldp_bound
 
+#: ``blanket`` evaluates every ordered input pair's forms up to this many inputs (issue 30's scope: 10 x 10);
+#: above it answers as ``tight``
+BLANKET_MAX_INPUTS = 10
+
 #: the enumeration of the lower end runs when (multisets of n inputs) · n · (histograms) · m stays below this
 ENUMERATION_BUDGET = 3_000_000
 
@@ -136,7 +140,7 @@ class ShuffledMatrix(Mechanism):
             return None
         if self.matrix is None:
             raise NotApplicableError("blanket needs the randomiser's matrix (a declared eps0 alone has no blanket)")
-        if compositions > 1:
+        if compositions > 1 or len(self.matrix) > BLANKET_MAX_INPUTS:
             from shufflesim.accounting.model.results import as_dominating
 
             results, notes = run_pair("tight")
@@ -145,8 +149,10 @@ class ShuffledMatrix(Mechanism):
             what = what if isinstance(what, LowerEnd) or what is None else LowerEnd(what)
             pair = self.dominating_pair("tight")
             results = [as_dominating(r, pair, lo, what) for r, lo in zip(results, lows)]
-            return results, notes + ["blanket: the blanket sum form is single-use only; composed, the answer is "
-                                     "tight's (stronger clones at eps0) with its explicit data sets below"]
+            why = (f"the blanket forms are enumerated for at most {BLANKET_MAX_INPUTS} inputs" if compositions == 1
+                   else "the blanket sum form is single-use only")
+            return results, notes + [f"blanket: {why}; the answer is tight's (stronger clones at eps0) with its "
+                                     "explicit data sets below"]
         from shufflesim.accounting.engines.blanket_fft import account_blanket, matrix_forms
 
         results, notes = account_blanket(matrix_forms(self.array, self.n), eps_l, delta_l, eps0_upper(self.eps0))
@@ -157,7 +163,8 @@ class ShuffledMatrix(Mechanism):
             if got is not None and not isinstance(got[1], LowerEnd):
                 better = [lo is not None and r.lower is not None and lo > r.lower for r, lo in zip(results, got[0])]
                 if any(better):
-                    results = [r.with_ends(lower=min(lo, r.upper)) if b else r
+                    end = LowerEnd(got[1])
+                    results = [r.with_ends(lower=min(lo, r.upper)).with_provenance(r.provenance.add(end)) if b else r
                                for r, lo, b in zip(results, got[0], better)]
                     notes = notes + [f"lower end (where higher): {got[1]}"]
         return results, notes

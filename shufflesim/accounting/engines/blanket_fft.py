@@ -715,6 +715,12 @@ def answer_forms(mf: MechanismForms, *, eps=None, delta=None, eps_max: float = m
     out = []
     if eps is not None:
         for e in eps:
+            if e >= eps_max:  # the randomiser is eps_max-LDP: the shuffled view is (eps_max, 0)-DP
+                out.append(FormsAnswer(0.0, 0.0, ""))
+                continue
+            if e > 700.0:  # e^eps overflows (eps0 > 700): the trivial bracket
+                out.append(FormsAnswer(0.0, 1.0, ""))
+                continue
             lo, up, flo, _ = delta_interval(mf, float(e))
             out.append(FormsAnswer(lo, up, "" if flo is None else flo.describe()))
     else:
@@ -735,10 +741,17 @@ def account_blanket(mf: MechanismForms, eps_l, delta_l, eps_max: float, method: 
     """(results, notes) of the blanket method for one use: :class:`DeltaBound` per ε or :class:`EpsBound` per δ."""
     from shufflesim.accounting.model.results import DeltaBound, EpsBound
 
+    from shufflesim.accounting.model.provenance import LowerEnd, Provenance
+
     got = answer_forms(mf, eps=eps_l, delta=delta_l, eps_max=eps_max)
     whats = "; ".join(dict.fromkeys(g.lower_form for g in got if g.lower_form)) or "(none)"
-    if eps_l is not None:
-        res = [DeltaBound(float(e), g.upper, g.lower, method) for e, g in zip(eps_l, got)]
-    else:
-        res = [EpsBound(float(d), g.upper, g.lower if g.lower > 0 else 0.0, method) for d, g in zip(delta_l, got)]
-    return res, [BLANKET_NOTE.format(what=whats)]
+    out = []
+    for v, g in zip(eps_l if eps_l is not None else delta_l, got):
+        end = LowerEnd(f"{g.lower_form} (its exact delta: sum form, size-biased certified FFT)" if g.lower_form
+                       else None)
+        prov = Provenance(items=(end,))
+        if eps_l is not None:
+            out.append(DeltaBound(float(v), g.upper, g.lower, method, provenance=prov))
+        else:
+            out.append(EpsBound(float(v), g.upper, g.lower if g.lower > 0 else 0.0, method, provenance=prov))
+    return out, [BLANKET_NOTE.format(what=whats)]
