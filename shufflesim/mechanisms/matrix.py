@@ -106,6 +106,11 @@ class ShuffledMatrix(Mechanism):
         return cls(n, R.tolist(), eps0 if eps0 is not None else declared)
 
     @property
+    def default_method(self) -> str:
+        """``blanket`` for a matrix (issue 30), ``tight`` for a sampler known only by its declared ε0."""
+        return "tight" if self.matrix is None else "blanket"
+
+    @property
     def array(self) -> np.ndarray | None:
         return None if self.matrix is None else np.array(self.matrix, dtype=float)
 
