@@ -4,6 +4,10 @@
 local privacy ε0, :meth:`KRR.from_eps0`; the conversion is :mod:`shufflesim.maths.rr`), their reports
 shuffled.  Accounted by:
 
+* ``blanket`` (the default for the shuffled reports, issue 30) — single use: the blanket pair (for k-RR the weak
+  adversary's pair) above and the exact δ of the data sets "the others all hold 0, 1 or a third value" below,
+  both as sum forms evaluated by :mod:`shufflesim.accounting.engines.blanket_fft` (certified, any n: seconds at
+  n = 1e8); composed: ``tight``'s answer with a note;
 * ``tight`` / ``exact`` — the neighbouring pair of the chosen :class:`~shufflesim.accounting.model.mechanism.Relation`
   (strong-1d, strong, weak; Koskela, Heikkilä, Honkela 2023, arXiv:2106.00477, §5; docs/theory.md#pairs-krr),
   by the PLD accountant or by brute-force enumeration (small n); for ``shuffled`` (the shuffled reports

@@ -2,7 +2,11 @@
 
 ``ShuffledMatrix(n, matrix)``: n users each running the finite randomiser R (k inputs × m outputs, rows
 summing to 1; :mod:`shufflesim.pipeline.matrix`), the analyser seeing the shuffled reports (their
-histogram).  Neighbouring data sets differ in one user's input.  Accounted two-sided (issue 22):
+histogram).  Neighbouring data sets differ in one user's input.  By default (``blanket``, issue 30; single use,
+at most :data:`BLANKET_MAX_INPUTS` inputs) the upper end is the largest blanket-pair δ over the ordered input
+pairs (Su, Cheng, Wang 2025; docs/theory.md#pairs-blanket) and the lower end the largest exact δ of the data sets
+"the others all hold c" (and, within the enumeration budget, of every data set), both evaluated by
+:mod:`shufflesim.accounting.engines.blanket_fft`.  ``tight`` is accounted two-sided (issue 22):
 
 * **upper end** — R is ε0-LDP with ε0 derived exactly from the matrix (raised by
   :func:`~shufflesim.maths.rr.eps0_upper`), so Feldman, McMillan and Talwar's *stronger clone pair* at ε0

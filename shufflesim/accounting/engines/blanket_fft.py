@@ -16,9 +16,11 @@ end; this module brackets each form's δ with certified ends and solves for ε(�
   counts of n − 1 draws).  Only the (n − 1)-fold law of the grid variable is needed; every c on the grid is
   tried at once (suffix sums) and the best kept.  Valid for both kinds of form (a lower bound on the form's δ).
 
-* **The n-fold law** is :func:`shufflesim.accounting.pld.fft.compose_grid` with exponential tilting at λ near
-  the saddle point (the tilted mean of S near 0), on the window of :func:`~shufflesim.accounting.pld.fft.choose_window`;
-  its error model (module docstring of :mod:`shufflesim.accounting.pld.fft`, item 4) is used as stated: the
+* **The n-fold law** is tilted at λ near the saddle point (the tilted mean of S near 0) and composed on a
+  circular window with :mod:`shufflesim.accounting.pld.fft`'s error model (its module docstring, item 4; see
+  :func:`_compose` for the two stages and why not :func:`~shufflesim.accounting.pld.fft.compose_grid` itself: its
+  window/tail bounds use a block sketch whose widening by h is multiplied by n in the exponent, and its
+  infinite-mass bookkeeping repeats the atoms n times — 800 MB at n = 1e8).  The error model is used as stated: the
   computed tilted window ĉ satisfies ||ĉ − c||_2 ≤ rho, c ≥ ỹ on the window with Σ(c − ỹ) = P̃(outside) bounded
   by the tilted Chernoff tails, and inputs within relative ``rel``.  With weights w the functional Σ w ỹ is
   bracketed by Σ w ĉ ± (rho ||w||_2 + rel Σ|w||ĉ| + γ Σ|w||ĉ| + max|w| P̃(outside)) (γ: the summation's
@@ -57,7 +59,6 @@ TARGET_GRID = 1 << 20
 GRID_ETA = 0.002
 #: tilted mass left outside the window
 WINDOW_TAU = 1e-14
-_DEBUG = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,7 +498,6 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
     err = (law.rho * gnorm * (1 + 1e-9) + law.rel * (absg + gam * rnd) + 2 * gam * rnd
            + gmax * math.exp(law.log_out) * (1 + 1e-9))
     lb = main - err
-    if _DEBUG: i = int(np.argmax(main)); print("dbg main", main[i], "rho", (law.rho * gnorm)[i], "rel", (law.rel * absg)[i], "rnd", (gam*rnd)[i], "out", (gmax * math.exp(law.log_out))[i], "argmax lb", int(np.argmax(lb)), i)
     i = int(np.argmax(lb))
     if not lb[i] > 0:
         return off
@@ -657,11 +657,6 @@ def _upper_at(mf: MechanismForms, eps: float) -> float:
 def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
     lows = sorted(mf.lower, key=lambda f: -estimate_delta(f, eps))[:top]
     return max([form_bracket(f, eps, want="lower")[0] for f in lows], default=0.0)
-
-
-def check_grid(M: int) -> None:
-    if M > MAX_GRID:
-        raise AccuracyError(f"the blanket sum form needs {M} grid points (> {MAX_GRID})")
 
 
 # ---------------------------------------------------------------------------------------------
