@@ -280,7 +280,7 @@ def _boundary(vals, lm, lam, copies, log_tau, side) -> float:
 DIRECT_SPAN = 1 << 14
 
 
-def _compose(uk, lm, vals, lam, copies, lo, M):
+def _compose(uk, lm, vals, lam, copies, lo, M, n_in: int = 1):
     """The tilted ``copies``-fold law of the grid variable on the circular window [lo, lo + M): (ĉ, Λ, rho, rel).
 
     Two stages.  (1) The m-fold law (m a power of two, its support below :data:`DIRECT_SPAN`) and the law of the
@@ -301,7 +301,8 @@ def _compose(uk, lm, vals, lam, copies, lo, M):
     base = np.zeros(int(uk[-1]) - k0 + 1)
     base[uk - k0] = np.exp(arg)
     theta0 = (4 * U * (float(np.max(np.abs(lm))) + lam * float(np.max(np.abs(vals))) + abs(lc) + 2)
-              + (math.log2(uk.size + 1) + 10) * U)
+              + (math.log2(uk.size + 1) + 10) * U
+              + 4 * U * (n_in + 2))  # the masses' own formation (products, bincount, log): a few ulps each
     span = base.size - 1
     m = 1
     while 2 * m * span + 1 <= DIRECT_SPAN and 2 * m <= copies:
@@ -377,7 +378,7 @@ def _grid_law(k: np.ndarray, mass: np.ndarray, h: float, copies: int, lam: float
     M = next_fast_len(max(width, 64), real=True)
     if M > MAX_GRID:
         raise AccuracyError(f"the blanket sum form needs an FFT of {M} points (> {MAX_GRID}) at h = {h:.3g}")
-    c, log_norm, rho, rel = _compose(uk, lm, vals, lam, copies, lo, M)
+    c, log_norm, rho, rel = _compose(uk, lm, vals, lam, copies, lo, M, int(k.size))
     above = NEG_INF if lo + M - 1 >= kmax else _tail_log(vals, lm, lam, copies, (lo + M) * h, "upper")
     below = NEG_INF if lo <= kmin else _tail_log(vals, lm, lam, copies, (lo - 1) * h, "lower")
     log_out = float(np.logaddexp(above, below))
@@ -430,7 +431,8 @@ def fft_upper(form: SumForm, eps: float, h: float | None = None) -> float:
     s = (law.lo + np.arange(M)) * h
     pos = s > 0
     with np.errstate(over="ignore", under="ignore"):
-        w = np.where(pos, s * np.exp(-lam * np.where(pos, s, 0.0)), 0.0) * (1 + 8 * U)
+        w = np.where(pos, s * np.exp(-lam * np.where(pos, s, 0.0)), 0.0)
+    w *= 1 + 4 * U * (lam * np.abs(s) + 4)  # s, lam s and exp: relative rounding <= 4u (lam |s| + 3)
     cp = np.maximum(law.c, 0.0)
     main = float(np.dot(w, cp))
     gam = (M + 10) * U
@@ -439,7 +441,7 @@ def fft_upper(form: SumForm, eps: float, h: float | None = None) -> float:
     total = main * (1 + law.rel) * (1 + gam) + err
     if total <= 0:
         return min(1.0, off)
-    val = exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 1e-13) / n
+    val = exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13) / n
     return min(1.0, (off + val) * (1 + 4 * U))
 
 
@@ -492,16 +494,20 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
         rnd += abs(cum[p]) * (Ta[thr[p]] + Ta[end])
         g2 += cum[p] ** 2 * np.maximum(T2[thr[p]] - T2[end], 0.0)
         gmax = np.maximum(gmax, np.where(thr[p] < end, abs(cum[p]) * ew[np.minimum(thr[p], M - 1)], 0.0))
-    gnorm = np.sqrt(g2 * (1 + 1e-9) + rnd * 0.0)
+    # above the window G = cum_last e^{-lam s} <= |cum_last| ew[M - 1] (also when the last piece is empty)
+    gmax = np.maximum(gmax, abs(cum[-1]) * ew[M - 1])
+    gnorm = np.sqrt(g2 * (1 + 1e-9))
+    # ew = exp(-lam s) within 4u (lam |s| + 3) <= 4u 703 of e^{-lam s}: Σ|G||c^| of that, relatively
+    eta_w = 4 * U * 703
     # suffix sums: relative error <= M u of the absolute suffix each (cumsum), differences and the piece sum
     gam = (M + 10 + 4 * len(thr)) * U
-    err = (law.rho * gnorm * (1 + 1e-9) + law.rel * (absg + gam * rnd) + 2 * gam * rnd
+    err = (law.rho * gnorm * (1 + 1e-9) + (law.rel + eta_w) * (absg + gam * rnd) + 2 * gam * rnd
            + gmax * math.exp(law.log_out) * (1 + 1e-9))
     lb = main - err
     i = int(np.argmax(lb))
     if not lb[i] > 0:
         return off
-    val = exp_down(law.log_norm + math.log(lb[i]) + math.log1p(-law.rel) - 1e-13)
+    val = exp_down(law.log_norm + math.log(lb[i]) + math.log1p(-law.rel) - 4 * U * abs(law.log_norm) - 1e-13)
     return max(0.0, (off + val) * (1 - 4 * U))
 
 
