@@ -458,12 +458,15 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
     kt = np.rint(fl / h).astype(np.int64)  # f~: nearest grid point (any deterministic rounding will do)
     law = _grid_law(kt, m, h, n - 1, lam)
     M, lo = law.c.size, law.lo
-    s = (lo + np.arange(M)) * h
-    # weights e^{-lam s} where representable; thresholds j = J + 1 - k~_a must stay inside [i_min, M]
-    e_arg = -lam * s
-    i_min = int(np.searchsorted(-e_arg, -700.0))  # first index with -lam s <= 700
+    # weights e^{-lam (s - s_ref)} relative to the tilted law's peak s_ref (the rounding f~ - f may shift S~ by
+    # O(n h) from S; the event's threshold c follows it, and e^{-lam s_ref} moves into the normaliser)
+    i_ref = int(np.argmax(law.c))
+    e_arg = -lam * ((np.arange(M) - i_ref) * h)
+    log_ref = -lam * ((lo + i_ref) * h)
+    # first index with -lam (s - s_ref) <= 300: the squared weights' suffix sums stay finite (e^600 M < 1e308)
+    i_min = int(np.searchsorted(-e_arg, -300.0))
     with np.errstate(over="ignore"):
-        ew = np.exp(np.minimum(e_arg, 700.0))
+        ew = np.exp(np.minimum(e_arg, 300.0))
     ew[:i_min] = 0.0
     v = ew * law.c
     va = ew * np.abs(law.c)
@@ -497,8 +500,8 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
     # above the window G = cum_last e^{-lam s} <= |cum_last| ew[M - 1] (also when the last piece is empty)
     gmax = np.maximum(gmax, abs(cum[-1]) * ew[M - 1])
     gnorm = np.sqrt(g2 * (1 + 1e-9))
-    # ew = exp(-lam s) within 4u (lam |s| + 3) <= 4u 703 of e^{-lam s}: Σ|G||c^| of that, relatively
-    eta_w = 4 * U * 703
+    # ew = exp(-lam (s - s_ref)) within 4u (|exponent| + 3) <= 4u 303 of its exact value: Σ|G||c^| of that
+    eta_w = 4 * U * 303
     # suffix sums: relative error <= M u of the absolute suffix each (cumsum), differences and the piece sum
     gam = (M + 10 + 4 * len(thr)) * U
     err = (law.rho * gnorm * (1 + 1e-9) + (law.rel + eta_w) * (absg + gam * rnd) + 2 * gam * rnd
@@ -507,7 +510,8 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
     i = int(np.argmax(lb))
     if not lb[i] > 0:
         return off
-    val = exp_down(law.log_norm + math.log(lb[i]) + math.log1p(-law.rel) - 4 * U * abs(law.log_norm) - 1e-13)
+    val = exp_down(law.log_norm + log_ref + math.log(lb[i]) + math.log1p(-law.rel)
+                   - 4 * U * (abs(law.log_norm) + 2 * abs(log_ref)) - 1e-13)
     return max(0.0, (off + val) * (1 - 4 * U))
 
 
