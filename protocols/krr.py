@@ -178,7 +178,8 @@ class KRRProtocol(HistogramProtocol):
 
         from shufflesim.accounting.account import account
 
-        cands = [("stronger clone pair", r.eps_upper, (self.mechanism(), None))]
+        first = "blanket pair" if getattr(r, "method", None) == "blanket" else "stronger clone pair"  # account's default
+        cands = [(first, r.eps_upper, (self.mechanism(), None))]
         rels = [Relation.STRONG] + ([Relation.WEAK] if _weak_in_budget(self.n) else [])
         for rel in rels:
             mech = KRR(self.n, self.k, self.gamma, rel, self.params["eps0"])

@@ -213,12 +213,12 @@ def test_projected_lower_end_below_brute_force(monkeypatch, k, m, n, spread, see
     monkeypatch.setattr(M, "ENUMERATION_BUDGET", 0)
     R = check_matrix(random_ldp_matrix(np.random.default_rng(seed), k, m, spread))
     mech = ShuffledMatrix(n, R.tolist())
-    rep = account(mech, eps=[0.0, 0.1, 0.5 * mech.eps0])
+    rep = account(mech, eps=[0.0, 0.1, 0.5 * mech.eps0], method="tight")
     assert any("through the count of report" in nt for nt in rep.notes)
     for r in rep.results:
         truth = worst_neighbouring_delta(R, n, r.eps)[0]
         assert r.delta_lower is not None and r.delta_lower <= truth * (1 + 1e-9) and truth <= r.delta_upper
-    r = account(mech, delta=[0.05]).results[0]
+    r = account(mech, delta=[0.05], method="tight").results[0]
     if r.eps_lower > 0:
         assert worst_neighbouring_delta(R, n, r.eps_lower)[0] >= 0.05 * (1 - 1e-9)
 
@@ -236,11 +236,12 @@ def test_lower_end_is_none_beyond_projection_and_for_samplers(monkeypatch):
     import shufflesim.mechanisms.matrix as M
 
     monkeypatch.setattr(M, "MAX_N_PROJECTED", 1000)  # (10^7 in use; a small n keeps the test fast)
-    r = account(ShuffledMatrix(2000, krr_matrix(4, 1.0).tolist()), eps=[0.2])
+    r = account(ShuffledMatrix(2000, krr_matrix(4, 1.0).tolist()), eps=[0.2], method="tight")
     assert r.results[0].delta_lower is None and any("no lower end" in nt for nt in r.notes)
     s = account(ShuffledMatrix(50, None, 1.0), eps=[0.2])
     assert s.results[0].delta_lower is None and s.params["eps0_source"].startswith("declared")
-    assert s.results[0].delta_upper == account(ShuffledMatrix(50, krr_matrix(2, 1.0).tolist()), eps=[0.2]).results[0].delta_upper
+    assert s.results[0].delta_upper == account(ShuffledMatrix(50, krr_matrix(2, 1.0).tolist()), eps=[0.2],
+                                               method="tight").results[0].delta_upper
 
 
 def _composed_deltas_brute_force(R: np.ndarray, n: int, eps: float, k: int) -> list[float]:

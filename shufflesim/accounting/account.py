@@ -399,6 +399,11 @@ def estimate_account(mechanism: Mechanism, *, method: str | None = None, composi
     check_method_applies(mechanism, method, compositions)  # what account() would refuse, refused first
     if method not in PAIR_METHODS or _local_only(mechanism, _ldp_cap(mechanism, compositions)) is not None:
         return Estimate(0.0, 0.1, f"{method} (closed form)")
+    if method == "blanket":  # single use: a few certified FFTs of <= 2^20 points (engines.blanket_fft); else tight's
+        if compositions == 1:
+            return Estimate(4e8 if mechanism.n > 10**6 else 5e7, 10.0 if mechanism.n > 10**6 else 2.0,
+                            "blanket sum form")
+        method = "tight"
     relation = getattr(getattr(mechanism, "relation", None), "value", None)
     if method == "tight" and relation == "weak":
         q = Question(eps=(1.0,), compositions=compositions, weak=(mechanism.n, mechanism.k, mechanism.gamma),

@@ -4,6 +4,10 @@
 local privacy ε0, :meth:`KRR.from_eps0`; the conversion is :mod:`shufflesim.maths.rr`), their reports
 shuffled.  Accounted by:
 
+* ``blanket`` (the default for the shuffled reports, issue 30) — single use: the blanket pair (for k-RR the weak
+  adversary's pair) above and the exact δ of the data sets "the others all hold 0, 1 or a third value" below,
+  both as sum forms evaluated by :mod:`shufflesim.accounting.engines.blanket_fft` (certified, any n: seconds at
+  n = 1e8); composed: ``tight``'s answer with a note;
 * ``tight`` / ``exact`` — the neighbouring pair of the chosen :class:`~shufflesim.accounting.model.mechanism.Relation`
   (strong-1d, strong, weak; Koskela, Heikkilä, Honkela 2023, arXiv:2106.00477, §5; docs/theory.md#pairs-krr),
   by the PLD accountant or by brute-force enumeration (small n); for ``shuffled`` (the shuffled reports
@@ -71,7 +75,7 @@ class KRR(Mechanism):
              required=False,
              choices=tuple(r.value for r in Relation)),
     )
-    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *BLANKET_METHODS, *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", "blanket", *BLANKET_METHODS, *LDP_METHODS)
 
     n: int
     k: int
@@ -131,6 +135,12 @@ class KRR(Mechanism):
         return out
 
     @property
+    def default_method(self) -> str:
+        """``blanket`` for the shuffled reports (issue 30: the tightest certified interval, fast at any n), else
+        ``tight`` (the adversary's own pair)."""
+        return "blanket" if self.view is Relation.SHUFFLED and self.gamma > 0 else "tight"
+
+    @property
     def view(self) -> Relation:
         """The view the pair-based methods account: the adversary named, else :data:`DEFAULT_ADVERSARY`."""
         return DEFAULT_ADVERSARY if self.relation is None else self.relation
@@ -139,6 +149,8 @@ class KRR(Mechanism):
         from shufflesim.accounting.pairs import krr_pair
 
         rel = self.view
+        if method == "blanket":
+            raise NotApplicableError("blanket is answered directly (its sum form), not through a pair")
         if method == "tight":
             tb = {} if tail_bound is None else {"tail_bound": tail_bound}
             return krr_pair(self.n, self.k, self.gamma, rel.value, as_rows=True, **tb)
@@ -165,6 +177,8 @@ class KRR(Mechanism):
         computed from γ is a few ulps off: the upper end uses it raised (:func:`~shufflesim.maths.rr.eps0_upper`),
         the lower end lowered by the same margin (binary RR at a smaller ε0 is a post-processing of it at a larger
         one, so both ends stay certified)."""
+        if method == "blanket":
+            return self._blanket(eps_l, delta_l, compositions, run_pair)
         if method == "tight" and self.view is Relation.WEAK:
             from shufflesim.accounting.engines.choice import WEAK_BUCKETS, Question, answer, choose
             from shufflesim.accounting.engines.tight import TightAccountant
@@ -204,6 +218,68 @@ class KRR(Mechanism):
         R = np.full((self.k, self.k), pb)
         np.fill_diagonal(R, p)
         return exact_view(R, self.n, eps_l, delta_l, compositions, run_pair, self.genuine_lower)
+
+    def cheap_exact(self, eps_l, delta_l, compositions: int) -> str | None:
+        """Why the default (``blanket``) may answer with ``exact``'s worst case over every data set instead, or None:
+        k = 2, single use, n <= 10⁵ (the branch and bound, about a second) or 10⁶ < n <= 10⁹ (the population cover,
+        seconds; docs/theory.md#exact-rr2-population); k >= 3 within the default enumeration budget
+        (:data:`shufflesim.mechanisms.matrix.ENUMERATION_BUDGET`, about a second)."""
+        if compositions != 1:
+            return None
+        if self.k == 2:
+            from shufflesim.accounting.exact.exact_rr2 import DEFAULT_EXACT_MAX_N, MAX_N_EXACT, MAX_N_POPULATION
+
+            if self.n <= DEFAULT_EXACT_MAX_N or MAX_N_EXACT < self.n <= MAX_N_POPULATION:
+                return "k = 2: binary randomised response, exact over every data set at this n"
+            return None
+        from shufflesim.accounting.exact.enumeration import enumeration_steps
+        from shufflesim.mechanisms.matrix import ENUMERATION_BUDGET
+
+        values = len(eps_l if eps_l is not None else delta_l)
+        if enumeration_steps(self.n, self.k, self.k, values, eps_l is None) <= ENUMERATION_BUDGET:
+            return f"n is small enough to enumerate every data set (within {ENUMERATION_BUDGET:.3g} steps)"
+        return None
+
+    def _blanket(self, eps_l, delta_l, compositions, run_pair):
+        """``blanket`` (issue 30): the shuffled reports' interval from the blanket pair (for k-RR the weak adversary's
+        pair: the blanket is γ/k on every output) above and the exact δ of the data sets "the others all hold 0, 1
+        or a third value" below (:mod:`shufflesim.accounting.engines.blanket_fft`, single use, any n); at
+        n <= EXHAUSTIVE_N also every split of the others (:func:`shuffled_lower`), where higher.  Composed: the
+        answer of ``tight`` with its lower end, and a note (the blanket sum form is single-use only)."""
+        if self.view is not Relation.SHUFFLED:
+            raise NotApplicableError("blanket accounts the shuffled reports (--adversary shuffled); the strong, "
+                                     "strong-1d and weak adversaries see more: use tight or exact")
+        if self.gamma == 0.0:
+            raise NotApplicableError("blanket needs gamma > 0 (gamma underflowed: the local guarantee answers)")
+        exact = self.cheap_exact(eps_l, delta_l, compositions)
+        if exact is not None:
+            results, notes = self.direct("exact", eps_l, delta_l, compositions, run_pair)
+            return results, notes + [f"blanket: {exact}: the answer is the exact worst case"]
+        if compositions > 1:
+            from shufflesim.accounting.model.provenance import LowerEnd
+            from shufflesim.accounting.model.results import as_dominating
+
+            results, notes = run_pair("tight")
+            lows, what = shuffled_lower(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l,
+                                        compositions=compositions)
+            results = [as_dominating(r, STRONGER_CLONES, lo, LowerEnd(what)) for r, lo in zip(results, lows)]
+            return results, notes + ["blanket: the blanket sum form is single-use only; composed, the answer is "
+                                     "tight's (stronger clones) with its explicit data sets below"]
+        from shufflesim.accounting.engines.blanket_fft import account_blanket, krr_forms
+        from shufflesim.accounting.exact.krr_shuffled import EXHAUSTIVE_N
+
+        eps_max = eps0_upper(max(self.eps0, eps0_from_gamma(self.gamma, self.k)))
+        results, notes = account_blanket(krr_forms(self.k, self.gamma, self.n), eps_l, delta_l, eps_max)
+        if self.n <= EXHAUSTIVE_N:
+            lows, what = shuffled_lower(self.n, self.k, self.gamma, eps=eps_l, delta=delta_l)
+            better = [lo is not None and r.lower is not None and lo > r.lower for r, lo in zip(results, lows)]
+            if any(better):
+                from shufflesim.accounting.model.provenance import LowerEnd
+
+                results = [r.with_ends(lower=min(lo, r.upper)).with_provenance(r.provenance.add(LowerEnd(what)))
+                           if b else r for r, lo, b in zip(results, lows, better)]
+                notes = notes + [f"lower end (where higher): {what}"]
+        return results, notes
 
     def dominating_pair(self, method: str) -> str | None:
         if method == "feldman-numerical":

@@ -2,7 +2,11 @@
 
 ``ShuffledMatrix(n, matrix)``: n users each running the finite randomiser R (k inputs × m outputs, rows
 summing to 1; :mod:`shufflesim.pipeline.matrix`), the analyser seeing the shuffled reports (their
-histogram).  Neighbouring data sets differ in one user's input.  Accounted two-sided (issue 22):
+histogram).  Neighbouring data sets differ in one user's input.  By default (``blanket``, issue 30; single use,
+at most :data:`BLANKET_MAX_INPUTS` inputs) the upper end is the largest blanket-pair δ over the ordered input
+pairs (Su, Cheng, Wang 2025; docs/theory.md#pairs-blanket) and the lower end the largest exact δ of the data sets
+"the others all hold c" (and, within the enumeration budget, of every data set), both evaluated by
+:mod:`shufflesim.accounting.engines.blanket_fft`.  ``tight`` is accounted two-sided (issue 22):
 
 * **upper end** — R is ε0-LDP with ε0 derived exactly from the matrix (raised by
   :func:`~shufflesim.maths.rr.eps0_upper`), so Feldman, McMillan and Talwar's *stronger clone pair* at ε0
@@ -44,6 +48,9 @@ from ._common import LDP_METHODS, ldp_bound
 #: the enumeration of the lower end (every data set, :mod:`shufflesim.accounting.exact.enumeration`) runs when its
 #: steps stay below this (about a second); ``--method exact`` has its own, larger budget there
 ENUMERATION_BUDGET = 2e8
+#: ``blanket`` evaluates every ordered input pair's forms up to this many inputs (issue 30's scope: 10 x 10);
+#: above it answers as ``tight``
+BLANKET_MAX_INPUTS = 10
 
 
 
@@ -62,7 +69,7 @@ class ShuffledMatrix(Mechanism):
         Flag("eps0", "float", "declared local epsilon: checked against the matrix; alone (no --matrix) it is "
              "trusted and the answer has no lower end", required=False),
     )
-    methods: ClassVar[tuple[str, ...]] = ("tight", "exact", *LDP_METHODS)
+    methods: ClassVar[tuple[str, ...]] = ("blanket", "tight", "exact", *LDP_METHODS)
 
     n: int
     #: the matrix as a tuple of rows (hashable, frozen); None for a sampler with a declared eps0
@@ -102,6 +109,11 @@ class ShuffledMatrix(Mechanism):
         return cls(n, R.tolist(), eps0 if eps0 is not None else declared)
 
     @property
+    def default_method(self) -> str:
+        """``blanket`` for a matrix (issue 30), ``tight`` for a sampler known only by its declared ε0."""
+        return "tight" if self.matrix is None else "blanket"
+
+    @property
     def array(self) -> np.ndarray | None:
         return None if self.matrix is None else np.array(self.matrix, dtype=float)
 
@@ -117,7 +129,9 @@ class ShuffledMatrix(Mechanism):
     def pair(self, method: str, tail_bound: float | None = None):
         from shufflesim.mechanisms.clones import Clones
 
-        if method != "tight":
+        if method == "blanket" and self.matrix is None:
+            raise NotApplicableError("blanket needs the randomiser's matrix (a declared eps0 alone has no blanket)")
+        if method not in ("tight", "blanket"):
             raise NotApplicableError(f"matrix has no neighbouring pair for method {method!r}")
         return Clones(self.n, eps0_upper(self.eps0)).pair("tight", tail_bound)
 
@@ -128,6 +142,8 @@ class ShuffledMatrix(Mechanism):
         """``exact``: the worst case over every neighbouring pair of data sets, enumerated within a stated budget
         (:mod:`shufflesim.accounting.exact.enumeration`, docs/theory.md#exact-finite); composed, its upper end is
         ``tight``'s and its lower end :meth:`genuine_lower`'s (said in the note)."""
+        if method == "blanket":
+            return self.blanket(eps_l, delta_l, compositions, run_pair)
         if method != "exact":
             return None
         if self.matrix is None:
@@ -135,6 +151,42 @@ class ShuffledMatrix(Mechanism):
         from shufflesim.accounting.exact.enumeration import exact_view
 
         return exact_view(self.array, self.n, eps_l, delta_l, compositions, run_pair, self.genuine_lower)
+
+    def blanket(self, eps_l, delta_l, compositions, run_pair):
+        """``blanket`` (issue 30, the default): single use, upper end = the largest blanket-pair δ over the ordered
+        input pairs, lower end = the largest exact δ of the data sets "the others all hold c"
+        (:mod:`shufflesim.accounting.engines.blanket_fft`; docs/theory.md#pairs-blanket).  Where every data set
+        can be enumerated within :data:`ENUMERATION_BUDGET` (about a second), the answer is that worst case, both
+        ends (:mod:`shufflesim.accounting.exact.enumeration`; docs/theory.md#exact-finite).  Composed (> 1 use):
+        ``tight`` (stronger clones) with its genuine lower end, and a note saying so (the blanket sum form is
+        single-use only)."""
+        if self.matrix is None:
+            raise NotApplicableError("blanket needs the randomiser's matrix (a declared eps0 alone has no blanket)")
+        if compositions > 1 or len(self.matrix) > BLANKET_MAX_INPUTS:
+            from shufflesim.accounting.model.results import as_dominating
+
+            results, notes = run_pair("tight")
+            got = self.genuine_lower("tight", eps=eps_l, delta=delta_l, compositions=compositions)
+            lows, what = (got[0], got[1]) if got is not None else ([None] * len(results), None)
+            what = what if isinstance(what, LowerEnd) or what is None else LowerEnd(what)
+            pair = self.dominating_pair("tight")
+            results = [as_dominating(r, pair, lo, what) for r, lo in zip(results, lows)]
+            why = (f"the blanket forms are enumerated for at most {BLANKET_MAX_INPUTS} inputs" if compositions == 1
+                   else "the blanket sum form is single-use only")
+            return results, notes + [f"blanket: {why}; the answer is tight's (stronger clones at eps0) with its "
+                                     "explicit data sets below"]
+        from shufflesim.accounting.exact.enumeration import enumeration_steps, exact_view
+
+        R = self.array
+        values = len(eps_l if eps_l is not None else delta_l)
+        if enumeration_steps(self.n, R.shape[0], R.shape[1], values, eps_l is None) <= ENUMERATION_BUDGET:
+            results, notes = exact_view(R, self.n, eps_l, delta_l, 1, run_pair, self.genuine_lower)
+            return results, notes + ["blanket: n is small enough to enumerate every data set (within "
+                                     f"{ENUMERATION_BUDGET:.3g} steps): the answer is the exact worst case"]
+        from shufflesim.accounting.engines.blanket_fft import account_blanket, matrix_forms
+
+        results, notes = account_blanket(matrix_forms(self.array, self.n), eps_l, delta_l, eps0_upper(self.eps0))
+        return results, notes
 
     # --- the genuine lower end (issue 17's hooks, applied by accounting.account) -----------------------------
     def dominating_pair(self, method: str) -> str | None:

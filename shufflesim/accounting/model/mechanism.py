@@ -26,7 +26,8 @@ from typing import Any, Callable, ClassVar, Iterator
 from shufflesim.errors import NotApplicableError, ParameterError
 
 #: methods that evaluate a neighbouring pair (PLD accountant or brute-force enumeration)
-PAIR_METHODS = frozenset({"tight", "exact", "exact-histogram", "tight-koskela", "exact-koskela", "variation-ratio"})
+PAIR_METHODS = frozenset({"tight", "exact", "exact-histogram", "tight-koskela", "exact-koskela", "variation-ratio",
+                          "blanket"})
 #: methods computed from several others (:mod:`.compare`): the smallest certified upper bound
 META_METHODS = frozenset({"best"})
 
