@@ -201,6 +201,29 @@ def test_run_privacy_without_credit_is_the_unsampled_accounting():
                 assert out["eps"] == ref.eps and out["method"] == ref.method
 
 
+def test_the_papers_value_of_a_sampled_run_does_not_depend_on_the_accountant():
+    """The paper's accounting of a sampled run (a comparison column, not a guarantee) is the same whether the
+    sampling is credited (tight) or not: SS-Simple under Poisson participation at the expected participants q·n
+    (it has no padding; docs/flame.md "Client sampling"), the others at the round's configuration."""
+    from shufflesim.federated.encoding import FlameConfig
+    from shufflesim.federated.training import SampledFlameConfig
+
+    delta = 1e-5
+    for proto in ("ss-simple", "ss-double"):
+        for m, q in ((30, None), (None, 0.3)):
+            nmax = m if m is not None else 100
+            cfg = FlameConfig(proto, 650, nmax, 26.0, C=0.1, k=13)
+            sampled = SampledFlameConfig(proto, 650, 100, 26.0, C=0.1, k=13,
+                                         n_p=None if proto == "ss-simple" else cfg.n_p, l=cfg.l,
+                                         clients_per_round=m, participation=q)
+            loose = run_privacy(cfg, sampled, 2, delta, tight=False)
+            credited = run_privacy(cfg, sampled, 2, delta, tight=True)
+            assert credited["sampling_credit"] is True
+            assert (credited["values"]["paper-original-2019"] == loose["values"]["paper-original-2019"]
+                    is not None), (proto, m, q)
+            assert credited.get("paper_n") == loose.get("paper_n"), (proto, m, q)
+
+
 def test_the_cli_prints_the_law_and_the_method(capsys):
     assert main(["fl", "--protocol", "ss-double", "--rounds", "2", "--n", "60", "--clients-per-round", "20",
                  "--no-tight"]) == 0
