@@ -223,6 +223,11 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
 
     if sampled is not None and (sampled.clients_per_round == sampled.n or sampled.participation == 1.0):
         sampled = None  # every client in every round: the unsampled run, accounted as such
+    # the paper's style (not a guarantee) for this run: SS-Simple under Poisson participation has no padding, so its
+    # formula is taken at the expected participants q·n; otherwise at the round's configuration
+    expected = (max(2, round(sampled.participation * sampled.n))
+                if sampled is not None and cfg.protocol == "ss-simple" and sampled.participation is not None else None)
+    paper_cfg = cfg if expected is None else replace(cfg, n=expected, n_p=None)
     if sampled is not None and tight:
         # the accountant of who takes part (docs/theory.md#flame-double): the target's participation per round
         # (Chernoff-bounded number of rounds) x SS-Double's coordinate sampling; its eps is the smallest of the
@@ -230,8 +235,10 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
         sp = sampled_privacy(sampled, rounds, delta, participation=sampled.participation,
                              clients_per_round=sampled.clients_per_round, population=sampled.n)
         out = sp.as_dict()
-        paper = flame_privacy(cfg, rounds, delta, tight=False).as_dict()["values"]
+        paper = flame_privacy(paper_cfg, rounds, delta, tight=False).as_dict()["values"]
         out["values"] |= {k: v for k, v in paper.items() if k.startswith("paper")}
+        if expected is not None:
+            out["paper_n"] = expected
         out["sampling_credit"] = True
         out["sampling_note"] = (f"sampling credited (docs/theory.md#flame-double): the rounds the target takes part "
                                 f"in, bounded by a Chernoff bound charged to delta; method {sp.method}")
@@ -257,9 +264,7 @@ def run_privacy(cfg: FlameConfig, sampled: SampledFlameConfig | None, rounds: in
         out["sampling_note"] = ("no sampling credit claimed; SS-Simple under Poisson participation: a round may "
                                 "hold the target alone, which the unsampled accounting does not cover, so only the "
                                 "composition of the local guarantee is claimed")
-        # the paper's style (not a guarantee) for this run: its formula at the expected participants q·n
-        expected = max(2, round(sampled.participation * sampled.n))
-        paper = flame_privacy(replace(cfg, n=expected, n_p=None), rounds, delta, tight=False).as_dict()["values"]
+        paper = flame_privacy(paper_cfg, rounds, delta, tight=False).as_dict()["values"]
         out["values"]["paper-original-2019"] = paper.get("paper-original-2019")
         out["paper_n"] = expected
     else:

@@ -161,7 +161,8 @@ def write_report(sc: dict, out: Path, frames: dict, claims: pd.DataFrame, pngs: 
                 .agg({"protocol": "first", "out_of_range": "first", "round": "first", "accuracy": "mean", "eps": "first",
                       "delta": "first"}) if pois  # the mean over the step's seeds
                 else df.sort_values("round").groupby("label", sort=False).tail(1))
-        by_eps = ["eps_method", "eps_paper", "sampling_credit", "participants_mean"] if "eps_paper" in df else []
+        by_eps = ([c for c in ("eps_method", "eps_lower", "eps_paper", "sampling_credit", "participants_mean")
+                   if c in df] if "eps_paper" in df else [])
         L += [f"### training `{s['name']}` (final round)", "", markdown_table(last, ["label", "protocol", *pois, "round",
                                                                                    "accuracy", "eps", "delta", *by_eps]),
               ""]

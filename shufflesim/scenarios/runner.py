@@ -225,7 +225,8 @@ def run_training_step(step: dict, sc: dict, quick: bool) -> pd.DataFrame:
         pois = res.get("poisoning")
         priv, smp = res.get("privacy") or {}, res.get("sampling") or {}
         by_eps = {} if step["x"] != "eps" else {  # x = 'eps': the accountant's method and the paper's value
-            "eps_method": priv.get("method"), "eps_paper": (priv.get("values") or {}).get("paper-original-2019"),
+            "eps_method": priv.get("method"), "eps_lower": priv.get("eps_lower"),
+            "eps_paper": (priv.get("values") or {}).get("paper-original-2019"),
             "sampling_credit": bool(priv.get("sampling_credit", False)),
             "clients_per_round": smp.get("clients_per_round"), "participation": smp.get("participation"),
             "participants_mean": float(np.mean(smp["participants"])) if smp.get("participants") else None}
