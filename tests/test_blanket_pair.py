@@ -354,3 +354,55 @@ def test_any_smaller_shared_part_is_weaker():
         blanket_forms(M, 3, shared=[0.3, 0.3, 0.1])  # above the column minimum (0.2, 0.25, 0.1)
     with pytest.raises(ParameterError, match="shared"):
         blanket_forms(M, 3, shared=[0.1, 0.1])
+
+
+def _huge_ratio_matrices():
+    """(R, label): rows summing to exactly 1.0 in floats with an entry so small (subnormal, or 1e-200..1e-300)
+    that a ratio R(x, y)/ω(y) or R(x, y)/R(c, y) overflows or exceeds every ordinary scale."""
+    out = [(np.array([[0.5, 0.5], [1.0 - 1e-309, 1e-309]]), "review: subnormal 1e-309"),
+           (np.array([[0.5, 0.5], [1.0, 1e-320]]), "subnormal 1e-320")]
+    for tiny in (1e-160, 1e-200, 1e-300, 5e-324):
+        out.append((np.array([[1.0 - tiny, tiny], [tiny, 1.0 - tiny]]), f"both rows {tiny:g}"))
+        out.append((np.array([[0.3, 0.3, 0.4], [0.5, 0.5 - tiny, tiny], [0.2, 0.2, 0.6]]), f"3x3 {tiny:g}"))
+    return out
+
+
+@pytest.mark.parametrize("R,label", _huge_ratio_matrices(), ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_huge_ratio_atoms_are_not_lost(R, label, n):
+    """Review of issue 30: R = [[0.5, 0.5], [1 − 1e-309, 1e-309]] gave a blanket δ(1) of 0.0 against the
+    brute force's 0.5 (u = 0.5/1e-309 overflowed to inf, its atom's value became −1e300 and its term was lost).
+    The blanket now keeps a smaller shared part (ω′ = 0 where a ratio would exceed RATIO_MAX: exact off-support
+    terms), and a data set's form merges such outputs (a post-processing: still a lower end)."""
+    assert np.all(R.sum(axis=1) == 1.0)
+    bf = _brute_force(R, n, EPS)
+    worst = np.max(np.array(list(bf.values())), axis=0)
+    blanket = forms_delta_exact(blanket_forms(R, n), EPS)
+    assert np.all(blanket >= worst * (1 - 1e-12) - 1e-15), (label, blanket, worst)
+    assert np.all(blanket <= 1.0 + 1e-12)
+    forms = dataset_forms(R, n)
+    for f in forms:
+        truth = bf[(f.x, f.x2, (f.other,) * (n - 1))]
+        got = sum_form_delta_exact(f, EPS)
+        if "merged outputs" in f.params:
+            assert np.all(got <= truth * (1 + 1e-9) + 1e-15), (label, f.describe(), got, truth)
+        else:
+            assert np.allclose(got, truth, rtol=1e-9, atol=1e-15), (label, f.describe(), got, truth)
+    assert np.all(forms_delta_exact(forms, EPS) <= worst * (1 + 1e-12) + 1e-15)
+
+
+def test_review_case_value():
+    """The review's numbers: δ(1) = 0.5 − e·1e-309 ≈ 0.5 for the blanket at n = 1, and at n = 2, 5 never below
+    the brute force's worst data set (0.5 at n = 1)."""
+    R = [[0.5, 0.5], [1.0 - 1e-309, 1e-309]]
+    assert forms_delta_exact(blanket_forms(R, 1), 1.0) == pytest.approx(0.5, rel=1e-12)
+    for n in (2, 5):
+        assert forms_delta_exact(blanket_forms(R, n), 1.0) >= 0.5 * (1 - 1e-12)
+
+
+def test_sum_form_refuses_overflowing_ratios():
+    one = np.array([1.0])
+    with pytest.raises(ParameterError, match="finite"):
+        SumForm(2, one, np.array([np.inf]), one, np.zeros(0), np.zeros(0), "blanket", 0, 1)
+    with pytest.raises(ParameterError, match="finite"):
+        SumForm(2, one, one, np.array([1e200]), np.zeros(0), np.zeros(0), "blanket", 0, 1)

@@ -166,3 +166,49 @@ def test_issue_figure_1e9_within_a_tenth_of_a_percent(eps0):
     if eps0 == 1.0:
         # the issue's default interval [0.000120692, 0.00014776]: the exact interval lies inside it
         assert 0.000120692 * (1 - 1e-6) <= r.eps_lower and r.eps_upper <= 0.00014776
+
+
+def worst_delta_at_zero(n: int, eps0: float) -> tuple[float, int]:
+    """δ(0) over every data set by enumeration (one direction: the other is its mirror m → n − 1 − m)."""
+    return max((data_set_delta(n, m, eps0, 0.0), m) for m in range(n))
+
+
+@pytest.mark.parametrize("n,eps0,delta", [(9, 2.0, 0.3), (10, 2.0, 0.3), (11, 2.0, 0.3), (12, 2.0, 0.3),
+                                          (8, 1.0, 0.2), (13, 3.0, 0.4), (9, 2.0, 0.37)])
+def test_eps_near_zero_middle_data_set(n, eps0, delta):
+    """Review of issue 30: at ε = 0 the worst data set is the middle m, not m = 0 or n − 1, so the ends'
+    δ(0) <= δ does not give the upper end 0 (it did: [0, 0] at n = 9, ε0 = 2, δ = 0.3 with δ(0) = 0.36009 at m = 4).
+    Every data set's δ(0) by enumeration; and the bracket holds the enumerated ε(δ)."""
+    d0, m0 = worst_delta_at_zero(n, eps0)
+    b = X.population_eps_bracket(n, eps0, delta)
+    if d0 > delta:
+        assert b.upper > 0.0, (b, d0, m0)
+        assert worst_delta(n, eps0, b.upper) <= delta * (1 + 1e-12), b
+        if b.lower > 0.0:
+            assert worst_delta(n, eps0, b.lower) > delta * (1 - 1e-12), b
+    else:
+        assert b.lower == 0.0
+    eb = X.eps_bracket(n, eps0, delta)  # the branch and bound (an independent path) agrees
+    assert b.lower <= eb.upper and eb.lower <= b.upper, (b, eb)
+
+
+def test_eps_middle_data_set_at_n_1001():
+    """The review's n = 1001, ε0 = 6, δ = 0.26362: [0, 0] before, the truth ε ≈ 0.0192299 (branch and bound)."""
+    b = X.population_eps_bracket(1001, 6.0, 0.26362)
+    eb = X.eps_bracket(1001, 6.0, 0.26362)
+    assert b.lower <= eb.upper and eb.lower <= b.upper, (b, eb)
+    assert 0.0192 < b.upper and b.lower < 0.01924
+
+
+@pytest.mark.parametrize("delta", [0.00565205, 0.00565199])
+def test_eps_middle_data_set_at_two_million(delta):
+    """The review's public case n = 2000001, ε0 = 6: δ(0) = 0.0056521218 at m = 10⁶ (the ends: 0.0056519911), so
+    ε(δ) > 0 at δ = 0.00565205 (was "[0, 0]") and the path answers just below the ends' δ(0) (was
+    NotApplicableError).  The lower end is certified by the middle data set's own lower bracket."""
+    N = 2_000_000
+    lo_mid = X.pair_log_bracket_sums(N, N // 2, 6.0, 0.0)[0]
+    assert lo_mid > math.log(delta)
+    b = X.population_eps_bracket(N + 1, 6.0, delta)
+    assert 0.0 < b.lower < b.upper < 1e-5, b
+    assert b.m == N // 2
+    assert X.pair_log_bracket_sums(N, b.m, 6.0, b.lower)[0] > math.log(delta)

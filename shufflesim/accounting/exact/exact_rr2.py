@@ -597,6 +597,16 @@ def population_delta_bracket(n: int, eps0: float, eps: float, *, rtol: float = P
     return Bracket(_prob_down(lo), _prob_up(upper) if c is not None and c.ok else 1.0, best_m, tuple(notes), evals)
 
 
+def _new_candidates(N: int, cands, c: Cover) -> set[int]:
+    """Data sets to join the candidates of :func:`population_eps_bracket` after a failed cover ``c``: the single
+    data set whose certified upper end exceeds δ (``c.point``), else — the cover failed on its budget — the middle
+    m = ⌊N/2⌋, ⌈N/2⌉ (the worst data set at ε near 0).  Any data set's certified lower end is a valid lower end of the
+    mechanism's ε, and the candidates' root then lies where their upper ends are <= δ too."""
+    if c.point is not None and c.point not in cands:
+        return {c.point}
+    return {N // 2, N - N // 2} - set(cands)
+
+
 def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = POP_EPS_RTOL) -> Bracket:
     """Certified bracket of the mechanism's ε(δ) over every data set through :func:`cover` (any n; the path of
     n > :data:`MAX_N_EXACT`), of relative width <= ``rtol``.
@@ -605,19 +615,36 @@ def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = P
     relative width min(1e-6, rtol/10) (:func:`_root` on :func:`pair_log_bracket_sums`); the upper end ε_u is that
     root's upper end raised to ε_lower / (1 − :data:`POP_AIM` rtol), where :func:`cover` certifies δ(ε_u) <= δ for
     every data set (each piece's bound is a δ of a real pair, non-increasing in ε).  Where the cover fails on a
-    single data set above δ, that data set joins the candidates; where it fails on its budget, ε_u is raised."""
+    single data set above δ, that data set joins the candidates; where it fails on its budget, ε_u is raised.
+    The upper end 0 is returned only where the cover certifies δ(0) <= δ for every m (at ε = 0 the worst data set
+    is near the middle m, not m = 0 or n − 1)."""
     N = n - 1
     ld = math.log(delta)
     cands = sorted({0, N})
     evaluations = 0
     widen = 1.0
-    for _ in range(12):
+    eps_min = 0.0  # a floor on eps_u where the cover could not certify eps = 0 (its budget)
+    for _ in range(24):
         lo, hi, m_lo, ev = _root(n, eps0, ld, cands, min(1e-6, 0.1 * rtol), evaluate=pair_log_bracket_sums)
         evaluations += ev
-        if hi == 0.0:
-            return Bracket(0.0, 0.0, m_lo, ("delta(0) <= delta for every data set",), evaluations)
-        aim = min(0.5, POP_AIM * rtol * widen)
-        eps_u = max(hi, lo / (1.0 - aim))
+        if hi == 0.0 and eps_min == 0.0:
+            # the candidates have δ(0) <= δ; at ε = 0 the worst data set is near the middle m, not an end, so the
+            # upper end 0 needs the cover's certificate for every m (docs/theory.md#exact-rr2-population)
+            c = cover(n, eps0, 0.0, ld)
+            evaluations += c.evaluations
+            if c.ok:
+                notes = (f"exact over every neighbouring pair of data sets at population scale "
+                         f"(docs/theory.md#exact-rr2-population): delta(0) <= delta for every data set, every "
+                         f"m = 0..{N} covered by {len(c.pieces)} pieces ({evaluations} evaluations)",)
+                return Bracket(0.0, 0.0, m_lo, notes, evaluations)
+            new = _new_candidates(N, cands, c)
+            if new:
+                cands = sorted(set(cands) | new)  # data sets the candidates miss: solve again with them
+                continue
+            eps_min = eps0 * 2.0 ** -40  # the cover's budget at ε = 0: certify a small positive ε instead
+        aim = POP_AIM * rtol * widen
+        # past a relative room of 1/2 the room doubles (the candidates' root is then far below the cover's ε)
+        eps_u = max(hi, lo / (1.0 - aim) if aim <= 0.5 else 2.0 * lo * (aim / 0.5), eps_min)
         if eps_u >= eps0:
             eps_u = eps0  # δ(eps0) = 0 for every data set
             c = Cover(True, -math.inf, (), 0)
@@ -630,12 +657,17 @@ def population_eps_bracket(n: int, eps0: float, delta: float, *, rtol: float = P
                      f"(or {N - m_lo} in the other direction); at the upper end every m = 0..{N} is covered by "
                      f"{len(c.pieces)} pieces, each certified below delta by one smaller data set ({evaluations} "
                      f"evaluations)",)
+            if lo == 0.0 or eps_u > lo * (1.0 + rtol) * 1.000001:
+                notes += (f"the interval is wider than its tolerance {rtol:g} (the cover could not certify a smaller "
+                          f"eps within its budget)",)
             return Bracket(lo, eps_u, m_lo, notes, evaluations)
-        if c.point is not None and c.point not in cands and pair_log_bracket_sums(N, c.point, eps0, eps_u)[0] > ld:
-            evaluations += 1
-            cands = sorted(set(cands) | {c.point})  # a worse data set than the candidates: solve again with it
+        new = _new_candidates(N, cands, c)
+        if new:
+            cands = sorted(set(cands) | new)  # solve again with them
             continue
         widen *= 2.0  # the cover needs more room (budget, or a data set within its round-off of delta)
+        if eps_min > 0.0:
+            eps_min *= 16.0
     raise NotApplicableError(f"the population cover did not certify eps(delta={delta:g}) at n={n}, eps0={eps0:g} "
                              "within its budget; use --method tight")
 

@@ -54,6 +54,12 @@ BLOCK = 1 << 16
 #: tolerance on a randomiser row's sum (it is a law); rows are not renormalised here
 ROW_SUM_TOL = 1e-9
 
+#: largest atom ratio R(x, y)/ω(y) a sum form keeps (u, v <= RATIO_MAX): n·RATIO_MAX stays far below the
+#: -1e300 that stands for u − e^ε v = −inf in the sums, and no ratio overflows to inf (R(x, y) = 0.5 over a
+#: subnormal ω(y) = 1e-309 did, and its atom's term was lost).  Columns beyond it are treated by
+#: :func:`safe_shared` (blanket) and :func:`merge_overflow_columns` (one data set)
+RATIO_MAX = 1e150
+
 
 @dataclass(frozen=True)
 class SumForm:
@@ -78,6 +84,11 @@ class SumForm:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ParameterError(f"kind must be one of {', '.join(KINDS)}; got {self.kind!r}")
+        for name in ("u", "v"):
+            a = getattr(self, name)
+            if a.size and not (np.all(np.isfinite(a)) and a.min() >= 0.0 and a.max() <= RATIO_MAX):
+                raise ParameterError(f"a sum form's {name} must be finite, >= 0 and <= {RATIO_MAX:g} (the atoms' "
+                                     "ratios; larger ones belong to the off-support term)")
 
     def values(self, eps: float) -> np.ndarray:
         """The atoms' values u − e^ε v at ε (an atom with v = 0 keeps u, also at e^ε = inf)."""
@@ -127,6 +138,30 @@ def blanket_decomposition(R: np.ndarray) -> tuple[np.ndarray, float]:
     return omega, float(omega.sum())
 
 
+def safe_shared(R: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """The shared part ω′ ≤ ω with ω′(y) = 0 wherever some R(x, y) > :data:`RATIO_MAX` · ω(y) (else ω′ = ω).  Any
+    shared part ω′ ≤ the column minimum gives a valid pair (docs/theory.md#pairs-blanket, "why the blanket is the
+    best decomposition": an upper end on every data set), and those outputs enter the exact off-support term, so
+    no atom ratio overflows."""
+    bad = (omega > 0) & np.any(R > RATIO_MAX * omega[None, :], axis=0)
+    return np.where(bad, 0.0, omega)
+
+
+def merge_overflow_columns(R: np.ndarray, c: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """R with every output y whose ratio R(x, y)/R(c, y) exceeds :data:`RATIO_MAX` (R(c, y) > 0) merged into the
+    output c produces most often, and the merged outputs.  Merging outputs is a post-processing of every report,
+    hence of the shuffled view, so the merged data set's δ is at most the data set's own (data processing): still
+    a lower end, with every ratio <= 1/max_y R(c, y) <= the number of outputs."""
+    bad = (R[c] > 0) & np.any(R > RATIO_MAX * R[c][None, :], axis=0)
+    if not bad.any():
+        return R, ()
+    to = int(np.argmax(R[c]))
+    M = R.copy()
+    M[:, to] += R[:, bad].sum(axis=1)
+    M[:, bad] = 0.0
+    return M, tuple(int(y) for y in np.flatnonzero(bad))
+
+
 def _form(n: int, R1: np.ndarray, R2: np.ndarray, nu: np.ndarray, null_mass: float, kind: str, x: int, x2: int,
           other: int | None) -> SumForm:
     on = nu > 0
@@ -159,7 +194,9 @@ def blanket_forms(R: np.ndarray, n: int, *, shared=None) -> list[SumForm]:
         if w.size != omega.size or not np.all(np.isfinite(w)) or w.min() < 0.0 or np.any(w > omega):
             raise ParameterError(f"shared must have {omega.size} entries in [0, column minimum] (a part of every "
                                  "row); got " + np.array2string(w, precision=6))
-        omega, gamma = w, float(w.sum())
+        omega = w
+    omega = safe_shared(R, omega)  # no atom ratio beyond RATIO_MAX (a smaller shared part: still an upper end)
+    gamma = float(omega.sum())
     k = R.shape[0]
     return [_form(n, R[x], R[x2], omega, max(0.0, 1.0 - gamma), "blanket", x, x2, None)
             for x, x2 in itertools.permutations(range(k), 2)]
@@ -173,8 +210,15 @@ def dataset_forms(R: np.ndarray, n: int, others: "list[int] | None" = None) -> l
     R = check_randomiser(R)
     k = R.shape[0]
     cs = range(k) if others is None else [check_int("others", c, minimum=0, maximum=k - 1) for c in others]
-    return [_form(n, R[x], R[x2], R[c], 0.0, "data set", x, x2, int(c))
-            for c in cs for x, x2 in itertools.permutations(range(k), 2)]
+    forms = []
+    for c in cs:
+        M, merged = merge_overflow_columns(R, int(c))  # no atom ratio beyond RATIO_MAX (a post-processing)
+        for x, x2 in itertools.permutations(range(k), 2):
+            f = _form(n, M[x], M[x2], M[c], 0.0, "data set", x, x2, int(c))
+            if merged:
+                f.params["merged outputs"] = merged
+            forms.append(f)
+    return forms
 
 
 def count_vectors(n: int, atoms: int) -> float:

@@ -64,30 +64,36 @@ def check_relation(relation: str) -> str:
 def krr_sampled_parameters(k: int, eps0: float, q: float) -> dict:
     """The blanket of R_q for k-RR at local privacy eps0: γ (blanket probability), r (a blanket draw lands on
     one of the target's two values), the target's weights a (its own value) and b (the other value), and the
-    complements 1 − γ, 1 − r, 1 − a − b computed without cancellation."""
+    complements 1 − γ, 1 − r, 1 − a − b computed without cancellation.
+
+    Every probability is a ratio of sums of non-negative terms whose numerator is one of the denominator's terms
+    (γ = 2b + rest, r = 2b/γ, 1 − r = rest/γ), so rounding cannot take it above 1 (float addition and division
+    are monotone and 1 is a float); γ = 1 − (1 − γ) cancelled to 0 or to a few ulps' worth at q ≈ 1 and large
+    ε0, and r exceeded 1 at q = 1 (review of issue 30)."""
     k = check_int("k", k, minimum=2)
     eps0 = check_positive("eps0", eps0)
     q = check_rate(q)
     t = math.exp(-eps0)  # 1/e^eps0: every weight below is finite at any eps0
     D = 1.0 + (k - 1) * t  # (e^eps0 + k − 1)/e^eps0
-    non_blanket = q * (1.0 - t) / D  # q (e^eps0 − 1)/(e^eps0 + k − 1)
-    gamma = 1.0 - non_blanket
+    non_blanket = q * -math.expm1(-eps0) / D  # q (e^eps0 − 1)/(e^eps0 + k − 1)
     low = q * t / D  # q/(e^eps0 + k − 1): each value's blanket mass
+    rest = (1.0 - q) + (k - 2) * low  # ⊥ or one of the k − 2 other values
+    gamma = 2.0 * low + rest  # (1 − q) + k low, no cancellation
     return {"gamma": gamma, "one_minus_gamma": non_blanket, "r": 2.0 * low / gamma,
-            "one_minus_r": ((1.0 - q) + (k - 2) * low) / gamma, "a": q / D, "b": low,
-            "rest": (1.0 - q) + (k - 2) * low}
+            "one_minus_r": rest / gamma, "a": q / D, "b": low, "rest": rest}
 
 
 def ldp_sampled_parameters(eps0: float, q: float) -> dict:
     """The clone decomposition of R_q for *any* ε0-LDP randomiser R (docs/theory.md#sampling): every other user
     is a clone (a fair coin between Q0 and Q1, R(x0) + R(x1) = Q0 + Q1) with probability q e^{−ε0}, ⊥ with
     probability 1 − q, else its own leftover law (revealed); the target is Q0 / Q1 / ⊥ with probabilities
-    q e^{ε0}/(e^{ε0}+1), q/(e^{ε0}+1), 1 − q.  Same keys as :func:`krr_sampled_parameters`."""
+    q e^{ε0}/(e^{ε0}+1), q/(e^{ε0}+1), 1 − q.  Same keys as :func:`krr_sampled_parameters`, computed the same
+    way (γ = q e^{−ε0} + (1 − q), r and 1 − r its two terms over it: neither can round above 1)."""
     eps0 = check_positive("eps0", eps0)
     q = check_rate(q)
     t = math.exp(-eps0)
     non_blanket = q * -math.expm1(-eps0)  # q (1 − e^{−ε0})
-    gamma = 1.0 - non_blanket
+    gamma = q * t + (1.0 - q)  # 1 − q (1 − e^{−ε0}), no cancellation
     return {"gamma": gamma, "one_minus_gamma": non_blanket, "r": q * t / gamma, "one_minus_r": (1.0 - q) / gamma,
             "a": q / (1.0 + t), "b": q * t / (1.0 + t), "rest": 1.0 - q}
 
@@ -163,8 +169,8 @@ def sampled_krr_addremove_pair(n: int, k: int, eps0: float, q: float, *,
     n_lo, n_hi, lt_n = chernoff_window(n - 1, s["gamma"], lb, s["one_minus_gamma"])
     Ns = np.arange(int(n_lo), int(n_hi) + 1)
     lwN = log_binom_pmf(Ns, n - 1, s["gamma"], s["one_minus_gamma"])
-    p_bot = (1.0 - q) / s["gamma"]  # a blanket draw is ⊥
-    p_val = 1.0 - p_bot  # it is one of the k values (uniform)
+    p_bot = (1.0 - q) / s["gamma"]  # a blanket draw is ⊥ (<= 1: γ = 2b + rest, rest >= 1 − q, all rounded monotonely)
+    p_val = k * s["b"] / s["gamma"]  # it is one of the k values (uniform): γ's other terms, no cancellation
     lbN = lb - lwN - math.log(Ns.size)
     b_lo, b_hi, lt_b = chernoff_window(Ns, p_bot, lbN, p_val)
     atoms = int(((b_hi - b_lo + 2) * (Ns + 2)).sum())
@@ -222,16 +228,21 @@ def data_set_pair(n: int, k: int, eps0: float, *, q: float | None = None, m: int
     if q is not None:
         q = check_rate(q)
         # c_0 = D_target + Bin(n − 1, q lo_p); D_target ~ Bern(q hi_p) (P), Bern(q lo_p) or 0 (Q)
+        # the complements without cancellation (1 − q hi_p = 1 − q + q (k − 1) lo_p, 1 − q lo_p = 1 − q + q (hi_p
+        # + (k − 2) lo_p)): 1 − q hi_p rounded to 0 or below at q = 1 and large eps0
         beta = q * lo_p
-        c_lo, c_hi, _ = chernoff_window(n - 1, beta, -745.0, 1.0 - beta)
+        c_beta = (1.0 - q) + q * (hi_p + (k - 2) * lo_p)
+        c_lo, c_hi, _ = chernoff_window(n - 1, beta, -745.0, c_beta)
         c = np.arange(int(c_lo), int(c_hi) + 2)
-        lB = log_binom_pmf(c, n - 1, beta, 1.0 - beta)
-        lB1 = log_binom_pmf(c - 1, n - 1, beta, 1.0 - beta)
+        lB = log_binom_pmf(c, n - 1, beta, c_beta)
+        lB1 = log_binom_pmf(c - 1, n - 1, beta, c_beta)
         aP = q * hi_p
         aQ = q * lo_p if relation == "replace-one" else 0.0
+        cP = (1.0 - q) + q * (k - 1) * lo_p
+        cQ = c_beta if relation == "replace-one" else 1.0
         with np.errstate(divide="ignore"):
-            log_p = np.logaddexp(math.log(aP) + lB1, math.log1p(-aP) + lB)
-            log_q = np.logaddexp(math.log(aQ) + lB1 if aQ > 0 else np.full(c.shape, -np.inf), math.log1p(-aQ) + lB)
+            log_p = np.logaddexp(math.log(aP) + lB1, (math.log(cP) if cP > 0 else -np.inf) + lB)
+            log_q = np.logaddexp(math.log(aQ) + lB1 if aQ > 0 else np.full(c.shape, -np.inf), math.log(cQ) + lB)
         prm = {"n": n, "k": k, "eps0": eps0, "q": q, "relation": relation}
     else:
         if relation != "replace-one":
@@ -287,16 +298,20 @@ def data_set_pair_2d(n: int, k: int, eps0: float, q: float, *, other: int = 1, r
     hi_p, lo_p = 1.0 / D, t / D
     pi0 = q * lo_p  # an other user reports 0
     pi1 = q * (hi_p if other == 1 else lo_p)  # ... reports 1
-    c0_lo, c0_hi, _ = chernoff_window(n - 1, pi0, LOWER_LOG_BUDGET, 1.0 - pi0)
+    # the rest (⊥ or a third value) and the complements as sums of non-negative terms: no cancellation, and
+    # p1 = pi1 / (pi1 + rest) cannot round above 1 (it exceeded 1 at q = 1, k = 2)
+    rest_o = (1.0 - q) + q * ((k - 2) * lo_p if other == 1 else hi_p + (k - 3) * lo_p)
+    c_pi0 = pi1 + rest_o  # 1 − pi0
+    c0_lo, c0_hi, _ = chernoff_window(n - 1, pi0, LOWER_LOG_BUDGET, c_pi0)
     c0 = np.arange(int(c0_lo), int(c0_hi) + 1)
-    l0 = log_binom_pmf(c0, n - 1, pi0, 1.0 - pi0)
-    p1 = pi1 / (1.0 - pi0)
+    l0 = log_binom_pmf(c0, n - 1, pi0, c_pi0)
+    p1, c_p1 = pi1 / c_pi0, rest_o / c_pi0
     # c_1 | c_0 ~ Bin(n − 1 − c_0, p1): one window covering every kept c_0's
-    m_lo, _, _ = chernoff_window(n - 1 - int(c0_hi), p1, LOWER_LOG_BUDGET, 1.0 - p1)
-    _, m_hi, _ = chernoff_window(n - 1 - int(c0_lo), p1, LOWER_LOG_BUDGET, 1.0 - p1)
+    m_lo, _, _ = chernoff_window(n - 1 - int(c0_hi), p1, LOWER_LOG_BUDGET, c_p1)
+    _, m_hi, _ = chernoff_window(n - 1 - int(c0_lo), p1, LOWER_LOG_BUDGET, c_p1)
     c1 = np.arange(int(m_lo), int(m_hi) + 1)
     C0, C1 = np.meshgrid(c0, c1, indexing="ij")
-    O = l0[:, None] + log_binom_pmf(C1, n - 1 - C0, p1, 1.0 - p1)  # others' law on the window
+    O = l0[:, None] + log_binom_pmf(C1, n - 1 - C0, p1, c_p1)  # others' law on the window
     ninf = -np.inf
     Op = np.full((O.shape[0] + 1, O.shape[1] + 1), ninf)  # outcomes (c0_lo..c0_hi+1) x (c1_lo..c1_hi+1)
     Op[:-1, :-1] = O
@@ -306,7 +321,7 @@ def data_set_pair_2d(n: int, k: int, eps0: float, q: float, *, other: int = 1, r
     sh1[:-1, 1:] = O  # target reports 1
 
     def target(r0: float, r1: float) -> np.ndarray:
-        rest = 1.0 - r0 - r1  # ⊥ or another value
+        rest = (1.0 - q) + q * (k - 2) * lo_p  # ⊥ or another value: 1 − r0 − r1 without cancellation
         with np.errstate(divide="ignore"):
             out = np.logaddexp(math.log(r0) + sh0 if r0 > 0 else np.full_like(Op, ninf),
                                math.log(r1) + sh1 if r1 > 0 else np.full_like(Op, ninf))
