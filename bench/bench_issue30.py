@@ -118,13 +118,15 @@ def eps0_of(row: str) -> float:
 
 
 def width(c: dict) -> float:
-    return c["upper"] / c["lower"] - 1 if c.get("lower", 0) > 0 else math.inf
+    return c["upper"] / c["lower"] - 1 if (c.get("lower") or 0) > 0 else math.inf
 
 
 def fmt(c: dict) -> str:
     if "skip" in c:
         return c["skip"] + (f" ({c['why']})" if c.get("why") else "")
-    return f"[{c['lower']:.6g}, {c['upper']:.6g}] {width(c):.2%} {c['seconds']:.2f} s"
+    lo = "n/a" if c["lower"] is None else f"{c['lower']:.6g}"
+    w = width(c)
+    return f"[{lo}, {c['upper']:.6g}] {'width n/a' if math.isinf(w) else f'{w:.2%}'} {c['seconds']:.2f} s"
 
 
 def table(results: dict) -> list[str]:
