@@ -140,6 +140,23 @@ def table(results: dict) -> list[str]:
     return out
 
 
+def reach(results: dict) -> list[str]:
+    """The largest n each path answered in this run, and the enumeration's largest n within its budget (ε(δ))."""
+    from shufflesim.accounting.exact.enumeration import largest_n
+
+    out = []
+    for row in dict.fromkeys(r for r, _ in results):
+        got = {m: max((n for (r, n), c in results.items() if r == row and "upper" in c[m]), default=None)
+               for m in METHODS}
+        text = ", ".join(f"{m} {got[m]:.0e}" for m in METHODS if got[m] is not None)
+        if row != "rr2":
+            R = mechanism(row, 10, "default")
+            k, m = (R.k, R.k) if row.startswith("krr") else (len(R.matrix), len(R.matrix[0]))
+            text += f"; exact enumeration of every data set: n <= {largest_n(k, m, inverse=True)} within its budget"
+        out.append(f"* {row}: largest n answered in this run: {text}")
+    return out
+
+
 def run(rows, ns, cap: float, methods=METHODS) -> dict:
     results = {}
     for row in rows:
@@ -168,7 +185,7 @@ def main() -> None:
                 "M = [[.6,.3,.1],[.2,.5,.3],[.25,.25,.5]]. olh: d = 8, H = 4 fixed hashes into g = 2 buckets, "
                 "ε0 = 1 (8 × 8). '—': the method refuses (reason in brackets).", ""]
         with open(a.output, "w", encoding="utf-8") as f:
-            f.write("\n".join(head + lines) + "\n")
+            f.write("\n".join(head + lines + ["", "Largest n per path:", ""] + reach(results)) + "\n")
 
 
 if __name__ == "__main__":

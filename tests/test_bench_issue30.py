@@ -68,3 +68,11 @@ def test_sampling_row_with_dp_accounting(benches):
     assert bs.dp_accounting_eps(with_sampling(RR2(50, 2.0), Sampling.poisson(0.2)), 2, 1e-6,
                                 max_atoms=1)["note"].startswith("not run")
     assert bs.format_row(row).startswith("| rr2 eps0=2 | 50 | 0.2 | 2 |")
+
+
+def test_issue30_reach_names_the_enumeration_limit(benches):
+    b30, _ = benches
+    cells = {m: b30.cell("M", 6, m, cap=120.0) for m in b30.METHODS}
+    (line,) = b30.reach({("M", 6): cells})
+    assert line.startswith("* M: largest n answered in this run: default 6e+00, clones 6e+00, exact 6e+00")
+    assert line.endswith("n <= 93 within its budget")  # ε(δ) budget of enumeration.largest_n for 3 x 3
