@@ -118,7 +118,7 @@ def test_recursive_protocol_mechanism_is_the_composition_of_its_levels():
 def test_heterogeneous_composition_equals_the_engine_on_the_pairs():
     a, b = KRR(2000, 4, 0.3, "strong"), KRR(2000, 7, 0.2, "strong")
     comp = Composition(((a, 2), (b, 1)))
-    assert comp.methods == ("tight", "exact")
+    assert comp.methods == ("tight", "exact", "blanket")
     eps = [0.3, 0.8]
     got = account(comp, eps=eps).results
     pa, pb = a.pair("tight"), b.pair("tight")

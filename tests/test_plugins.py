@@ -158,7 +158,7 @@ def test_guide_in_process(tmp_path, monkeypatch, capsys, fresh_registry):
         if line.startswith("shufflesim account matrix-rr --matrix abstain.toml --n 5"):
             assert "delta in [n/a" not in out.out and "lower end: explicit" in out.out
         if "--n 10000 --delta" in line:
-            assert "eps in [n/a" not in out.out and "through the count of report" in out.out
+            assert "eps in [n/a" not in out.out and "lower end: explicit data sets" in out.out
         if line.startswith(("shufflesim audit", "shufflesim validate")):  # fixed seeds: deterministic verdicts
             assert "verdict  consistent" in out.out or "verdict     consistent" in out.out, out.out
         if line == "shufflesim simulate --help":

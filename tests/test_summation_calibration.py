@@ -99,7 +99,7 @@ def test_bennett_gamma_near_agrees_with_bennett_gamma_and_certifies():
 def test_level_delta_is_the_accountants_upper_end():
     # level_delta drops only the lower end: the upper end is the same computation (exact equality is the point)
     n, v, g, e = 20_000, 11, 0.02, 0.8
-    full = account(KRR(n, v, g, "shuffled"), eps=[e], numerics={"target_accuracy": None, "max_grid_size": 2**20})
+    full = account(KRR(n, v, g, "shuffled"), eps=[e], method="tight", numerics={"target_accuracy": None, "max_grid_size": 2**20})
     assert level_delta("tight", n, v, g, e) == full.results[0].delta_upper
 
 

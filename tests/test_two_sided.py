@@ -260,6 +260,8 @@ REFUSALS = {
         # enumerated within exact.enumeration's budget, which every mechanism drawn here fits: n <= 4, k <= 3)
         lambda m: m.view is Relation.STRONG_1D,
     ),
+    # blanket (issue 30) accounts the shuffled reports only: the named adversaries see more
+    ("krr", "blanket"): (NotApplicableError, lambda m: m.view is not Relation.SHUFFLED or m.gamma == 0.0),
 }
 #: The methods that may answer "not applicable" (a result with ``applicable=False``), each for the validity
 #: condition of its published theorem; every other method must answer every question drawn here.

@@ -63,6 +63,7 @@ RESERVED_OPTION_NAMES = frozenset({
     "overwrite", "pair", "protocol_eps", "protocol_delta", "method", "leak", "compositions", "compare",
     "composition", "bennett_variant", "target_accuracy", "honest", "target_eps", "noise_users", "set", "sets",
     "chunk_size", "backend", "scheduler", "resume", "yes", "dishonest", "strategy", "direction", "target",
+    "sample_rate", "sample_size", "sample_relation",
 })
 
 

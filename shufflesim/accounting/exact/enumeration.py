@@ -396,6 +396,7 @@ def exact_answers(R, n: int, eps=None, delta=None) -> tuple[list, list[str]]:
     in one line beyond :data:`EXACT_ENUMERATION_BUDGET` (NotApplicableError: the cost and the largest n within
     it) or beyond the memory (ResourceError)."""
     from shufflesim.accounting.engines.estimates import check_estimate
+    from shufflesim.accounting.model.provenance import LowerEnd
     from shufflesim.accounting.model.results import DeltaBound, EpsBound
 
     R = np.asarray(R, dtype=float)
@@ -412,8 +413,12 @@ def exact_answers(R, n: int, eps=None, delta=None) -> tuple[list, list[str]]:
                 f"vector of the other {n - 1} users' inputs x every switch of the target), attained by {w.describe()}; "
                 "both ends bracket that floating-point value with its certified rounding allowance "
                 "(docs/theory.md#exact-finite)")
-        out.append(face.exact_bracket(v, w.lower, w.upper, worst=w.describe(), evaluations=w.pairs, notes=(note,),
-                                      engine=ENGINE))
+        r = face.exact_bracket(v, w.lower, w.upper, worst=w.describe(), evaluations=w.pairs, notes=(note,),
+                               engine=ENGINE)
+        # the lower end is an explicit pair of data sets (the worst one): said as such, like every lower end
+        end = LowerEnd(f"explicit neighbouring data sets {w.describe()} (its exact delta; the worst of {w.pairs} "
+                       "enumerated ordered pairs at the question, exact.enumeration)")
+        out.append(r.with_provenance(r.provenance.add(end)))
     return out, []
 
 
