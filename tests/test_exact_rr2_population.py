@@ -212,3 +212,18 @@ def test_eps_middle_data_set_at_two_million(delta):
     assert 0.0 < b.lower < b.upper < 1e-5, b
     assert b.m == N // 2
     assert X.pair_log_bracket_sums(N, b.m, 6.0, b.lower)[0] > math.log(delta)
+
+
+def test_default_is_exact_for_single_use_at_population_scale():
+    """rr2's default for one use at 10⁶ < n <= 10⁹ is the population cover (0.1 % wide), not the stronger clone
+    pair (~22 % wide); composed, the default stays tight (the exact bracket of a composition is refused there)."""
+    from shufflesim.accounting.account import account
+    from shufflesim.mechanisms import RR2
+
+    m = RR2(10**7, 1.0)
+    assert m.default_for(1) == "exact" and m.default_for(3) == "tight" == m.default_method
+    (r,) = account(m, delta=[1e-9]).results
+    assert r.method == "exact" and r.eps_upper <= r.eps_lower * (1 + 1e-3)
+    (t,) = account(m, delta=[1e-9], method="tight").results
+    assert t.eps_lower <= r.eps_lower and r.eps_upper < t.eps_upper  # inside tight's interval, and narrower
+    assert RR2(10**5, 1.0).default_for(1) == "exact" and RR2(5 * 10**5, 1.0).default_for(1) == "tight"

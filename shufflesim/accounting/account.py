@@ -71,7 +71,7 @@ def account(
         _check_numerics(numerics)
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"account needs a mechanism description (shufflesim.mechanisms); got {mechanism!r}")
-    method = mechanism.default_method if method is None else method
+    method = mechanism.default_for(compositions) if method is None else method
     if method == "best":  # issue 9: every applicable certified method, the smallest upper bound (.compare)
         from shufflesim.accounting.compare import best
 
@@ -393,7 +393,7 @@ def estimate_account(mechanism: Mechanism, *, method: str | None = None, composi
     from shufflesim.accounting.engines.estimates import Estimate, exact_binary_rr_estimate
     from shufflesim.accounting.engines.tight import TightAccountant
 
-    method = mechanism.default_method if method is None else method
+    method = mechanism.default_for(compositions) if method is None else method
     if method == "best":
         return Estimate(0.0, 0.0, "best")  # every method: estimated (and refused) by each run
     check_method_applies(mechanism, method, compositions)  # what account() would refuse, refused first
@@ -450,7 +450,7 @@ def calibrate_mechanism(make, name: str, eps: float, delta: float, lo: float, hi
 
     def fn(x: float) -> float:
         mech = make(x)
-        used["method"] = method or mech.default_method
+        used["method"] = method or mech.default_for(compositions)
         return certified_delta_upper(mech, eps, method=method, compositions=compositions, numerics=numerics,
                                      bennett_variant=bennett_variant)
 

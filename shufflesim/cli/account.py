@@ -370,7 +370,7 @@ def _warn_slow(args: argparse.Namespace, mech) -> None:
     from shufflesim.accounting.model import queries
     from shufflesim.accounting.model.mechanism import PAIR_METHODS
 
-    method = args.method or mech.default_method
+    method = args.method or mech.default_for(args.compositions)
     # no warning before an error: a request the accountant refuses was refused first, by run()'s check_question
     if method in PAIR_METHODS and queries.MAX_COMPOSITIONS >= args.compositions >= SLOW_COMPOSITIONS \
             and mech.n <= mech.max_n_pairs:

@@ -65,6 +65,16 @@ class RR2(Mechanism):
 
         return "exact" if self.n <= DEFAULT_EXACT_MAX_N else "tight"
 
+    def default_for(self, compositions: int = 1) -> str:
+        """Single use at 10⁶ < n <= 10⁹: ``exact`` too (the population cover, seconds, an interval 0.1 % wide;
+        docs/theory.md#exact-rr2-population), where ``tight``'s stronger clone pair is ~22 % wide; otherwise
+        :attr:`default_method` (composed above 10⁶ the exact bracket is refused, 10⁵ < n <= 10⁶ it takes a minute)."""
+        from shufflesim.accounting.exact.exact_rr2 import MAX_N_EXACT, MAX_N_POPULATION
+
+        if compositions == 1 and MAX_N_EXACT < self.n <= MAX_N_POPULATION:
+            return "exact"
+        return self.default_method
+
     @property
     def gamma(self) -> float:
         """Blanket probability 2/(e^{ε0}+1)."""

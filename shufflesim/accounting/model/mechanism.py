@@ -131,6 +131,11 @@ class Mechanism(ABC):
     def default_method(self) -> str:
         return self.methods[0]
 
+    def default_for(self, compositions: int = 1) -> str:
+        """The method :func:`~shufflesim.accounting.account.account` uses when none is named, for a question of
+        ``compositions`` uses: :attr:`default_method` unless a description knows better for that count."""
+        return self.default_method
+
     @classmethod
     def from_flags(cls, **values: Any) -> "Mechanism":
         """The description from its flags' values (flags not given are None)."""
