@@ -243,3 +243,35 @@ def test_lower_end_above_upper_end_fails_loudly(monkeypatch):
     monkeypatch.setattr(acc, "ss_double_lower", lambda *a, **kw: (1e9, {"rounds_used": 1}))
     with pytest.raises(RuntimeError, match="internal inconsistency"):
         acc.sampled_privacy(cfg, 1, 1e-3)
+
+
+def test_paper_setting_upper_end_inside_an_independent_bracket():
+    """The per-coordinate variant's upper end at the paper's setting against a bracket computed independently:
+    the stronger clone pair among the credited 15,250 messages through the generic PLD accountant with seed 001
+    Lemma 6's discretisation (losses rounded up / down), composed 157-fold at δ − bad.  The certified upper end
+    cannot be below that pair's lower end, and a message count twice too large would put it below."""
+    from shufflesim.accounting.engines.tight import tight_epsilon
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
+
+    cfg = FlameConfig("ss-double", d=7850, n=1000, eps_l=78.5, k=157, n_p=333)
+    delta = 0.01 / 1000**1.1
+    up, info = ss_double_upper(cfg, 1, math.nextafter(delta, 0.0))
+    rest = math.nextafter(delta, 0.0) - info["bad"]
+    assert (info["block"], info["slots"], info["steps"]) == (7850 // 157, 333 - info["n_max"], 157)
+    br = tight_epsilon(stronger_clones_pair(info["messages"], cfg.eps_coord, as_rows=False), rest,
+                       compositions=cfg.k, discretisation="lemma6")[0]
+    assert br.eps_lower <= up <= br.eps_upper
+    doubled = tight_epsilon(stronger_clones_pair(2 * info["messages"], cfg.eps_coord, as_rows=False), rest,
+                            compositions=cfg.k)[0]
+    assert doubled.eps_upper < br.eps_lower
+    fp = sampled_privacy(cfg, 1, delta)
+    assert fp.eps_lower <= br.eps_lower and doubled.eps_upper < fp.eps_lower  # 2x the credit: below the lower end
+
+
+@pytest.mark.parametrize("d,n,k,n_p,eps0,rounds", [(500, 300, 10, 100, 0.5, 1), (650, 300, 13, 100, 1.0, 2),
+                                                   (400, 1000, 8, 333, 0.5, 1), (200, 200, 4, 200, 2.0, 1)])
+def test_certified_upper_end_stays_above_the_lower_end(d, n, k, n_p, eps0, rounds):
+    """Both ends computed over a grid of settings: sampled_privacy raises if the lower end exceeds the upper."""
+    cfg = FlameConfig("ss-double", d=d, n=n, eps_l=k * eps0, k=k, n_p=n_p)
+    fp = sampled_privacy(cfg, rounds, 1e-6)
+    assert fp.eps_lower is not None and 0.0 < fp.eps_lower <= fp.values["clones-coordinate-sampling"]
