@@ -17,7 +17,10 @@ pipeline; FINDINGS.md item 5).  :func:`flame_privacy` gives, for a configured pr
 rounds, the paper's value and the values shufflesim certifies (see the docs for which are valid).
 :func:`sampled_privacy` adds who takes part: SS-Double's k-of-d coordinate sampling credited through the
 block argument of docs/theory.md#flame-double (upper end), the explicit data sets of its lower end
-(:func:`ss_double_lower`), and client sampling per round (Poisson rate or m clients of a population).
+(:func:`ss_double_lower`), and client sampling per round (Poisson rate or m clients of a population) — all for
+shufflesim's one unlinkable message per reported coordinate.  :func:`ss_double_linked_lower` is the certified
+lower end of SS-Double as Algorithms 2–3 print it (one linked message of k values per user,
+docs/theory.md#flame-double-linked).
 """
 
 from __future__ import annotations
@@ -552,7 +555,10 @@ def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | No
 
     ``eps`` is the smallest upper end; ``eps_lower`` (SS-Double with every client in every round, Laplace or
     binary R_{γ,1}) is :func:`ss_double_lower`'s certified lower end.  The per-coordinate message count of
-    SS-Simple is the number of participants, taken at its Chernoff lower bound under Poisson sampling."""
+    SS-Simple is the number of participants, taken at its Chernoff lower bound under Poisson sampling.
+    All of this is for shufflesim's one-message-per-coordinate protocol (docs/theory.md#flame-protocols); the
+    linked messages of Algorithms 2–3 as printed: :func:`ss_double_linked_lower`.  A lower end above the upper
+    end raises RuntimeError (an internal inconsistency, never a result)."""
     from shufflesim.accounting.numerics.binomial import chernoff_window_scalar
     from shufflesim.accounting.numerics.logspace import exp_up
     from shufflesim.core.checks import check_real
