@@ -198,7 +198,7 @@ def test_item5_flame_pipeline():
     printed = grab(text, r"invalid form, so they are not certified\*\*: NUM / NUM / NUM vs published NUM / NUM / NUM; "
                          r"with the fixed Bennett "
                          r"form the same pipeline gives NUM / NUM / NUM\.")
-    assert "Not refuted: no lower bound above the published values is shown" in text  # issue 29: not certified
+    assert "This check shows no lower bound above the published values" in text  # issue 29; item 22 refutes SS-Double as printed
     keys = ("simple", "double", "shuffle_only")
     check(printed[:3], [orig[k] for k in keys])
     assert printed[3:6] == tuple(str(FLAME_PUBLISHED[k]) for k in keys)  # the paper's values, as printed
@@ -403,10 +403,10 @@ def test_item21_variation_ratio_below_exact_for_krr4():
 def test_item22_flame_ss_double_interval():
     """Item 22: SS-Double's certified interval at the paper's setting (docs/theory.md#flame-double), printed with
     its ends rounded outwards, recomputed through the two end functions."""
-    from shufflesim.federated.accounting import ss_double_lower, ss_double_upper
+    from shufflesim.federated.accounting import ss_double_linked_lower, ss_double_lower, ss_double_upper
     from shufflesim.federated.encoding import FlameConfig
 
-    low_p, up_p = grab(item(22), r"one epoch\) in the interval \[NUM, NUM\]")
+    low_p, up_p = grab(item(22), r"one epoch\) is certified in the interval \[NUM, NUM\]")
     cfg = FlameConfig("ss-double", d=7850, n=1000, eps_l=78.5, k=157, n_p=333)
     delta = 0.01 / 1000**1.1
     up, info = ss_double_upper(cfg, 1, math.nextafter(delta, 0.0))
@@ -415,3 +415,11 @@ def test_item22_flame_ss_double_interval():
     assert float(up_p) < 0.24  # FLAME's published value (seed 002) is above the certified upper end
     assert grab(item(22), r"among NUM × NUM = NUM messages") == (str(info["block"]), str(info["slots"]),
                                                                  f"{info['messages']:,}".replace(",", ""))
+    # Algorithms 2–3 as printed (linked messages): the certified lower end, rounded down, refutes the 0.24
+    linked, linfo = ss_double_linked_lower(cfg, delta, eps=0.24)
+    (head,) = grab(item(22), r"does not hold for the protocol as printed \(ε ≥ NUM\)")
+    assert float(head) == math.floor(linked * 100) / 100 and float(head) > 0.24
+    assert grab(item(22), r"the event T ≥ NUM certifies δ ≥ NUM at ε = 0.24 and ε ≥ NUM") == (
+        str(linfo["threshold"]), f"{linfo['delta_at']:.3f}", head)
+    assert grab(item(22), r"\(([0-9,]+) messages\)") == (f"{linfo['messages']:,}",)
+    assert grab(item(22), r"by a factor of at least NUM") == (str(math.floor(float(head) / float(up_p))),)

@@ -151,3 +151,127 @@ def test_full_participation_and_all_coordinates_reproduce_the_unsampled_answers(
     assert s.values["clones"] == flame_privacy(every, 2, 1e-6).values["clones"]
     # the Poisson rate going to 0: no round is counted, the upper end goes to 0
     assert sampled_privacy(cfg, 3, 1e-6, participation=1e-12, population=300, lower=False).eps == 0.0
+
+
+# --- SS-Double as Algorithms 2–3 print it: one linked message of k values per user (docs/theory.md#flame-double-linked)
+
+def _linked_exact_delta(cfg, eps_grid) -> np.ndarray:
+    """Brute force: the analyser's value view of the linked protocol with binary R_{γ,1} (indices dropped, a
+    post-processing of the full view, so its δ is at most the protocol's): N − 1 vectors of k uniform bits and
+    the target's k bits R(0)^k vs R(1)^k, as a multiset; every ordered tuple of N vectors enumerated."""
+    from shufflesim.federated.accounting import linked_message_count
+
+    N, k, e = linked_message_count(cfg), cfg.k, math.exp(cfg.eps_coord)
+    vecs = list(itertools.product((0, 1), repeat=k))
+    P, Q = {}, {}
+    for tup in itertools.product(range(len(vecs)), repeat=N):
+        others = 0.5 ** (k * (N - 1))
+        ones = sum(vecs[tup[0]])  # the target's message is the first of the tuple; the view is the multiset
+        p0 = (1 / (e + 1)) ** ones * (e / (e + 1)) ** (k - ones)
+        p1 = (e / (e + 1)) ** ones * (1 / (e + 1)) ** (k - ones)
+        key = tuple(sorted(tup))
+        P[key] = P.get(key, 0.0) + others * p0
+        Q[key] = Q.get(key, 0.0) + others * p1
+    p, q = np.array(list(P.values())), np.array([Q[key] for key in P])
+    return np.array([np.maximum(p - math.exp(x) * q, 0.0).sum() for x in eps_grid])
+
+
+@pytest.mark.parametrize("d,k,n,n_p,eps0", [(4, 2, 2, 2, 1.0), (4, 2, 2, 2, 2.5), (6, 3, 2, 2, 1.5), (6, 2, 2, 2, 1.0)])
+def test_linked_lower_end_below_the_enumerated_truth(d, k, n, n_p, eps0):
+    from shufflesim.federated.accounting import linked_message_count, ss_double_linked_lower
+
+    cfg = _cfg(eps0, d=d, k=k, n=n, n_p=n_p)
+    grid = [0.0, 0.25, 0.5, 1.0, 2.0, 3.0]
+    exact = _linked_exact_delta(cfg, grid)
+    for x, ex in zip(grid, exact):
+        assert ss_double_linked_lower(cfg, 1e-3, eps=x)[1]["delta_at"] <= ex
+    for delta in (1e-3, 1e-2, 0.1):
+        low, info = ss_double_linked_lower(cfg, delta)
+        assert _linked_exact_delta(cfg, [low])[0] > delta  # the truth at the certified end is still above delta
+    assert ss_double_linked_lower(cfg, 1e-3)[0] > 0.0 and info["messages"] == linked_message_count(cfg)
+
+
+@pytest.mark.parametrize("probs", [(0.5 * math.exp(-0.25), 0.5 - 0.5 * math.exp(-0.25), 0.5), (0.3, 0.0, 0.7),
+                                   (0.5, 0.5 - 0.5 * math.exp(-1.0), 0.5 * math.exp(-1.0))])
+def test_count_difference_tail_matches_enumeration(probs):
+    from shufflesim.federated.accounting import count_difference_tail
+
+    k = 5
+    pmf = np.zeros(2 * k + 1)
+    for cats in itertools.product(range(3), repeat=k):
+        pmf[cats.count(0) - cats.count(2) + k] += math.prod(probs[c] for c in cats)
+    tail = np.cumsum(pmf[::-1])[::-1]
+    assert np.allclose(count_difference_tail(k, probs), tail, rtol=1e-12, atol=0.0)
+
+
+def test_linked_max_law_matches_enumeration_with_three_categories():
+    """The law of T = max over N messages of #lo − #hi (Laplace's three categories) by enumerating every
+    category of every value of every message, against the product of per-message CDFs the lower end uses."""
+    from shufflesim.federated.accounting import count_difference_tail
+
+    k, N = 2, 3
+    g = 0.5 * math.exp(-0.25)
+    om, zero = (g, 0.5 - g, 0.5), (0.5, 0.5 - g, g)
+    law = np.zeros(2 * k + 1)
+    for cats in itertools.product(range(3), repeat=k * N):
+        msgs = [cats[i * k:(i + 1) * k] for i in range(N)]
+        pr = math.prod(zero[c] for c in msgs[0]) * math.prod(om[c] for m in msgs[1:] for c in m)
+        law[max(m.count(0) - m.count(2) for m in msgs) + k] += pr
+    tail = np.cumsum(law[::-1])[::-1]
+    s_om, s0 = count_difference_tail(k, om), count_difference_tail(k, zero)
+    assert np.allclose(1.0 - (1.0 - s_om) ** (N - 1) * (1.0 - s0), tail, rtol=1e-12, atol=1e-15)
+
+
+def test_paper_setting_linked_lower_end_refutes_the_published_value():
+    """Algorithms 2–3 as printed at the paper's setting: the certified lower end is above 0.24 (the claim's
+    point), far above the per-coordinate variant's certified upper end."""
+    from shufflesim.federated.accounting import FLAME_PUBLISHED, ss_double_linked_lower
+
+    cfg = FlameConfig("ss-double", d=7850, n=1000, eps_l=78.5, k=157, n_p=333)
+    delta = 0.01 / 1000**1.1
+    low, info = ss_double_linked_lower(cfg, delta, eps=FLAME_PUBLISHED["double"])
+    assert info["messages"] == 1000 + (7850 * 333 - 1000 * 157) // 157
+    assert low > FLAME_PUBLISHED["double"] and info["delta_at"] > delta
+    up = sampled_privacy(cfg, 1, delta, lower=False).values["clones-coordinate-sampling"]
+    assert low > 30 * up
+
+
+def test_lower_end_above_upper_end_fails_loudly(monkeypatch):
+    import shufflesim.federated.accounting as acc
+
+    cfg = _cfg(1.0)
+    monkeypatch.setattr(acc, "ss_double_lower", lambda *a, **kw: (1e9, {"rounds_used": 1}))
+    with pytest.raises(RuntimeError, match="internal inconsistency"):
+        acc.sampled_privacy(cfg, 1, 1e-3)
+
+
+def test_paper_setting_upper_end_inside_an_independent_bracket():
+    """The per-coordinate variant's upper end at the paper's setting against a bracket computed independently:
+    the stronger clone pair among the credited 15,250 messages through the generic PLD accountant with seed 001
+    Lemma 6's discretisation (losses rounded up / down), composed 157-fold at δ − bad.  The certified upper end
+    cannot be below that pair's lower end, and a message count twice too large would put it below."""
+    from shufflesim.accounting.engines.tight import tight_epsilon
+    from shufflesim.accounting.pairs.variation import stronger_clones_pair
+
+    cfg = FlameConfig("ss-double", d=7850, n=1000, eps_l=78.5, k=157, n_p=333)
+    delta = 0.01 / 1000**1.1
+    up, info = ss_double_upper(cfg, 1, math.nextafter(delta, 0.0))
+    rest = math.nextafter(delta, 0.0) - info["bad"]
+    assert (info["block"], info["slots"], info["steps"]) == (7850 // 157, 333 - info["n_max"], 157)
+    br = tight_epsilon(stronger_clones_pair(info["messages"], cfg.eps_coord, as_rows=False), rest,
+                       compositions=cfg.k, discretisation="lemma6")[0]
+    assert br.eps_lower <= up <= br.eps_upper
+    doubled = tight_epsilon(stronger_clones_pair(2 * info["messages"], cfg.eps_coord, as_rows=False), rest,
+                            compositions=cfg.k)[0]
+    assert doubled.eps_upper < br.eps_lower
+    fp = sampled_privacy(cfg, 1, delta)
+    assert fp.eps_lower <= br.eps_lower and doubled.eps_upper < fp.eps_lower  # 2x the credit: below the lower end
+
+
+@pytest.mark.parametrize("d,n,k,n_p,eps0,rounds", [(500, 300, 10, 100, 0.5, 1), (650, 300, 13, 100, 1.0, 2),
+                                                   (400, 1000, 8, 333, 0.5, 1), (200, 200, 4, 200, 2.0, 1)])
+def test_certified_upper_end_stays_above_the_lower_end(d, n, k, n_p, eps0, rounds):
+    """Both ends computed over a grid of settings: sampled_privacy raises if the lower end exceeds the upper."""
+    cfg = FlameConfig("ss-double", d=d, n=n, eps_l=k * eps0, k=k, n_p=n_p)
+    fp = sampled_privacy(cfg, rounds, 1e-6)
+    assert fp.eps_lower is not None and 0.0 < fp.eps_lower <= fp.values["clones-coordinate-sampling"]

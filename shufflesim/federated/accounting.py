@@ -17,7 +17,10 @@ pipeline; FINDINGS.md item 5).  :func:`flame_privacy` gives, for a configured pr
 rounds, the paper's value and the values shufflesim certifies (see the docs for which are valid).
 :func:`sampled_privacy` adds who takes part: SS-Double's k-of-d coordinate sampling credited through the
 block argument of docs/theory.md#flame-double (upper end), the explicit data sets of its lower end
-(:func:`ss_double_lower`), and client sampling per round (Poisson rate or m clients of a population).
+(:func:`ss_double_lower`), and client sampling per round (Poisson rate or m clients of a population) — all for
+shufflesim's one unlinkable message per reported coordinate.  :func:`ss_double_linked_lower` is the certified
+lower end of SS-Double as Algorithms 2–3 print it (one linked message of k values per user,
+docs/theory.md#flame-double-linked).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from shufflesim.core.checks import check_int
 
 __all__ = ["theorem1", "lemma1", "theorem3", "theorem4", "figure3_ratios", "corollary2_condition", "corollary3_condition",
            "paper_pipeline", "blanket_of", "flame_privacy", "sampled_privacy", "ss_double_upper", "ss_double_lower",
-           "dummy_is_centre", "omega_share", "overflow_bound", "FLAME_PUBLISHED", "PAPER_SETTING"]
+           "ss_double_linked_lower", "linked_message_count", "count_difference_tail", "dummy_is_centre", "omega_share", "overflow_bound", "FLAME_PUBLISHED", "PAPER_SETTING"]
 
 #: PAPER CLAIM (seed 002 §Evaluations): eps_c of one epoch at delta_c = 0.01/n^1.1, n = 1000, d = 7850
 FLAME_PUBLISHED = {"simple": 0.91, "double": 0.24, "shuffle_only": 20.53}
@@ -430,6 +433,112 @@ LOWER_WHAT = ("explicit data sets: the other users' updates all 0 (1/2 after res
               "(its law is the same for every sampling pattern)")
 
 
+#: the largest k whose (k + 1)² trinomial table :func:`count_difference_tail` builds
+LINKED_MAX_K = 3000
+
+
+def linked_message_count(cfg) -> int:
+    """The number of vector messages of Algorithms 2–3 as printed (seed 002): every user sends one message
+    ⟨idx, Enc(y)⟩ carrying its k values, the shuffler groups the d·n_p − n·k dummies into ⌊(d·n_p − n·k)/k⌋
+    vectors of k values (a shorter remainder vector, if any, is told apart by its length and ignored:
+    post-processing), so n + ⌊(d·n_p − n·k)/k⌋ messages of k values (16,650 at the paper's setting)."""
+    from shufflesim.errors import NotApplicableError
+
+    pad = cfg.d * cfg.n_p - cfg.n * cfg.k
+    if pad < 0:
+        raise NotApplicableError(f"d·n_p = {cfg.d * cfg.n_p} is below n·k = {cfg.n * cfg.k}: no padding to group")
+    return cfg.n + pad // cfg.k
+
+
+def _category_laws(cfg) -> dict:
+    """(P(y ≤ 0), P(0 < y < 1/2), P(y ≥ 1/2)) of one reported value under ω (the other messages) and under the
+    target's R(0), R(1).  Laplace with scale 1/ε0 (ω = R(1/2)): g = ½e^{−ε0/2}, h = ½e^{−ε0}; binary R_{γ,1}
+    (ω uniform): 1/(e^ε0 + 1) and e^ε0/(e^ε0 + 1), nothing in between."""
+    from shufflesim.errors import NotApplicableError
+
+    e0 = cfg.eps_coord
+    if cfg.randomiser == "laplace":
+        g, h = 0.5 * math.exp(-e0 / 2.0), 0.5 * math.exp(-e0)
+        return {"omega": (g, 0.5 - g, 0.5), "zero": (0.5, 0.5 - g, g), "one": (h, g - h, 1.0 - g)}
+    if cfg.b == 1:
+        lo = 1.0 / (math.exp(e0) + 1.0)
+        return {"omega": (0.5, 0.0, 0.5), "zero": (1.0 - lo, 0.0, lo), "one": (lo, 0.0, 1.0 - lo)}
+    raise NotApplicableError(f"the linked SS-Double lower end is derived for laplace and rr with b=1; got rr with b={cfg.b}")
+
+
+def count_difference_tail(k: int, probs: tuple[float, float, float]):
+    """The law of s = #lo − #hi over k i.i.d. values falling lo / mid / hi with ``probs``: returns the upper
+    tail S(t) = P(s ≥ t) for t = −k … k (index t + k), each term the trinomial k!/(a!b!c!)·lo^a·mid^c·hi^b
+    evaluated in log space (lgamma, abs error below 1e-10 in each exponent at k ≤ LINKED_MAX_K) and summed from the
+    top so no tail is a difference; accurate to a relative LOWER_REL_ERR with a wide margin."""
+    import numpy as np
+
+    from shufflesim.errors import NotApplicableError
+
+    if k > LINKED_MAX_K:
+        raise NotApplicableError(f"k={k} coordinates per message: the trinomial law is computed for k <= {LINKED_MAX_K}")
+    lp = [math.log(p) if p > 0.0 else -math.inf for p in probs]
+    a = np.arange(k + 1)[:, None]
+    b = np.arange(k + 1)[None, :]
+    c = k - a - b
+    ok = c >= 0
+    cc = np.where(ok, c, 0)
+    lf = np.vectorize(math.lgamma)
+    logc = math.lgamma(k + 1) - lf(a + 1) - lf(b + 1) - lf(cc + 1)
+
+    def term(n, lpx):  # n·log p with 0·log 0 = 0
+        return np.where(n > 0, n * lpx if lpx > -math.inf else -np.inf, 0.0)
+
+    logt = np.where(ok, logc + term(a, lp[0]) + term(b, lp[2]) + term(cc, lp[1]), -np.inf)
+    pmf = np.zeros(2 * k + 1)
+    np.add.at(pmf, np.broadcast_to(a - b + k, logt.shape).ravel(), np.exp(logt).ravel())
+    return np.cumsum(pmf[::-1])[::-1]
+
+
+def ss_double_linked_lower(cfg, delta: float, *, eps: float | None = None) -> tuple[float, dict]:
+    """Certified lower end on the eps of one epoch of SS-Double **as Algorithms 2–3 print it** (seed 002): one
+    message per user carrying all k values (linked), dummies grouped into vectors of k values
+    (:func:`linked_message_count` messages; docs/theory.md#flame-double-linked).  Data sets: every other user's
+    rescaled update 1/2 in every coordinate, the target's 0 vs 1.  Post-processing drops the indices (the
+    sampling is data-independent), so the view is, unless some coordinate overflows, N − 1 vectors of k i.i.d.
+    ω-values and the target's vector of k values R(0) vs R(1).  Statistic T = max over messages of
+    s = #{y ≤ 0} − #{y ≥ 1/2} (:func:`count_difference_tail`, an exact trinomial law per message; messages
+    independent, so P(T ≥ t) = 1 − (1 − S_ω(t))^{N−1}(1 − S_x(t))).  Events {T ≥ t} for every t: δ(ε) ≥
+    P_0 − e^ε P_1 − (1 + e^ε)·p_over, tails moved by the relative LOWER_REL_ERR (down for R(0), up for R(1))
+    and again after the log1p/expm1 product, e^ε rounded up; the overflow probability p_over as in
+    :func:`ss_double_lower`.  More rounds only add post-processable information, so one epoch's value is a
+    lower end for any number of rounds.  Returns (eps_lower, details) with details["delta_at"] the certified
+    δ lower end at ``eps`` (when given) and the best threshold."""
+    import numpy as np
+
+    from shufflesim.accounting.numerics.logspace import exp_up
+
+    laws = _category_laws(cfg)
+    N = linked_message_count(cfg)
+    r = LOWER_REL_ERR
+    S = {name: count_difference_tail(cfg.k, p) for name, p in laws.items()}
+    s_om, s0, s1 = S["omega"], S["zero"], S["one"]
+    with np.errstate(divide="ignore"):
+        l0 = (N - 1) * np.log1p(-np.minimum(s_om * (1.0 - r), 1.0)) + np.log1p(-np.minimum(s0 * (1.0 - r), 1.0))
+        l1 = (N - 1) * np.log1p(-np.minimum(s_om * (1.0 + r), 1.0)) + np.log1p(-np.minimum(s1 * (1.0 + r), 1.0))
+    P0 = -np.expm1(l0) * (1.0 - r)  # P_0(T ≥ t), rounded down
+    P1 = np.minimum(-np.expm1(l1) * (1.0 + r), 1.0)  # P_1(T ≥ t), rounded up
+    p_over = overflow_bound(cfg.n - 1, cfg.k / cfg.d, cfg.n_p, math.log(cfg.d))
+    num = P0 - p_over - delta - 4e-16 * (P0 + p_over + delta)  # the two subtractions' rounding, downwards
+    den = P1 + p_over
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = np.where((num > 0) & (den > 0), np.log(num / den) - 1e-12, -np.inf)
+    i = int(np.argmax(cand))
+    best = max(0.0, float(cand[i]))
+    info = {"messages": N, "threshold": i - cfg.k, "p_over": p_over,
+            "P0": float(P0[i]), "P1": float(P1[i])}
+    if eps is not None:
+        e = exp_up(eps)
+        diff = P0 - e * P1 - 4e-16 * (P0 + e * P1)
+        info["delta_at"] = max(0.0, float(np.max(diff)) - (1.0 + e) * p_over * (1.0 + 1e-15))
+    return best, info
+
+
 def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | None = None,
                     clients_per_round: int | None = None, population: int | None = None,
                     lower: bool = True) -> FlamePrivacy:
@@ -446,7 +555,10 @@ def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | No
 
     ``eps`` is the smallest upper end; ``eps_lower`` (SS-Double with every client in every round, Laplace or
     binary R_{γ,1}) is :func:`ss_double_lower`'s certified lower end.  The per-coordinate message count of
-    SS-Simple is the number of participants, taken at its Chernoff lower bound under Poisson sampling."""
+    SS-Simple is the number of participants, taken at its Chernoff lower bound under Poisson sampling.
+    All of this is for shufflesim's one-message-per-coordinate protocol (docs/theory.md#flame-protocols); the
+    linked messages of Algorithms 2–3 as printed: :func:`ss_double_linked_lower`.  A lower end above the upper
+    end raises RuntimeError (an internal inconsistency, never a result)."""
     from shufflesim.accounting.numerics.binomial import chernoff_window_scalar
     from shufflesim.accounting.numerics.logspace import exp_up
     from shufflesim.core.checks import check_real
@@ -489,4 +601,8 @@ def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | No
             what = LOWER_WHAT + (f"; first {used} of {rounds} rounds" if used < rounds else "")
         except NotApplicableError:  # a randomiser the lower end is not derived for: no lower end
             eps_lower = None
+        if eps_lower is not None and eps_lower > vals["clones-coordinate-sampling"]:
+            # both ends are certified for the same protocol: a lower end above an upper end is a bug, never a result
+            raise RuntimeError(f"internal inconsistency: certified lower end {eps_lower!r} above the certified upper "
+                               f"end {vals['clones-coordinate-sampling']!r} for {cfg}")
     return FlamePrivacy(vals[best], delta, best, vals, eps_lower, what)
