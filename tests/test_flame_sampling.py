@@ -275,3 +275,32 @@ def test_certified_upper_end_stays_above_the_lower_end(d, n, k, n_p, eps0, round
     cfg = FlameConfig("ss-double", d=d, n=n, eps_l=k * eps0, k=k, n_p=n_p)
     fp = sampled_privacy(cfg, rounds, 1e-6)
     assert fp.eps_lower is not None and 0.0 < fp.eps_lower <= fp.values["clones-coordinate-sampling"]
+
+
+def test_simple_poisson_participants_hold_in_every_round(monkeypatch):
+    """SS-Simple under Poisson participation takes each coordinate's message count at a lower Chernoff end of the
+    participants; that end must hold in every round the target takes part in (up to j*), so its tail budget is
+    split over those rounds and charged j* times (a union bound).  Found in review: one round's tail was charged."""
+    import math
+
+    import shufflesim.accounting.numerics.binomial as B
+    from shufflesim.federated import accounting as A
+    from shufflesim.federated.encoding import FlameConfig
+
+    calls = []
+    real = B.chernoff_window_scalar
+
+    def spy(n, p, log_budget, q=None):
+        out = real(n, p, log_budget, q)
+        calls.append((n, p, log_budget, out))
+        return out
+
+    monkeypatch.setattr(B, "chernoff_window_scalar", spy)
+    cfg = FlameConfig("ss-simple", d=50, n=400, eps_l=5.0)
+    rounds, delta, q = 40, 1e-5, 0.2
+    A.sampled_privacy(cfg, rounds, delta, participation=q)
+    (_, j_star, _), participants = calls[0][3], calls[1]
+    assert calls[0][:2] == (rounds, q) and participants[:2] == (cfg.n - 1, q)
+    assert j_star > 1
+    # the participants' window was asked at the budget split over the j* rounds
+    assert participants[2] <= math.log(delta * A.SAMPLING_BAD_SHARE / j_star) + 1e-12
