@@ -186,6 +186,16 @@ class ShuffledMatrix(Mechanism):
         from shufflesim.accounting.engines.blanket_fft import account_blanket, matrix_forms
 
         results, notes = account_blanket(matrix_forms(self.array, self.n), eps_l, delta_l, eps0_upper(self.eps0))
+        # the stronger clone pair also dominates the view: where its certified upper end is smaller (randomisers
+        # whose blanket is the clones' weight, e.g. local hashing, where the blanket FFT's own slack decides), the
+        # answer takes it, so the default is never looser than tight
+        clones, _ = run_pair("tight")
+        tighter = [hasattr(c, "upper") and c.upper < r.upper for r, c in zip(results, clones)]
+        if any(tighter):
+            results = [r.with_ends(upper=max(c.upper, r.lower if r.lower is not None else 0.0)) if t else r
+                       for r, c, t in zip(results, clones, tighter)]
+            notes = notes + ["upper end (where smaller): the stronger clone pair at eps0 (tight), which also dominates "
+                             "the view"]
         return results, notes
 
     # --- the genuine lower end (issue 17's hooks, applied by accounting.account) -----------------------------
