@@ -200,3 +200,22 @@ def test_default_interval_contains_exact(case):
     ex = account(mech, eps=[e], method="exact").results[0]
     d = account(mech, eps=[e]).results[0]
     assert d.delta_lower <= ex.delta_upper and ex.delta_lower <= d.delta_upper
+
+
+def test_estimate_account_prices_exact_and_refuses_as_account_does():
+    """``estimate_account(method="exact")`` for a matrix and k-RR's released view prices the enumeration (it used
+    to refuse: "no neighbouring pair for method 'exact'") and refuses beyond the budget with account()'s line."""
+    from shufflesim.accounting.account import account, estimate_account
+    from shufflesim.errors import NotApplicableError
+    from shufflesim.mechanisms import KRR
+    from shufflesim.mechanisms.matrix import ShuffledMatrix
+
+    M = ((.6, .3, .1), (.2, .5, .3), (.25, .25, .5))
+    for mech in (ShuffledMatrix(20, M), KRR(12, 4, 0.25)):
+        assert estimate_account(mech, method="exact").engine == "exact enumeration"
+    big = ShuffledMatrix(2000, M)
+    with pytest.raises(NotApplicableError) as est:
+        estimate_account(big, method="exact")
+    with pytest.raises(NotApplicableError) as run:
+        account(big, eps=[1.0], method="exact")
+    assert str(est.value) == str(run.value)

@@ -414,6 +414,18 @@ def estimate_account(mechanism: Mechanism, *, method: str | None = None, composi
     if method == "exact" and mechanism.kind in ("rr2", "krr") and getattr(mechanism, "k", 2) == 2 \
             and relation in (None, "shuffled"):
         return exact_binary_rr_estimate(mechanism.n)
+    if method == "exact" and mechanism.kind in ("matrix", "krr") and relation in (None, "shuffled"):
+        # every data set enumerated (exact.enumeration): refused beyond its budget as account() refuses it; composed,
+        # the dominating pair's tight run comes on top (exact.enumeration.exact_view)
+        from shufflesim.accounting.exact.enumeration import check_enumeration, estimate
+
+        k, m = (mechanism.k, mechanism.k) if mechanism.kind == "krr" else mechanism.array.shape
+        check_enumeration(mechanism.n, k, m)
+        est = estimate(mechanism.n, k, m)
+        if compositions == 1:
+            return est
+        tight = estimate_account(mechanism, method="tight", compositions=compositions, numerics=numerics)
+        return Estimate(max(est.bytes, tight.bytes), est.seconds + tight.seconds, est.engine)
     q = Question(eps=(1.0,), compositions=compositions, numerics=dict(numerics or {}),
                  pairs=_pairs(mechanism, method, 1e-15), accountant=TightAccountant)
     return choose(q).estimate(q)
