@@ -14,15 +14,19 @@ machine).  Randomisers (ε0 derived from the matrix where there is one):
 
 Columns per n ∈ {10, 10³, 10⁶, 10⁸}: ε lower / ε upper / seconds and the relative width (upper / lower − 1) of
 
-* ``default``  ``account`` with no method (``blanket`` for the matrices and k-RR's released view, docs/theory.md
-  #pairs-blanket; ``exact`` for rr2 up to its default range, ``tight`` above);
-* ``clones``   ``method="tight"``: the stronger clone pair at the randomiser's ε0 with today's lower end (the
-  matrices' and k-RR's explicit data sets, rr2's "all others hold 0/1") — the answer before issue 30;
+* ``default``  ``account`` with no method (``blanket``, docs/theory.md#pairs-blanket: for k-RR's released view the
+  blanket pair's upper end, for the matrices the smaller of the blanket pair's and the stronger clone pair's; for rr2 ``exact`` for n <= 10⁵
+  and, single use, 10⁶ < n <= 10⁹, ``tight`` for 10⁵ < n <= 10⁶ — RR2.default_for);
+* ``clones``   ``method="tight"``: the stronger clone pair at the randomiser's ε0 with tight's own lower end (the
+  explicit data sets of its pair; rr2's "all others hold 0/1") — the answer before issue 30 for the matrices and
+  k-RR's released view, and for rr2 above n = 10⁵;
 * ``wang``     Wang et al.'s variation-ratio pair (binary RR only: its parameters (e^ε0, tanh(ε0/2), e^ε0) are the
   general ε0-LDP ones, so the pair is the stronger clone pair; ``Clones(..., method="variation-ratio")``);
 * ``exact``    ``method="exact"`` where it runs within its budget ("—" where it refuses, with the reason; the
   enumeration of every data set for k-RR (k ≥ 3) and matrices has no estimate and refuses beyond its own budget of
   2·10⁹ steps, about 20 s).
+
+Below the table, :func:`series`: M at n = 30, 60, 90, the default beside ``exact`` (every data set enumerated).
 
 A cell whose estimate (:func:`~shufflesim.accounting.account.estimate_account`) exceeds ``--cap`` seconds is
 skipped ("skipped: estimate …").
@@ -107,10 +111,31 @@ def cell(row: str, n: int, method: str, cap: float) -> dict:
         (r,) = account(mech, delta=[DELTA], method=meth).results
         secs = time.perf_counter() - t0
     except (NotApplicableError, ParameterError, ResourceError) as e:
-        return {"skip": "—", "why": str(e).split(";")[0][:90]}
+        return {"skip": "—", "why": refusal(row, n, str(e))}
     if not getattr(r, "applicable", True):
         return {"skip": "—", "why": "not applicable"}
     return {"lower": r.eps_lower, "upper": r.eps_upper, "seconds": secs, "method": r.method}
+
+
+def refusal(row: str, n: int, message: str) -> str:
+    """A refusal's reason, short and never cut mid-number: the enumeration's cost as log10 of its steps (computed
+    in log space, so it stays finite where the library's float estimate overflows to inf), else the message's
+    first clause in full."""
+    from shufflesim.accounting.exact.enumeration import (EXACT_ENUMERATION_BUDGET, enumeration_steps, largest_n,
+                                                         log_comb)
+
+    if not message.startswith("exact enumeration of every data set"):
+        return message.split(";")[0]
+    R = mechanism(row, n, "exact")
+    k, m = (R.k, R.k) if row.startswith("krr") else (len(R.matrix), len(R.matrix[0]))
+    steps = enumeration_steps(n, k, m, inverse=True)
+    if math.isfinite(steps):
+        log10 = math.log10(steps)
+    else:  # enumeration_steps' own formula beyond 1e12 lattice points, in log space
+        log_mh = log_comb(n - 1 + k - 1, k - 1) + log_comb(n + m - 1, m - 1)
+        log10 = (log_mh + math.log(3 * k * m + 3 * k * (k - 1) + n / (k + m - 1) * m)) / math.log(10)
+    return (f"enumeration of every data set needs about 10^{log10:.1f} steps, budget "
+            f"{EXACT_ENUMERATION_BUDGET:.0e}: n <= {largest_n(k, m, inverse=True)}")
 
 
 def eps0_of(row: str) -> float:
@@ -157,6 +182,25 @@ def reach(results: dict) -> list[str]:
     return out
 
 
+#: the small-n series of the matrix M where ``exact`` enumerates every data set (its budget reaches n = 93)
+SERIES_NS = (30, 60, 90)
+
+
+def series(ns=SERIES_NS) -> list[str]:
+    """M at small n: the default (the blanket upper end; the lower end the best "all others hold c" data set through
+    the certified size-biased FFT, or the enumeration itself where it costs about a second) beside ``exact``
+    (every neighbouring pair of data sets): how far each of the default's ends is from the exact worst case."""
+    out = ["| n | default [lower, upper] (method) s | exact [lower, upper] s | default lower / exact − 1 | "
+           "default upper / exact − 1 |", "|---|---|---|---|---|"]
+    for n in ns:
+        d, e = cell("M", n, "default", math.inf), cell("M", n, "exact", math.inf)
+        out.append(f"| {n} | [{d['lower']:.6g}, {d['upper']:.6g}] ({d['method']}) {d['seconds']:.2f} s | "
+                   f"[{e['lower']:.6g}, {e['upper']:.6g}] {e['seconds']:.2f} s | "
+                   f"{d['lower'] / e['upper'] - 1:.1e} | {d['upper'] / e['lower'] - 1:.2%} |")
+        print(out[-1], flush=True)
+    return out
+
+
 def run(rows, ns, cap: float, methods=METHODS) -> dict:
     results = {}
     for row in rows:
@@ -176,6 +220,7 @@ def main() -> None:
     a = ap.parse_args()
     t0 = time.perf_counter()
     results = run(a.rows, a.n, a.cap)
+    small = series() if "M" in a.rows else []
     lines = table(results)
     print("\n".join(lines))
     if a.output != "-":
@@ -185,7 +230,10 @@ def main() -> None:
                 "M = [[.6,.3,.1],[.2,.5,.3],[.25,.25,.5]]. olh: d = 8, H = 4 fixed hashes into g = 2 buckets, "
                 "ε0 = 1 (8 × 8). '—': the method refuses (reason in brackets).", ""]
         with open(a.output, "w", encoding="utf-8") as f:
-            f.write("\n".join(head + lines + ["", "Largest n per path:", ""] + reach(results)) + "\n")
+            tail = ["", "M where the enumeration runs (δ = 1e-09; exact: every neighbouring pair of data sets; the "
+                    "lower column compares with exact's upper end, the upper column with its lower end):", ""]
+            f.write("\n".join(head + lines + (tail + small if small else []) + ["", "Largest n per path:", ""]
+                              + reach(results)) + "\n")
 
 
 if __name__ == "__main__":

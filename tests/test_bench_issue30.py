@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from shufflesim.accounting import account
+from shufflesim.accounting.exact.enumeration import enumeration_steps, largest_n
 from shufflesim.accounting.model.mechanism import Sampling
 from shufflesim.mechanisms import KRR, RR2, Relation
 from shufflesim.mechanisms.matrix import ShuffledMatrix
@@ -75,4 +76,22 @@ def test_issue30_reach_names_the_enumeration_limit(benches):
     cells = {m: b30.cell("M", 6, m, cap=120.0) for m in b30.METHODS}
     (line,) = b30.reach({("M", 6): cells})
     assert line.startswith("* M: largest n answered in this run: default 6e+00, clones 6e+00, exact 6e+00")
-    assert line.endswith("n <= 93 within its budget")  # ε(δ) budget of enumeration.largest_n for 3 x 3
+    assert line.endswith(f"n <= {largest_n(3, 3, inverse=True)} within its budget")  # ε(δ): 3 inputs x 3 outputs
+
+
+def test_issue30_refusal_keeps_the_whole_number(benches):
+    """A refusal names the enumeration's cost as log10 of its steps, finite where the float estimate overflows."""
+    b30, _ = benches
+    small = b30.cell("M", 10**6, "exact", cap=120.0)["why"]
+    assert small.endswith(f"n <= {largest_n(3, 3, inverse=True)}")
+    log10 = float(small.split("10^")[1].split(" ")[0])
+    assert log10 == pytest.approx(math.log10(enumeration_steps(10**6, 3, 3, inverse=True)), abs=0.05)
+    huge = b30.cell("krr100", 10**6, "exact", cap=120.0)["why"]
+    assert math.isinf(enumeration_steps(10**6, 100, 100, inverse=True))
+    assert "inf" not in huge and math.isfinite(float(huge.split("10^")[1].split(" ")[0]))
+
+
+def test_issue30_series_sets_default_beside_exact(benches):
+    b30, _ = benches
+    head, rule, row = b30.series((6,))
+    assert head.startswith("| n | default") and row.startswith("| 6 | [")
