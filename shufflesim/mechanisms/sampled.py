@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from shufflesim.accounting.model.mechanism import Mechanism, Relation, Sampling
-from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 
 #: the mechanisms that take a sampling
 SAMPLED_KINDS = ("rr2", "krr", "clones")
@@ -227,13 +228,29 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
                                          f"on the unsampled mechanism at m = {m} users",)))
     else:
         lows, _ = data_set_lower(mech, delta=delta_l)
-        rep = account(inner, delta=[min(1.0, d / eta) for d in delta_l])
-        for d, r, lo in zip(delta_l, rep.results, lows):
-            up = subsample(r.eps_upper, 0.0, rate=eta)[0] * (1 + 1e-12) if math.isfinite(r.eps_upper) else math.inf
+        # δ ≥ m/n: the unsampled mechanism is (0, 1)-DP (any pair of laws), so the coupling gives (0, m/n) ⊆ (0, δ)
+        vacuous = [Fraction(d) >= Fraction(m, n) for d in delta_l]
+        asked = [inner_delta(d, m, n) for d, v in zip(delta_l, vacuous) if not v]
+        try:
+            inner_eps = iter(account(inner, delta=asked).results if asked else ())
+        except ShufflesimError as err:
+            raise type(err)(f"fixed-size sampling at delta = {', '.join(map(repr, delta_l))} asks the unsampled "
+                            f"mechanism at m = {m} users for delta * n/m = {', '.join(map(repr, asked))}: {err}") from None
+        for d, v, lo in zip(delta_l, vacuous, lows):
+            r_eps = 0.0 if v else next(inner_eps).eps_upper
+            up = subsample(r_eps, 0.0, rate=eta)[0] * (1 + 1e-12) if math.isfinite(r_eps) else math.inf
             out.append(EpsBound(delta=d, eps_lower=min(lo, up), eps_upper=up, method="tight",
                                 notes=("fixed-size sampling: Balle-Barthe-Gaboardi 2018 coupling (seed 002 Lemma 4) "
                                        f"on the unsampled mechanism at m = {m} users",)))
     return out, ["sampling: " + str(mech.sampling) + f" of n = {n}"]
+
+
+def inner_delta(delta: float, m: int, n: int) -> float:
+    """The δ′ < 1 asked of the unsampled mechanism at m users so that the coupling's (m/n) δ′ ≤ ``delta``
+    (docs/theory.md#sampling, fixed size): δ n/m rounded down (exactly, on the floats' rational values)."""
+    exact = Fraction(delta) * n / m
+    d = float(exact)
+    return math.nextafter(d, 0.0) if Fraction(d) > exact else d
 
 
 def sampled_pair(R, n: int, q: float, relation: str = "replace-one", *, tail_bound: float | None = None):
