@@ -376,3 +376,40 @@ def test_krr3_blanket_pair_is_not_attained(n):
     rows = S.sampled_krr_rows(n, 3, 2.0, 0.7, tail_bound=0.0, groups=10**6)
     worst, _ = O.worst_delta(krr_matrix(3, 2.0), n, 1.0, q=0.7)
     assert math.exp(rows.log_delta(1.0)) >= 1.03 * worst
+
+
+@pytest.mark.parametrize("argv", [["rr2", "--n", "100", "--eps0", "1", "--sample-size", "10", "--delta", "0.1"],
+                                  ["krr", "--n", "100", "--k", "4", "--eps0", "1", "--sample-size", "1",
+                                   "--delta", "0.2"]])
+def test_fixed_size_delta_at_least_the_fraction_is_eps_zero(capsys, argv):
+    """δ ≥ m/n: the unsampled mechanism is (0, 1)-DP, Balle-Barthe-Gaboardi's coupling gives (0, m/n) ⊆ (0, δ)
+    (docs/theory.md#sampling); it was refused with 'delta must be in (0, 1); got 1.0'."""
+    assert main(["account", *argv, "--json"]) == 0
+    import json
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert r["eps_lower"] == 0.0 and r["eps_upper"] == 0.0
+
+
+@pytest.mark.parametrize("k,n,m,delta", [(2, 5, 2, 0.4), (3, 4, 1, 0.3), (2, 4, 2, 0.5)])
+def test_fixed_size_eps_zero_is_certified_by_brute_force(k, n, m, delta):
+    """Brute force: at δ ≥ m/n the worst δ(0) over every data set is at most δ, so ε = 0 is an upper end."""
+    rep = account(_mech(k, n, 1.5, Sampling.fixed(m)), delta=[delta])
+    assert rep.results[0].eps_upper == 0.0
+    worst, _ = O.worst_delta(krr_matrix(k, 1.5), n, 0.0, m=m)
+    assert worst <= delta
+
+
+def test_fixed_size_inner_refusal_names_the_users_delta(monkeypatch):
+    import sys
+
+    from shufflesim.mechanisms.sampled import fixed_size_answer, inner_delta
+
+    A = sys.modules["shufflesim.accounting.account"]
+
+    assert inner_delta(0.03, 10, 100) * 10 / 100 <= 0.03
+
+    def refuse(*args, **kwargs):
+        raise ParameterError("delta must be in (0, 1); got 0.3")
+    monkeypatch.setattr(A, "account", refuse)
+    with pytest.raises(ParameterError, match=r"at delta = 0\.03 .*delta \* n/m = 0\.3"):
+        fixed_size_answer(_mech(2, 100, 1.0, Sampling.fixed(10)), None, [0.03], 1)
