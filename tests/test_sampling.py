@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim import ParameterError
+from shufflesim import NotApplicableError, ParameterError
 from shufflesim.accounting.account import account
 from shufflesim.accounting.exact.shuffle_oracle import histogram_law, krr_matrix
 from shufflesim.accounting.model.mechanism import Sampling
@@ -413,3 +413,35 @@ def test_fixed_size_inner_refusal_names_the_users_delta(monkeypatch):
     monkeypatch.setattr(A, "account", refuse)
     with pytest.raises(ParameterError, match=r"at delta = 0\.03 .*delta \* n/m = 0\.3"):
         fixed_size_answer(_mech(2, 100, 1.0, Sampling.fixed(10)), None, [0.03], 1)
+
+
+@pytest.mark.parametrize("R", [[[0.7, 0.3], [0.1, 0.9]], [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]],
+                               [[0.6, 0.4], [0.4 + 1e-13, 0.6 - 1e-13]], [[0.25, 0.75], [0.75, 0.25]]])
+def test_sampled_pair_eps0_is_an_upper_end(R):
+    """sampled_pair's ε0 is at least the matrix's exact ε0 (max column ratio, in exact arithmetic, compared with
+    e^{ε0} to 40 digits); local_eps (the test oracle's) rounded [[.7,.3],[.1,.9]]'s ε0 = log 7 down."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+
+    from shufflesim.mechanisms.sampled import sampled_pair
+
+    F = [[Fraction(v) for v in row] for row in R]
+    F = [[v / sum(row) for v in row] for row in F]
+    ratio = max(max(col) / min(col) for col in zip(*F))
+    eps0 = sampled_pair(R, 6, 0.5).params["eps0"]
+    getcontext().prec = 40
+    assert Decimal(eps0).exp() >= Decimal(ratio.numerator) / Decimal(ratio.denominator)
+
+
+def test_near_krr_matrix_gets_the_clone_pair():
+    """Only an exact k-RR matrix gets the k-RR blanket pair (it was taken within rtol 1e-12)."""
+    from shufflesim.mechanisms.sampled import sampled_pair
+
+    K = krr_matrix(3, 1.2)
+    assert sampled_pair(K, 5, 0.4).name == "sampled-blanket"
+    near = K.copy()
+    near[0, 1] *= 1 + 1e-13
+    near[0, 2] = 1.0 - near[0, 0] - near[0, 1]
+    assert sampled_pair(near, 5, 0.4).name == "sampled-clones"
+    with pytest.raises(NotApplicableError):
+        sampled_pair(near, 5, 0.4, "add-remove")
