@@ -235,7 +235,8 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
             inner_eps = iter(account(inner, delta=asked).results if asked else ())
         except ShufflesimError as err:
             raise type(err)(f"fixed-size sampling at delta = {', '.join(map(repr, delta_l))} asks the unsampled "
-                            f"mechanism at m = {m} users for delta * n/m = {', '.join(map(repr, asked))}: {err}") from None
+                            f"mechanism at m = {m} users for delta * n/m = {', '.join(map(repr, asked))}: "
+                            f"{err}") from None
         for d, v, lo in zip(delta_l, vacuous, lows):
             r_eps = 0.0 if v else next(inner_eps).eps_upper
             up = subsample(r_eps, 0.0, rate=eta)[0] * (1 + 1e-12) if math.isfinite(r_eps) else math.inf
