@@ -213,3 +213,40 @@ def test_one_main_job():
     assert mains == [setup] and f"The main job: {setup.split(' --out')[0]}" in " ".join(top.format_help().split())
     assert not [p for p, parser in PARSERS.items() if "main job" in parser.format_help() and p != "shufflesim"
                 and "run scenarios/quickstart.toml" not in parser.format_help()]
+
+
+def _default_probes(name, cls):
+    """Instances of mechanism ``cls`` on every side of its default's rules (and sampled, where it takes it)."""
+    from shufflesim.accounting.exact.exact_rr2 import DEFAULT_EXACT_MAX_N, MAX_N_EXACT, MAX_N_POPULATION
+    from shufflesim.accounting.model.mechanism import Sampling
+    from shufflesim.mechanisms import KRR, RR2
+    from shufflesim.mechanisms.sampled import SAMPLED_KINDS, with_sampling
+
+    if name == "matrix":  # its example reads a file: a sampler known by its eps0, and a matrix
+        return [cls(100, None, 1.5), cls(100, ((0.7, 0.3), (0.1, 0.9)), None)]
+    args = build_parser("account").parse_args(_example_argv(f"shufflesim account {name} {cls.example}"))
+    example = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
+    probes = [example]
+    if name == "rr2":
+        probes += [RR2(n, 1.0) for b in (DEFAULT_EXACT_MAX_N, MAX_N_EXACT, MAX_N_POPULATION) for n in (b, b + 1)]
+    if name == "krr":
+        probes += [KRR.from_eps0(100, 3, 1.0, rel) for rel in (None, "shuffled", "strong-1d", "strong", "weak")]
+    if name in SAMPLED_KINDS:
+        probes += [with_sampling(example, Sampling.poisson(0.5)), with_sampling(example, Sampling.fixed(1))]
+    return probes
+
+
+@pytest.mark.parametrize("name", sorted(__import__("shufflesim.mechanisms", fromlist=["kinds"]).kinds()))
+def test_stated_default_method_is_the_one_used(name):
+    """``--method``'s help states the default the accountant uses (default_for), on every side of its rules: krr's
+    help said tight (blanket for the shuffled view) and rr2's 'tight above n = 1e5' (exact single use to 1e9)."""
+    from shufflesim.cli.account import default_method_help, default_method_rules
+    from shufflesim.mechanisms import kinds
+
+    cls = kinds()[name]
+    assert f"default: the mechanism's own ({default_method_help(cls)})" in " ".join(
+        PARSERS[f"shufflesim account {name}"].format_help().split())
+    for mech in _default_probes(name, cls):
+        for c in (1, 2):
+            stated = next(method for method, _, applies in default_method_rules(cls) if applies(mech, c))
+            assert stated == mech.default_for(c), (name, mech.params(), c)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from shufflesim import ParameterError
+from shufflesim import NotApplicableError, ParameterError
 from shufflesim.accounting.account import account
 from shufflesim.accounting.exact.shuffle_oracle import histogram_law, krr_matrix
 from shufflesim.accounting.model.mechanism import Sampling
@@ -376,3 +376,72 @@ def test_krr3_blanket_pair_is_not_attained(n):
     rows = S.sampled_krr_rows(n, 3, 2.0, 0.7, tail_bound=0.0, groups=10**6)
     worst, _ = O.worst_delta(krr_matrix(3, 2.0), n, 1.0, q=0.7)
     assert math.exp(rows.log_delta(1.0)) >= 1.03 * worst
+
+
+@pytest.mark.parametrize("argv", [["rr2", "--n", "100", "--eps0", "1", "--sample-size", "10", "--delta", "0.1"],
+                                  ["krr", "--n", "100", "--k", "4", "--eps0", "1", "--sample-size", "1",
+                                   "--delta", "0.2"]])
+def test_fixed_size_delta_at_least_the_fraction_is_eps_zero(capsys, argv):
+    """δ ≥ m/n: the unsampled mechanism is (0, 1)-DP, Balle-Barthe-Gaboardi's coupling gives (0, m/n) ⊆ (0, δ)
+    (docs/theory.md#sampling); it was refused with 'delta must be in (0, 1); got 1.0'."""
+    assert main(["account", *argv, "--json"]) == 0
+    import json
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert r["eps_lower"] == 0.0 and r["eps_upper"] == 0.0
+
+
+@pytest.mark.parametrize("k,n,m,delta", [(2, 5, 2, 0.4), (3, 4, 1, 0.3), (2, 4, 2, 0.5)])
+def test_fixed_size_eps_zero_is_certified_by_brute_force(k, n, m, delta):
+    """Brute force: at δ ≥ m/n the worst δ(0) over every data set is at most δ, so ε = 0 is an upper end."""
+    rep = account(_mech(k, n, 1.5, Sampling.fixed(m)), delta=[delta])
+    assert rep.results[0].eps_upper == 0.0
+    worst, _ = O.worst_delta(krr_matrix(k, 1.5), n, 0.0, m=m)
+    assert worst <= delta
+
+
+def test_fixed_size_inner_refusal_names_the_users_delta(monkeypatch):
+    import sys
+
+    from shufflesim.mechanisms.sampled import fixed_size_answer, inner_delta
+
+    A = sys.modules["shufflesim.accounting.account"]
+
+    assert inner_delta(0.03, 10, 100) * 10 / 100 <= 0.03
+
+    def refuse(*args, **kwargs):
+        raise ParameterError("delta must be in (0, 1); got 0.3")
+    monkeypatch.setattr(A, "account", refuse)
+    with pytest.raises(ParameterError, match=r"at delta = 0\.03 .*delta \* n/m = 0\.3"):
+        fixed_size_answer(_mech(2, 100, 1.0, Sampling.fixed(10)), None, [0.03], 1)
+
+
+@pytest.mark.parametrize("R", [[[0.7, 0.3], [0.1, 0.9]], [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]],
+                               [[0.6, 0.4], [0.4 + 1e-13, 0.6 - 1e-13]], [[0.25, 0.75], [0.75, 0.25]]])
+def test_sampled_pair_eps0_is_an_upper_end(R):
+    """sampled_pair's ε0 is at least the matrix's exact ε0 (max column ratio, in exact arithmetic, compared with
+    e^{ε0} to 40 digits); local_eps (the test oracle's) rounded [[.7,.3],[.1,.9]]'s ε0 = log 7 down."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+
+    from shufflesim.mechanisms.sampled import sampled_pair
+
+    F = [[Fraction(v) for v in row] for row in R]
+    F = [[v / sum(row) for v in row] for row in F]
+    ratio = max(max(col) / min(col) for col in zip(*F))
+    eps0 = sampled_pair(R, 6, 0.5).params["eps0"]
+    getcontext().prec = 40
+    assert Decimal(eps0).exp() >= Decimal(ratio.numerator) / Decimal(ratio.denominator)
+
+
+def test_near_krr_matrix_gets_the_clone_pair():
+    """Only an exact k-RR matrix gets the k-RR blanket pair (it was taken within rtol 1e-12)."""
+    from shufflesim.mechanisms.sampled import sampled_pair
+
+    K = krr_matrix(3, 1.2)
+    assert sampled_pair(K, 5, 0.4).name == "sampled-blanket"
+    near = K.copy()
+    near[0, 1] *= 1 + 1e-13
+    near[0, 2] = 1.0 - near[0, 0] - near[0, 1]
+    assert sampled_pair(near, 5, 0.4).name == "sampled-clones"
+    with pytest.raises(NotApplicableError):
+        sampled_pair(near, 5, 0.4, "add-remove")

@@ -4,17 +4,63 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from shufflesim.cli._common import float_arg, int_arg, print_json
 
 _TYPES = {"int": int_arg, "float": float_arg, "str": str}
 ACCOUNT_DOCS = "README.md#privacy-accounting; docs/theory.md"
-#: the mechanisms that take --sample-rate / --sample-size (shufflesim.mechanisms.sampled.SAMPLED_KINDS)
-SAMPLED_KINDS = ("rr2", "krr", "clones")
+
+
+def _power10(x: int) -> str:
+    """``1e5`` for 100000 (a power of ten from 10³ up), else the integer."""
+    t = str(x)
+    return f"1e{len(t) - 1}" if x >= 1000 and t == "1" + "0" * (len(t) - 1) else t
+
+
+def default_method_rules(cls) -> tuple[tuple[str, str, Any], ...]:
+    """The default ``--method`` of mechanism class ``cls`` as (method, when, applies(mech, compositions)) rules,
+    the first that applies wins: the help text is written from them and tests/test_cli_help.py checks them against
+    ``default_for`` (the choice :func:`~shufflesim.accounting.account.account` makes), the numbers are the code's
+    own constants."""
+    from shufflesim.mechanisms.sampled import SAMPLED_KINDS, SampledMechanism
+
+    rules: list[tuple[str, str, Any]] = []
+    if cls.kind in SAMPLED_KINDS:
+        rules.append((SampledMechanism.methods[0], "with --sample-rate or --sample-size",
+                      lambda m, c: isinstance(m, SampledMechanism)))
+    if cls.kind == "rr2":
+        from shufflesim.accounting.exact.exact_rr2 import DEFAULT_EXACT_MAX_N, MAX_N_EXACT, MAX_N_POPULATION
+
+        rules += [("exact", f"for n <= {_power10(DEFAULT_EXACT_MAX_N)}", lambda m, c: m.n <= DEFAULT_EXACT_MAX_N),
+                  ("exact", f"for single use at {_power10(MAX_N_EXACT)} < n <= {_power10(MAX_N_POPULATION)} (the "
+                   "population cover)", lambda m, c: c == 1 and MAX_N_EXACT < m.n <= MAX_N_POPULATION),
+                  ("tight", "otherwise", lambda m, c: True)]
+    elif cls.kind == "krr":
+        from shufflesim.accounting.model.mechanism import Relation
+
+        rules += [("blanket", "for the shuffled reports (the default view) when gamma > 0",
+                   lambda m, c: m.view is Relation.SHUFFLED and m.gamma > 0),
+                  ("tight", "otherwise (--adversary strong-1d, strong, weak)", lambda m, c: True)]
+    elif cls.kind == "matrix":
+        rules += [("tight", "for a sampler known only by its declared eps0", lambda m, c: m.matrix is None),
+                  ("blanket", "for a matrix", lambda m, c: True)]
+    else:
+        rules.append((cls.methods[0], "", lambda m, c: True))
+    return tuple(rules)
+
+
+def default_method_help(cls) -> str:
+    """The help sentence of :func:`default_method_rules` (one method: its name)."""
+    rules = default_method_rules(cls)
+    if len({method for method, _, _ in rules}) == 1:
+        return rules[0][0]
+    return ", ".join(f"{method} {when}".strip() for method, when, _ in rules)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from shufflesim.mechanisms import kinds
+    from shufflesim.mechanisms.sampled import SAMPLED_KINDS
 
     p = sub.add_parser("account", help="certified privacy (eps, delta) of a shuffled mechanism",
                        description="Certified upper and lower bounds on delta(eps) or eps(delta). MECHANISM may also "
@@ -45,10 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         if name in SAMPLED_KINDS:
             _add_sampling_options(q)
         q.add_argument("--method", choices=(*cls.methods, "best"), default=None,
-                       help=f"default: the mechanism's own ({cls.methods[0]}"
-                            + ("; tight above n = 1e5" if cls.kind == "rr2" else "")
-                            + "); best: every applicable certified method, the smallest "
-                            "upper bound (the winner is named in the notes)")
+                       help=f"default: the mechanism's own ({default_method_help(cls)}); best: every applicable "
+                            "certified method, the smallest upper bound (the winner is named in the notes)")
         q.add_argument("--compare", action="store_true",
                        help="run every applicable method on this question and print them side by side "
                             "(interval, validity, time, ratio to the best); --method is ignored")
@@ -143,12 +187,14 @@ def _add_dishonest_options(q: argparse.ArgumentParser, kind: str | None) -> None
 
 def _add_sampling_options(q: argparse.ArgumentParser) -> None:
     """Who takes part in each use (docs/theory.md#sampling): Poisson rate or fixed size, and the relation."""
+    from shufflesim.accounting.model.mechanism import SAMPLING_RELATIONS
+
     s = q.add_argument_group("sampling (docs/theory.md#sampling)")
     s.add_argument("--sample-rate", type=float_arg, default=None, metavar="Q",
                    help="each user takes part independently with probability Q in (0, 1] (Poisson sampling)")
     s.add_argument("--sample-size", type=int_arg, default=None, metavar="M",
                    help="a uniformly random M of the n users take part (fixed size, without replacement; single use)")
-    s.add_argument("--sample-relation", choices=("replace-one", "add-remove"), default=None,
+    s.add_argument("--sample-relation", choices=SAMPLING_RELATIONS, default=None,
                    help="neighbouring data sets: one user's value replaced (default) or one user added/removed "
                         "(Poisson only)")
 
@@ -157,6 +203,8 @@ def _mechanism(args: argparse.Namespace):
     cls = args.mechanism_class
     if cls is not None:
         mech = cls.from_flags(**{f.dest: getattr(args, f.dest) for f in cls.flags})
+        from shufflesim.mechanisms.sampled import SAMPLED_KINDS
+
         if cls.kind in SAMPLED_KINDS:
             from shufflesim.accounting.model.mechanism import Sampling
             from shufflesim.mechanisms.sampled import with_sampling

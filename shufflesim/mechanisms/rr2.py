@@ -3,11 +3,13 @@
 ``RR2(n, eps0)``: each of n users flips its bit with probability 1/(e^{ε0}+1); the analyser sees the
 shuffled reports (equivalently their count).  Methods (docs/theory.md#exact-rr2):
 
-* ``exact`` (the default up to n = 10⁵, ``tight`` above; single use up to n = 10⁹, composed up to 10⁶) — the
-  mechanism's true δ(ε) / ε(δ): the maximum over *every* neighbouring pair of
-  data sets (others hold m ones, m = 0..n−1, the target switches 0 ↔ 1), computed and certified from both
-  sides by :mod:`shufflesim.accounting.exact.exact_rr2` (a branch and bound over m that proves no m is worse; above
-  n = 10⁶ a cover of every m by pieces, an interval of relative width 10⁻³ in ε: docs/theory.md#exact-rr2-population).
+* ``exact`` (the default up to n = 10⁵ and, single use, at 10⁶ < n <= 10⁹; ``tight`` otherwise: :meth:`RR2.default_for`;
+  available single use up to n = 10⁹, composed up to 10⁶) — the mechanism's true δ(ε) / ε(δ): the maximum over
+  *every* neighbouring pair of data sets (others hold m ones, m = 0..n−1, the target switches 0 ↔ 1), computed and
+  certified from both sides by :mod:`shufflesim.accounting.exact.exact_rr2` (a branch and bound over m that proves no
+  m is worse; above n = 10⁶ a cover of every m by pieces: ε(δ) an interval of relative width 10⁻³
+  (``exact_rr2.POP_EPS_RTOL``), δ(ε) one of relative width 2·10⁻² (``exact_rr2.POP_DELTA_RTOL``);
+  docs/theory.md#exact-rr2-population).
   With ``compositions > 1`` it is a bracket: the composed exact δ of the worst single-use data sets (a lower
   bound) and the stronger clone pair composed (an upper bound); the notes say so;
 * ``tight`` — upper end: Feldman, McMillan, Talwar's stronger clone pair (SODA 2023, arXiv:2208.04591;
@@ -66,8 +68,9 @@ class RR2(Mechanism):
         return "exact" if self.n <= DEFAULT_EXACT_MAX_N else "tight"
 
     def default_for(self, compositions: int = 1) -> str:
-        """Single use at 10⁶ < n <= 10⁹: ``exact`` too (the population cover, seconds, an interval 0.1 % wide;
-        docs/theory.md#exact-rr2-population), where ``tight``'s stronger clone pair is ~22 % wide; otherwise
+        """Single use at 10⁶ < n <= 10⁹: ``exact`` too (the population cover, seconds; ε(δ) an interval 0.1 % wide,
+        δ(ε) 2 % wide: ``exact_rr2.POP_EPS_RTOL``, ``POP_DELTA_RTOL``; docs/theory.md#exact-rr2-population), where
+        ``tight``'s stronger clone pair is ~22 % wide; otherwise
         :attr:`default_method` (composed above 10⁶ the exact bracket is refused, 10⁵ < n <= 10⁶ it takes a minute)."""
         from shufflesim.accounting.exact.exact_rr2 import MAX_N_EXACT, MAX_N_POPULATION
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from shufflesim.accounting.model.mechanism import Mechanism, Relation, Sampling
-from shufflesim.errors import NotApplicableError, ParameterError
+from shufflesim.errors import NotApplicableError, ParameterError, ShufflesimError
 
 #: the mechanisms that take a sampling
 SAMPLED_KINDS = ("rr2", "krr", "clones")
@@ -227,13 +228,30 @@ def fixed_size_answer(mech: SampledMechanism, eps_l, delta_l, compositions: int)
                                          f"on the unsampled mechanism at m = {m} users",)))
     else:
         lows, _ = data_set_lower(mech, delta=delta_l)
-        rep = account(inner, delta=[min(1.0, d / eta) for d in delta_l])
-        for d, r, lo in zip(delta_l, rep.results, lows):
-            up = subsample(r.eps_upper, 0.0, rate=eta)[0] * (1 + 1e-12) if math.isfinite(r.eps_upper) else math.inf
+        # δ ≥ m/n: the unsampled mechanism is (0, 1)-DP (any pair of laws), so the coupling gives (0, m/n) ⊆ (0, δ)
+        vacuous = [Fraction(d) >= Fraction(m, n) for d in delta_l]
+        asked = [inner_delta(d, m, n) for d, v in zip(delta_l, vacuous) if not v]
+        try:
+            inner_eps = iter(account(inner, delta=asked).results if asked else ())
+        except ShufflesimError as err:
+            raise type(err)(f"fixed-size sampling at delta = {', '.join(map(repr, delta_l))} asks the unsampled "
+                            f"mechanism at m = {m} users for delta * n/m = {', '.join(map(repr, asked))}: "
+                            f"{err}") from None
+        for d, v, lo in zip(delta_l, vacuous, lows):
+            r_eps = 0.0 if v else next(inner_eps).eps_upper
+            up = subsample(r_eps, 0.0, rate=eta)[0] * (1 + 1e-12) if math.isfinite(r_eps) else math.inf
             out.append(EpsBound(delta=d, eps_lower=min(lo, up), eps_upper=up, method="tight",
                                 notes=("fixed-size sampling: Balle-Barthe-Gaboardi 2018 coupling (seed 002 Lemma 4) "
                                        f"on the unsampled mechanism at m = {m} users",)))
     return out, ["sampling: " + str(mech.sampling) + f" of n = {n}"]
+
+
+def inner_delta(delta: float, m: int, n: int) -> float:
+    """The δ′ < 1 asked of the unsampled mechanism at m users so that the coupling's (m/n) δ′ ≤ ``delta``
+    (docs/theory.md#sampling, fixed size): δ n/m rounded down (exactly, on the floats' rational values)."""
+    exact = Fraction(delta) * n / m
+    d = float(exact)
+    return math.nextafter(d, 0.0) if Fraction(d) > exact else d
 
 
 def sampled_pair(R, n: int, q: float, relation: str = "replace-one", *, tail_bound: float | None = None):
@@ -242,24 +260,34 @@ def sampled_pair(R, n: int, q: float, relation: str = "replace-one", *, tail_bou
     :func:`~shufflesim.accounting.engines.tight.tight_epsilon` or put it in a
     :class:`~shufflesim.accounting.model.mechanism.Composition`): k-RR matrices get their blanket pair
     (replace-one: rows; add-remove: atoms), any other matrix the clone pair at its local ε0 (replace-one only).
+    A matrix is k-RR when it is square with all diagonal entries equal and all others equal (exactly, as given: a
+    near-k-RR matrix gets the clone pair); ε0 is :func:`~shufflesim.pipeline.matrix.matrix_eps0` raised by
+    :func:`~shufflesim.maths.rr.eps0_upper` (an upper end, as every pair here needs).
     The pair only dominates: a lower end needs explicit data sets (:func:`data_set_lower` for k-RR)."""
     import numpy as np
 
-    from shufflesim.accounting.exact.sampled_oracle import check_rate, check_relation
-    from shufflesim.accounting.exact.shuffle_oracle import krr_matrix, local_eps
+    from shufflesim.accounting.model.mechanism import check_sample_rate, check_sample_relation
     from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD
     from shufflesim.accounting.pairs.sampled import sampled_krr_addremove_pair, sampled_krr_rows, sampled_ldp_rows
+    from shufflesim.maths.rr import eps0_upper
+    from shufflesim.pipeline.matrix import check_matrix, matrix_eps0
 
-    R = np.asarray(R, dtype=float)
-    if R.ndim != 2 or R.shape[0] < 2 or np.any(R < 0) or not np.allclose(R.sum(axis=1), 1.0, rtol=0, atol=1e-12):
-        raise ParameterError("R must be a k x m row-stochastic matrix with k >= 2")
-    q, relation = check_rate(q), check_relation(relation)
+    checked = check_matrix(R, name="R")  # refuses a matrix that is not eps0-LDP for a finite eps0
+    try:  # the entries as given decide the k-RR shape (dividing by rounded row sums may break the equalities)
+        raw = np.asarray(R, dtype=float)
+    except (TypeError, ValueError):  # entries given as text ("1/3"): the checked matrix
+        raw = checked
+    is_krr = raw.shape == checked.shape and is_krr_matrix(raw)
+    # a k-RR shape has equal row sums (the same entries), so its ratios are the given ones exactly
+    R = raw if is_krr else checked
+    q, relation = check_sample_rate(q), check_sample_relation(relation)
     tb = DEFAULT_TAIL_BOUND_MD if tail_bound is None else tail_bound
-    eps0 = local_eps(R)
-    if not math.isfinite(eps0) or eps0 <= 0:
-        raise NotApplicableError(f"R has local epsilon {eps0}: no sampled pair (needs a finite eps0 > 0)")
+    eps0 = matrix_eps0(R)
+    if not eps0 > 0:
+        raise NotApplicableError(f"R has local epsilon {eps0}: every input has the same report law (no sampled pair "
+                                 "needed: the view does not depend on the data)")
+    eps0 = eps0_upper(eps0)
     k = R.shape[0]
-    is_krr = R.shape[1] == k and np.allclose(R, krr_matrix(k, eps0), rtol=1e-12, atol=0)
     if relation == "add-remove":
         if not is_krr:
             raise NotApplicableError("add/remove sampling has a pair for k-RR matrices only (docs/theory.md#sampling)")
@@ -267,3 +295,16 @@ def sampled_pair(R, n: int, q: float, relation: str = "replace-one", *, tail_bou
     if is_krr:
         return sampled_krr_rows(n, k, eps0, q, tail_bound=tb)
     return sampled_ldp_rows(n, eps0, q, tail_bound=tb)
+
+
+def is_krr_matrix(R) -> bool:
+    """True when the square matrix ``R`` is k-RR exactly (docs/theory.md#sampling): every diagonal entry equal and
+    above every other entry, those all equal; no tolerance (a near-k-RR matrix is another randomiser)."""
+    import numpy as np
+
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1]:
+        return False
+    k = R.shape[0]
+    off = R[~np.eye(k, dtype=bool)]
+    return bool(np.all(np.diag(R) == R[0, 0]) and np.all(off == off[0]) and R[0, 0] > off[0])

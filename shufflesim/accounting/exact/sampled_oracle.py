@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from shufflesim.accounting.exact.shuffle_oracle import histogram_law
-from shufflesim.accounting.pairs.sampled import check_rate, check_relation
+from shufflesim.accounting.model.mechanism import check_sample_rate, check_sample_relation
 from shufflesim.errors import ParameterError
 
 
@@ -19,7 +19,7 @@ def augmented(R, q: float, *, absent: bool = False) -> np.ndarray:
     """R_q = q R + (1 − q) δ_⊥ as a matrix with one more column (⊥, last); with ``absent`` one more input row
     δ_⊥ (last: the add/remove neighbour's target, who never takes part)."""
     R = np.asarray(R, dtype=float)
-    q = check_rate(q)
+    q = check_sample_rate(q)
     out = np.hstack([q * R, np.full((R.shape[0], 1), 1.0 - q)])
     if absent:
         bot = np.zeros((1, out.shape[1]))
@@ -68,7 +68,7 @@ def worst_delta(R, n: int, eps: float, *, q: float | None = None, m: int | None 
     """Largest exact δ(ε) over every neighbouring pair of data sets of n users (the target's two values or
     value/absent, every multiset of the other n − 1 inputs).  Returns (δ, (x0, x1, others))."""
     k = np.asarray(R).shape[0]
-    check_relation(relation)
+    check_sample_relation(relation)
     best, arg = 0.0, ()
     targets = (list(itertools.permutations(range(k), 2)) if relation == "replace-one"
                else [(x, None) for x in range(k)])

@@ -266,6 +266,20 @@ SAMPLING_KINDS = ("poisson", "fixed")
 SAMPLING_RELATIONS = ("replace-one", "add-remove")
 
 
+def check_sample_rate(rate) -> float:
+    """A Poisson participation rate in (0, 1] (docs/theory.md#sampling); ParameterError otherwise."""
+    from shufflesim.core.checks import check_real
+
+    return check_real("sample rate", rate, low=0.0, high=1.0, low_open=True)
+
+
+def check_sample_relation(relation) -> str:
+    """One of :data:`SAMPLING_RELATIONS`; ParameterError otherwise."""
+    if relation not in SAMPLING_RELATIONS:
+        raise ParameterError(f"sampling relation must be one of {', '.join(SAMPLING_RELATIONS)}; got {relation!r}")
+    return relation
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Who takes part in each use of a shuffled mechanism (docs/theory.md#sampling).
@@ -282,17 +296,15 @@ class Sampling:
     relation: str = "replace-one"
 
     def __post_init__(self) -> None:
-        from shufflesim.core.checks import check_int, check_real
+        from shufflesim.core.checks import check_int
 
         if self.kind not in SAMPLING_KINDS:
             raise ParameterError(f"sampling kind must be one of {', '.join(SAMPLING_KINDS)}; got {self.kind!r}")
-        if self.relation not in SAMPLING_RELATIONS:
-            raise ParameterError(f"sampling relation must be one of {', '.join(SAMPLING_RELATIONS)}; "
-                                 f"got {self.relation!r}")
+        check_sample_relation(self.relation)
         if self.kind == "poisson":
             if self.size is not None or self.rate is None:
                 raise ParameterError("Poisson sampling takes a rate in (0, 1] and no size")
-            object.__setattr__(self, "rate", check_real("sample rate", self.rate, low=0.0, high=1.0, low_open=True))
+            object.__setattr__(self, "rate", check_sample_rate(self.rate))
         else:
             if self.rate is not None or self.size is None:
                 raise ParameterError("fixed-size sampling takes a size in [1, n] and no rate")

@@ -26,37 +26,24 @@ import math
 
 import numpy as np
 
+from shufflesim.accounting.model.mechanism import check_sample_rate, check_sample_relation
 from shufflesim.accounting.numerics.binomial import (BINOM_LOG_ERR, certified_tail, chernoff_window, log_binom_pmf,
                                                      log_tail_sum)
+from shufflesim.accounting.numerics.logspace import U
 from shufflesim.accounting.pairs.common import DEFAULT_TAIL_BOUND_MD, check_tail_bound, log_budget
 from shufflesim.accounting.pairs.variation import clone_mixture_pair
 from shufflesim.accounting.pld.pmf_pair import PMFPair
 from shufflesim.accounting.rows.binomial_rows import BinomialRows
-from shufflesim.core.checks import check_int, check_positive, check_real
+from shufflesim.core.checks import check_int, check_positive
 from shufflesim.errors import NotApplicableError, ParameterError
 
 REFERENCE_SAMPLED = ("docs/theory.md#sampling: the augmented randomiser R_q = q R + (1-q) delta_bot, its blanket pair "
                      "(Balle, Bell, Gascon, Nissim 2019; Su, Cheng, Wang 2025) in clone-mixture row form")
-RELATIONS = ("replace-one", "add-remove")
-KINDS = ("poisson", "fixed")
 #: largest number of atoms of the add/remove pair enumerated (:func:`sampled_krr_addremove_pair`)
 MAX_ADDREMOVE_ATOMS = 20_000_000
 #: largest number of N-groups of the replace-one rows (:func:`sampled_krr_rows`): the blanket count N is
 #: rounded down to the smallest N of its group (a post-processing argument, docs/theory.md#sampling)
 MAX_GROUPS = 64
-#: U: the unit round-off of float64
-U = 2.0 ** -53
-
-
-def check_rate(q) -> float:
-    """A Poisson participation rate in (0, 1]."""
-    return check_real("sample rate", q, low=0.0, high=1.0, low_open=True)
-
-
-def check_relation(relation: str) -> str:
-    if relation not in RELATIONS:
-        raise ParameterError(f"sampling relation must be one of {', '.join(RELATIONS)}; got {relation!r}")
-    return relation
 
 
 # ---- the blanket pair of R_q for k-RR (docs/theory.md#sampling) ----
@@ -72,7 +59,7 @@ def krr_sampled_parameters(k: int, eps0: float, q: float) -> dict:
     ε0, and r exceeded 1 at q = 1 (review of issue 30)."""
     k = check_int("k", k, minimum=2)
     eps0 = check_positive("eps0", eps0)
-    q = check_rate(q)
+    q = check_sample_rate(q)
     t = math.exp(-eps0)  # 1/e^eps0: every weight below is finite at any eps0
     D = 1.0 + (k - 1) * t  # (e^eps0 + k − 1)/e^eps0
     non_blanket = q * -math.expm1(-eps0) / D  # q (e^eps0 − 1)/(e^eps0 + k − 1)
@@ -90,7 +77,7 @@ def ldp_sampled_parameters(eps0: float, q: float) -> dict:
     q e^{ε0}/(e^{ε0}+1), q/(e^{ε0}+1), 1 − q.  Same keys as :func:`krr_sampled_parameters`, computed the same
     way (γ = q e^{−ε0} + (1 − q), r and 1 − r its two terms over it: neither can round above 1)."""
     eps0 = check_positive("eps0", eps0)
-    q = check_rate(q)
+    q = check_sample_rate(q)
     t = math.exp(-eps0)
     non_blanket = q * -math.expm1(-eps0)  # q (1 − e^{−ε0})
     gamma = q * t + (1.0 - q)  # 1 − q (1 − e^{−ε0}), no cancellation
@@ -221,12 +208,12 @@ def data_set_pair(n: int, k: int, eps0: float, *, q: float | None = None, m: int
     n = check_int("n", n, minimum=1)
     k = check_int("k", k, minimum=2)
     eps0 = check_positive("eps0", eps0)
-    check_relation(relation)
+    check_sample_relation(relation)
     t = math.exp(-eps0)
     D = 1.0 + (k - 1) * t
     hi_p, lo_p = 1.0 / D, t / D  # k-RR: own value, each other value
     if q is not None:
-        q = check_rate(q)
+        q = check_sample_rate(q)
         # c_0 = D_target + Bin(n − 1, q lo_p); D_target ~ Bern(q hi_p) (P), Bern(q lo_p) or 0 (Q)
         # the complements without cancellation (1 − q hi_p = 1 − q + q (k − 1) lo_p, 1 − q lo_p = 1 − q + q (hi_p
         # + (k − 2) lo_p)): 1 − q hi_p rounded to 0 or below at q = 1 and large eps0
@@ -290,8 +277,8 @@ def data_set_pair_2d(n: int, k: int, eps0: float, q: float, *, other: int = 1, r
     n = check_int("n", n, minimum=1)
     k = check_int("k", k, minimum=2)
     eps0 = check_positive("eps0", eps0)
-    q = check_rate(q)
-    check_relation(relation)
+    q = check_sample_rate(q)
+    check_sample_relation(relation)
     other = check_int("other", other, minimum=1, maximum=k - 1)
     t = math.exp(-eps0)
     D = 1.0 + (k - 1) * t
