@@ -151,6 +151,9 @@ def test_full_participation_and_all_coordinates_reproduce_the_unsampled_answers(
     assert s.values["clones"] == flame_privacy(every, 2, 1e-6).values["clones"]
     # the Poisson rate going to 0: no round is counted, the upper end goes to 0
     assert sampled_privacy(cfg, 3, 1e-6, participation=1e-12, population=300, lower=False).eps == 0.0
+    # SS-Simple too: j* = 0 leaves no round for the participant window (it divided by j* before)
+    simple = FlameConfig("ss-simple", d=50, n=400, eps_l=5.0)
+    assert sampled_privacy(simple, 3, 1e-6, participation=1e-12, population=300).eps == 0.0
 
 
 # --- SS-Double as Algorithms 2–3 print it: one linked message of k values per user (docs/theory.md#flame-double-linked)
