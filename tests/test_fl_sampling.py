@@ -427,3 +427,42 @@ def test_unpadded_poisson_escapes_the_per_pattern_argument():
     full = max(_hockey(_sampled_law(R, (0, *o), {"m": N_CLIENTS}, False),
                        _sampled_law(R, (1, *o), {"m": N_CLIENTS}, False), eps) for o in _others())
     assert abs(full - worst) < 1e-12
+
+
+def _printed_rounded_up(printed: str, value: float) -> bool:
+    """``printed`` is ``value`` rounded UP to its own number of decimals (the smallest such decimal ≥ value)."""
+    from decimal import Decimal
+
+    p = Decimal(printed)
+    step = Decimal(1).scaleb(p.as_tuple().exponent)
+    return p >= Decimal(value) > p - step
+
+
+def test_docs_client_sampling_table_is_the_accountants_value_rounded_up():
+    """docs/flame.md "Client sampling": the SS-Simple row's certified ε of the MNIST scenario
+    (scenarios/flame_training_sampling.toml: d = 7850, n = 1000, ε_l = 78.5, 10 rounds, δ = 0.01/n^1.1; m = 100
+    and q = 0.1) recomputed by run_privacy with the configurations train() builds, and the printed values must be
+    those numbers rounded up (so the table cannot go stale silently: review after commit 35186b9, where the
+    Poisson row still showed 1.56 for 1.6084)."""
+    import re
+
+    from shufflesim.federated.encoding import FlameConfig
+    from shufflesim.federated.training import SampledFlameConfig
+
+    lines = (ROOT / "docs" / "flame.md").read_text(encoding="utf-8").splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| protocol | m = 100: accuracy"))
+    row = next(line for line in lines[head:] if line.startswith("| ss-simple |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    printed = {"m": re.match(r"\*\*([0-9.]+)\*\*", cells[2]).group(1),
+               "q": re.match(r"\*\*([0-9.]+)\*\*", cells[5]).group(1)}
+    s = FLSettings(protocol="ss-simple", dataset="mnist", n=1000, eps_l=78.5, rounds=10)
+    d, n, delta = 7850, 1000, 0.01 / 1000**1.1
+    k = max(1, round(s.beta * d))
+    for key, m, q in (("m", 100, None), ("q", None, 0.1)):
+        cfg = FlameConfig("ss-simple", d, m if m is not None else n, s.eps_l, C=s.C, randomiser=s.randomiser, b=s.b,
+                          k=k)
+        sampled = SampledFlameConfig("ss-simple", d, n, s.eps_l, C=s.C, randomiser=s.randomiser, b=s.b, k=k,
+                                     n_p=None, l=cfg.l, clients_per_round=m, participation=q)
+        out = run_privacy(cfg, sampled, s.rounds, delta)
+        assert out["method"] == "clones" and out["sampling_credit"] is True
+        assert _printed_rounded_up(printed[key], out["eps"]), (key, printed[key], out["eps"])

@@ -151,6 +151,9 @@ def test_full_participation_and_all_coordinates_reproduce_the_unsampled_answers(
     assert s.values["clones"] == flame_privacy(every, 2, 1e-6).values["clones"]
     # the Poisson rate going to 0: no round is counted, the upper end goes to 0
     assert sampled_privacy(cfg, 3, 1e-6, participation=1e-12, population=300, lower=False).eps == 0.0
+    # SS-Simple too: j* = 0 leaves no round for the participant window (it divided by j* before)
+    simple = FlameConfig("ss-simple", d=50, n=400, eps_l=5.0)
+    assert sampled_privacy(simple, 3, 1e-6, participation=1e-12, population=300).eps == 0.0
 
 
 # --- SS-Double as Algorithms 2–3 print it: one linked message of k values per user (docs/theory.md#flame-double-linked)
@@ -304,3 +307,96 @@ def test_simple_poisson_participants_hold_in_every_round(monkeypatch):
     assert j_star > 1
     # the participants' window was asked at the budget split over the j* rounds
     assert participants[2] <= math.log(delta * A.SAMPLING_BAD_SHARE / j_star) + 1e-12
+
+
+# --- SS-Simple under client sampling (docs/theory.md#flame-double, "SS-Simple's credit")
+
+def _simple_round_laws(eps0: float, d: int, pop: int, subset_prob) -> tuple[np.ndarray, np.ndarray, list]:
+    """Exact laws of one SS-Simple round with binary R_{γ,1} per coordinate, the participant set revealed: an
+    array over (participant set as a bitmask, count of 1s in coordinate 1, ..., coordinate d).  User 0 is the
+    target; every other user holds a vertex of [0, 1]^d (the law is multi-affine in the inputs, so vertices are
+    the extreme data sets), unordered because the others are exchangeable under both sampling laws.  Returns
+    the laws with the target's x and x′ (x ≠ x′) for every such data set, and the data sets."""
+    verts = list(itertools.product((0, 1), repeat=d))
+    e = math.exp(eps0)
+    one = {0: 1.0 / (e + 1.0), 1: e / (e + 1.0)}
+    others = list(itertools.combinations_with_replacement(verts, pop - 1))
+    cases, P, Q = [], [], []
+    for x, x2 in itertools.permutations(verts, 2):
+        for oth in others:
+            laws = []
+            for tgt in (x, x2):
+                law = np.zeros((2 ** pop,) + (pop + 1,) * d)
+                for mask in range(2 ** pop):
+                    w = subset_prob(mask)
+                    if w == 0.0:
+                        continue
+                    vals = [v for i, v in enumerate((tgt, *oth)) if mask >> i & 1]
+                    joint = np.array(w)
+                    for j in range(d):
+                        pmf = _count_pmf([one[v[j]] for v in vals])
+                        joint = np.multiply.outer(joint, np.pad(pmf, (0, pop + 1 - len(pmf))))
+                    law[mask] = joint
+                laws.append(law.ravel())
+            P.append(laws[0])
+            Q.append(laws[1])
+            cases.append((x, x2, oth))
+    return np.array(P), np.array(Q), cases
+
+
+def _two_round_worst(P: np.ndarray, Q: np.ndarray, eps: float, reveal: bool, pop: int) -> float:
+    """Largest exact δ(ε) over every pair of per-round data sets of two rounds (the rounds are independent given
+    the data, so the view's law is the outer product).  ``reveal=False``: the protocol's own view, the number of
+    participants and the counts (the participant set marginalised to its size)."""
+    if not reveal:
+        size = np.array([bin(m).count("1") for m in range(2 ** pop)])
+        shape = (len(P), 2 ** pop, -1)
+        P = np.stack([P.reshape(shape)[:, size == s].sum(axis=1) for s in range(pop + 1)], axis=1).reshape(len(P), -1)
+        Q = np.stack([Q.reshape(shape)[:, size == s].sum(axis=1) for s in range(pop + 1)], axis=1).reshape(len(Q), -1)
+    e = math.exp(eps)
+    worst = 0.0
+    for a in range(len(P)):
+        joint = np.maximum(P[a][None, :, None] * P[:, None, :] - e * Q[a][None, :, None] * Q[:, None, :], 0.0)
+        worst = max(worst, float(joint.sum(axis=(1, 2)).max()))
+    return worst
+
+
+@pytest.mark.parametrize("law,value,eps0,delta", [
+    ("poisson", 0.5, 1.0, 0.05), ("poisson", 0.999, 1.0, 0.3), ("poisson", 0.999, 2.0, 0.05),
+    ("poisson", 0.005, 1.0, 0.3), ("fixed", 2, 1.0, 0.05), ("fixed", 2, 2.0, 0.3), ("fixed", 1, 1.0, 0.05)])
+def test_ss_simple_sampled_upper_end_brackets_the_enumerated_view(law, value, eps0, delta):
+    """Review after commit 35186b9: sampled_privacy's SS-Simple upper end (participants at their Chernoff lower
+    end in each of the ≤ j* rounds the target joins, or exactly m) is at least the exact δ of the sampled view,
+    enumerated over every participation pattern and every vertex data set per round: d = 2, a population of 3,
+    2 rounds, binary R_{γ,1}; both the participant set revealed (the proof's view) and the protocol's view.
+    At this size the Poisson window is M_lo = 1 message except at p = 0.999 (M_lo = 2), and p = 0.005 gives
+    j* = 1 < 2 rounds: the test checks the round count, the charged tails and the composition, and the window
+    only at M_lo ≤ 2 (docs/theory.md#flame-double)."""
+    d, pop, rounds = 2, 3, 2
+    cfg = FlameConfig("ss-simple", d=d, n=pop, eps_l=d * eps0, randomiser="rr", b=1)
+    if law == "poisson":
+        fp = sampled_privacy(cfg, rounds, delta, participation=value, population=pop)
+
+        def subset_prob(mask):
+            k = bin(mask).count("1")
+            return value ** k * (1 - value) ** (pop - k)
+    else:
+        fp = sampled_privacy(cfg, rounds, delta, clients_per_round=value, population=pop)
+
+        def subset_prob(mask):
+            return 1.0 / math.comb(pop, value) if bin(mask).count("1") == value else 0.0
+    P, Q, _ = _simple_round_laws(eps0, d, pop, subset_prob)
+    for reveal in (True, False):
+        assert _two_round_worst(P, Q, fp.eps, reveal, pop) <= delta + 1e-12, (reveal, fp.values)
+
+
+def test_ss_simple_enumeration_catches_a_missing_round():
+    """The enumeration above can fail: one round's certified ε (what counting the target's rounds as one would
+    claim) is refuted by the exact two-round view at p = 0.999, where the target joins both rounds.  (Claiming
+    all 3 participants a round at p = 0.5 is not refuted at this size: the sampling dilutes more than the
+    window claims; so the window itself is only checked at M_lo ≤ 2.)"""
+    d, pop, eps0, delta, p = 2, 3, 1.0, 0.05, 0.999
+    cfg = FlameConfig("ss-simple", d=d, n=pop, eps_l=d * eps0, randomiser="rr", b=1)
+    one = sampled_privacy(cfg, 1, delta, participation=p, population=pop).eps
+    P, Q, _ = _simple_round_laws(eps0, d, pop, lambda m: p ** bin(m).count("1") * (1 - p) ** (pop - bin(m).count("1")))
+    assert _two_round_worst(P, Q, one, False, pop) > delta

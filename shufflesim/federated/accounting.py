@@ -576,9 +576,10 @@ def sampled_privacy(cfg, rounds: int, delta: float, *, participation: float | No
     if cfg.protocol == "ss-simple" and p < 1.0:
         if clients_per_round is not None:
             n_msgs = clients_per_round
-        else:  # 1 + Bin(population − 1, p) participants in each of the (at most j*) rounds the target takes part
-            # in: the lower Chernoff end must hold in every one of them, so its tail is charged j* times (a union
-            # bound over those rounds), with the budget split among them
+        elif j_star > 0:  # 1 + Bin(population − 1, p) participants in each of the (at most j*) rounds the target
+            # takes part in: the lower Chernoff end must hold in every one of them, so its tail is charged j* times
+            # (a union bound over those rounds), with the budget split among them.  j* = 0: the target takes part
+            # in no round (but with the probability charged above), there is no participant window and T = 0
             low, _, lt = chernoff_window_scalar(trials, p, math.log(budget / j_star))
             n_msgs, bad = 1 + int(low), bad + j_star * (exp_up(lt + 1e-12) if lt > -math.inf else 0.0)
     rest = math.nextafter(delta - bad, 0.0)

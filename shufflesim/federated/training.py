@@ -14,7 +14,10 @@ regression (:mod:`.model`), aggregates them with the chosen protocol and adds th
 * ``ldp`` — LDP-FL: each user perturbs its clipped, rescaled vector with ``laplace`` (Lap(d/ε_l) per
   coordinate, ε_l-LDP) or ``gaussian`` (analytic σ for (ε_l, δ_l) with L2 sensitivity √d).
 
-Privacy is for one user taking part in every round (no amplification by sampling the users is claimed).
+Without client sampling, privacy is for one user taking part in every round.  With client sampling,
+:func:`run_privacy` asks :func:`~shufflesim.federated.accounting.sampled_privacy` for the run's ε, which credits
+the sampling (the rounds the target takes part in, bounded by a Chernoff bound charged to δ); with
+``tight=False`` no sampling credit is claimed.
 
 Client sampling (issue 31 item 4; docs/flame.md "Client sampling"): with ``clients_per_round = m`` exactly m of
 the round's n clients take part (without replacement), with ``participation = q`` each of them independently
