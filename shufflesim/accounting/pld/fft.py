@@ -199,7 +199,7 @@ def choose_window(comps: GridComponents, lam: float, log_cs: Sequence[float], ta
 # the composition itself
 # ---------------------------------------------------------------------------------------------
 
-def _cpow(z: np.ndarray, n: int) -> np.ndarray:
+def cpow(z: np.ndarray, n: int) -> np.ndarray:
     """z**n by binary powering (relative error <= ~3 n u for |z| <= 1)."""
     result = None
     base = z
@@ -530,7 +530,7 @@ def compose_grid(comps: GridComponents, *, lam: float, window: Window, workers: 
         n_atoms += g.size
         X = _sfft().rfft(x, workers=workers)
         del x
-        X = _cpow(X, int(n))
+        X = cpow(X, int(n))
         spectrum = X if spectrum is None else spectrum * X
     c = _sfft().irfft(spectrum, n=M, workers=workers)
     del spectrum
