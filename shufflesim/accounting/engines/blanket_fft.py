@@ -59,6 +59,9 @@ TARGET_GRID = 1 << 20
 GRID_ETA = 0.002
 #: tilted mass left outside the window
 WINDOW_TAU = 1e-14
+#: the FFT's relative input error exp(x) − 1 is computed only for x below this (expm1 overflows near 709); beyond
+#: it :class:`AccuracyError` (the result is not usable: the caller falls back)
+REL_EXPONENT_MAX = 700.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +93,12 @@ def _off_bounds(form: SumForm, eps: float) -> tuple[float, float]:
     err = 8 * U * float(np.sum(form.off_p + e * form.off_q)) + (1e-300 if form.off_p.size else 0.0)
     s = float(np.maximum(t, 0.0).sum())
     return max(0.0, s - err), s + err
+
+
+def div_up(x: float, n: float) -> float:
+    """x / n rounded up: one ulp above the round-to-nearest quotient (≥ the exact quotient, also where it is
+    subnormal or underflows to 0; 0 only for x = 0)."""
+    return math.nextafter(x / n, math.inf) if x > 0 else x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,7 +163,8 @@ def chernoff_upper(form: SumForm, eps: float) -> float:
             continue
         K = _log_mgf(fh, m, th)
         K_up = K + 8 * U * (abs(K) + th * float(np.max(np.abs(fh))) + fh.size + 2)
-        best = min(best, exp_up(n * K_up * (1 + 4 * U) + 4 * U * n - 1.0 - math.log(th) + 1e-12) / n)
+        # the quotient rounded up (a round-to-nearest division could fall to 0 below a positive bound)
+        best = min(best, div_up(exp_up(n * K_up * (1 + 4 * U) + 4 * U * n - 1.0 - math.log(th) + 1e-12), n))
     return min(1.0, off + best * (1 + 1e-12)) if math.isfinite(best) else 1.0
 
 
@@ -336,7 +346,11 @@ def _compose(uk, lm, vals, lam, copies, lo, M, n_in: int = 1):
     eps_f = FFT_KAPPA * U * math.ceil(math.log2(max(M, 2)))
     rho = 1.01 * ((nf + 1) * eps_f + 3 * nf * U) + nf * (pw.size + 1) * 1e-300
     fold_u = (-(-pw.size // M) + 1) * U
-    rel = math.expm1(copies * math.log1p(theta0) + (n_conv + 2) * math.log1p(theta_c) + nf * fold_u) * 1.01 + 1e-12
+    expo = copies * math.log1p(theta0) + (n_conv + 2) * math.log1p(theta_c) + nf * fold_u
+    if not expo < REL_EXPONENT_MAX:  # inputs' relative error (1 + θ_0)^copies of order 1 or more: not usable
+        raise AccuracyError(f"the blanket FFT's relative input error exp({expo:.3g}) - 1 is too large (tilt "
+                            f"{lam:.3g} times atom values up to {float(np.max(np.abs(vals))):.3g})")
+    rel = math.expm1(expo) * 1.01 + 1e-12
     return c, copies * lc, rho, rel
 
 
@@ -441,7 +455,7 @@ def fft_upper(form: SumForm, eps: float, h: float | None = None) -> float:
     total = main * (1 + law.rel) * (1 + gam) + err
     if total <= 0:
         return min(1.0, off)
-    val = exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13) / n
+    val = div_up(exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13), n)
     return min(1.0, (off + val) * (1 + 4 * U))
 
 
@@ -507,6 +521,8 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
     err = (law.rho * gnorm * (1 + 1e-9) + (law.rel + eta_w) * (absg + gam * rnd) + 2 * gam * rnd
            + gmax * math.exp(law.log_out) * (1 + 1e-9))
     lb = main - err
+    if not law.rel < 1.0:  # the relative input error leaves no lower end from the FFT
+        raise AccuracyError(f"the blanket FFT's relative input error {law.rel:.3g} leaves no lower end")
     i = int(np.argmax(lb))
     if not lb[i] > 0:
         return off
@@ -525,8 +541,17 @@ def form_bracket(form: SumForm, eps: float, *, want: str = "both") -> tuple[floa
     form = merge_atoms(form)
     if exact_cost(form) <= EXACT_BUDGET:
         return exact_bracket(form, eps)
-    lo = fft_lower(form, eps) if want in ("lower", "both") else 0.0
-    up = fft_upper(form, eps) if want in ("upper", "both") else 1.0
+    lo, up = 0.0, 1.0
+    if want in ("lower", "both"):
+        try:
+            lo = fft_lower(form, eps)
+        except AccuracyError:  # the FFT is not usable here: the off-support part alone is a lower end
+            lo = _off_bounds(form, eps)[0]
+    if want in ("upper", "both"):
+        try:
+            up = fft_upper(form, eps)
+        except AccuracyError:  # the FFT is not usable here: Chernoff (certified, looser)
+            up = chernoff_upper(form, eps)
     return lo, max(lo, up)
 
 
@@ -547,12 +572,17 @@ class MechanismForms:
 
 
 def _dedupe(forms):
-    """Forms with identical laws of (f, off) kept once (k-RR's symmetric pairs)."""
+    """Forms with identical laws of (f, off) kept once (k-RR's symmetric pairs): only bit-for-bit equal atoms
+    (mass, u, v, sorted) and off-support terms count as equal — a form differing in any bit is kept, since no
+    allowance covers dropping it from the upper end's maximum."""
     seen, out = set(), []
     for f in forms:
-        o = np.lexsort((f.v, f.u))
-        key = (f.kind, tuple(np.round(f.mass[o], 15)), tuple(np.round(f.u[o], 12)), tuple(np.round(f.v[o], 12)),
-               tuple(sorted(zip(np.round(f.off_p, 15), np.round(f.off_q, 15)))))
+        o = np.lexsort((f.v, f.u, f.mass))
+        off = np.lexsort((f.off_q, f.off_p))
+        key = (f.kind, f.n, np.ascontiguousarray(f.mass[o], dtype=float).tobytes(),
+               np.ascontiguousarray(f.u[o], dtype=float).tobytes(), np.ascontiguousarray(f.v[o], dtype=float).tobytes(),
+               np.ascontiguousarray(f.off_p[off], dtype=float).tobytes(),
+               np.ascontiguousarray(f.off_q[off], dtype=float).tobytes())
         if key not in seen:
             seen.add(key)
             out.append(f)
@@ -597,34 +627,39 @@ def _solve_estimate(forms, delta: float, eps_hi: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *, top: int = 3) -> tuple[float, float, str]:
-    """(lower, upper, note) on the mechanism's ε(δ): estimate, then certify at a point slightly above (upper) and
-    slightly below (lower), moving by the estimate's slope until the certified end holds (≤ 8 evaluations each);
-    ``eps_max`` (the local ε0) is the fallback upper end."""
+def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *,
+                 top: int = 3) -> tuple[float, float, SumForm | None]:
+    """(lower, upper, lower's form) on the mechanism's ε(δ): estimate, then certify at a point slightly above
+    (upper) and slightly below (lower), moving by the estimate's slope until the certified end holds (≤ 8
+    evaluations each); ``eps_max`` (the local ε0) is the fallback upper end.  The form returned is the one whose
+    certified δ lower end exceeded δ at the lower end (None when the lower end is 0)."""
     if not mf.upper:
-        return 0.0, eps_max, "no blanket form"
+        return 0.0, eps_max, None
     e_up = _solve_estimate(mf.upper, delta, eps_max)
     e_lo = _solve_estimate(mf.lower, delta, eps_max) if mf.lower else 0.0
-    up = _certify(lambda e: _upper_at(mf, e), mf.upper, delta, e_up, eps_max, "upper")
-    lo = _certify(lambda e: delta_lower_at(mf, e, top=top), mf.lower, delta, e_lo, eps_max, "lower") \
-        if mf.lower else 0.0
-    return lo, min(up, eps_max), ""
+    up, _ = _certify(lambda e: (_upper_at(mf, e), None), mf.upper, delta, e_up, eps_max, "upper")
+    lo, form = _certify(lambda e: lower_form_at(mf, e, top=top), mf.lower, delta, e_lo, eps_max, "lower") \
+        if mf.lower else (0.0, None)
+    return lo, min(up, eps_max), (form if lo > 0 else None)
 
 
-def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, tries: int = 7) -> float:
+def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, tries: int = 7) -> tuple[float, object]:
     """The certified end of ε(δ) on one side: "upper" — an ε with fn(ε) ≤ δ (fn a certified upper bound on δ), as
     small as found (``eps_max`` if none); "lower" — an ε with fn(ε) > δ (fn a certified lower bound), as large as
     found (0 if none).  Newton steps on log fn with the estimate's slope, overshooting by 10 % towards the safe
-    side, then one step back towards δ once a certified point is found."""
+    side, then one step back towards δ once a certified point is found.  ``fn`` returns (value, tag); the tag of
+    the point kept is returned with it (the form that certified it)."""
     best = eps_max if side == "upper" else 0.0
+    tag = None
     e = e0
     for i in range(tries):
         if not (0 < e < eps_max):
             break
-        d = max(fn(e), 1e-300)
+        d, t = fn(e)
+        d = max(d, 1e-300)
         ok = d <= delta if side == "upper" else d > delta
-        if ok:
-            best = min(best, e) if side == "upper" else max(best, e)
+        if ok and (e < best if side == "upper" else e > best):
+            best, tag = e, t
         est = lambda x: max(max(estimate_delta(f, x) for f in forms), 1e-300)  # noqa: E731
         slope = (math.log(est(e * 0.995)) - math.log(est(e * 1.005))) / (0.01 * e)
         if not slope > 0:
@@ -633,9 +668,11 @@ def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, trie
         if ok and i >= 1:
             # one step back towards the target from a certified point, then stop
             tgt = e + 0.9 * step
-            dd = max(fn(tgt), 1e-300) if 0 < tgt < eps_max else None
-            if dd is not None and (dd <= delta if side == "upper" else dd > delta):
-                best = min(best, tgt) if side == "upper" else max(best, tgt)
+            dd, t = fn(tgt) if 0 < tgt < eps_max else (None, None)
+            dd = None if dd is None else max(dd, 1e-300)
+            if dd is not None and (dd <= delta if side == "upper" else dd > delta) \
+                    and (tgt < best if side == "upper" else tgt > best):
+                best, tag = tgt, t
             break
         if ok:
             e = e + 0.9 * step if abs(step) > 1e-6 * e else e
@@ -648,10 +685,10 @@ def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, trie
             e = min(e0 * (1 + r), eps_max) if side == "upper" else e0 * (1 - r)
             if not 0 < e < eps_max:
                 continue
-            d = fn(e)
+            d, t = fn(e)
             if (d <= delta) if side == "upper" else (d > delta):
-                return e
-    return best
+                return e, t
+    return best, tag
 
 
 def _upper_at(mf: MechanismForms, eps: float) -> float:
@@ -664,9 +701,19 @@ def _upper_at(mf: MechanismForms, eps: float) -> float:
     return best
 
 
-def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
+def lower_form_at(mf: MechanismForms, eps: float, *, top: int = 3) -> tuple[float, SumForm | None]:
+    """(certified lower end on δ(ε), the data-set form that gave it) over the ``top`` forms by estimate."""
     lows = sorted(mf.lower, key=lambda f: -estimate_delta(f, eps))[:top]
-    return max([form_bracket(f, eps, want="lower")[0] for f in lows], default=0.0)
+    best, arg = 0.0, None
+    for f in lows:
+        lo = form_bracket(f, eps, want="lower")[0]
+        if lo > best or arg is None:
+            best, arg = max(lo, best), f
+    return best, arg
+
+
+def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
+    return lower_form_at(mf, eps, top=top)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -730,8 +777,7 @@ def answer_forms(mf: MechanismForms, *, eps=None, delta=None, eps_max: float = m
             out.append(FormsAnswer(lo, up, "" if flo is None else flo.describe()))
     else:
         for d in delta:
-            lo, up, _ = eps_interval(mf, float(d), eps_max)
-            best = max(mf.lower, key=lambda f: estimate_delta(f, max(lo, 1e-12))) if mf.lower else None
+            lo, up, best = eps_interval(mf, float(d), eps_max)
             out.append(FormsAnswer(lo, up, "" if best is None else best.describe()))
     return out
 
