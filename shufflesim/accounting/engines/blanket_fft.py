@@ -805,4 +805,86 @@ def account_blanket(mf: MechanismForms, eps_l, delta_l, eps_max: float, method: 
             out.append(DeltaBound(float(v), g.upper, g.lower, method, provenance=prov))
         else:
             out.append(EpsBound(float(v), g.upper, g.lower if g.lower > 0 else 0.0, method, provenance=prov))
-    return out, [BLANKET_NOTE.format(what=whats)]
+    return [judged(r) for r in out], [BLANKET_NOTE.format(what=whats)]
+
+
+#: relative width of a blanket answer that meets the accuracy target: TightAccountant's default target_accuracy
+#: (1e-3, on (upper − lower)/upper of δ) and, for ε(δ), the same on (upper − lower)/upper of ε
+BLANKET_RTOL = 1e-3
+
+
+def relative_width(r) -> float:
+    """(upper − lower)/upper of an answer's interval (0 when upper = 0: δ provably 0; 1 with no lower end)."""
+    up = r.upper
+    lo = r.lower if r.lower is not None else 0.0
+    if up == 0:
+        return 0.0
+    return (up - lo) / up if math.isfinite(up) else math.inf
+
+
+def judged(r):
+    """``r`` with ``accuracy_met`` set from its relative width against :data:`BLANKET_RTOL` (TightAccountant's
+    convention: met when (upper − lower) ≤ rtol · upper) and, when not met, a provenance line saying so."""
+    from dataclasses import replace
+
+    from shufflesim.accounting.model.results import DeltaBound
+
+    w = relative_width(r)
+    met = bool(w <= BLANKET_RTOL)
+    prov = r.provenance
+    if not met:
+        scale = "delta" if isinstance(r, DeltaBound) else "eps"
+        lo = r.lower if r.lower is not None else 0.0
+        prov = prov.add(f"accuracy_met=false: relative width {w:.3g} in {scale} above {BLANKET_RTOL:g} at "
+                        f"{'eps' if scale == 'delta' else 'delta'}={r.at:.6g}; the best certified interval "
+                        f"[{lo:.6g}, {r.upper:.6g}] is reported")
+    return replace(r, accuracy_met=met, provenance=prov)
+
+
+def tighter_of(results: list, others: list, lows=None, what=None) -> tuple[list, bool]:
+    """Per answer not meeting :data:`BLANKET_RTOL`: the smaller upper end of ``results`` and ``others`` (answers
+    of a pair that also dominates the view, e.g. tight's stronger clones) and the larger lower end of ``results``
+    and ``lows`` (genuine lower ends of the mechanism, from explicit data sets described by ``what``; never a
+    dominating pair's own lower end), re-judged.  Returns (answers, whether any end moved)."""
+    from dataclasses import replace
+
+    from shufflesim.accounting.model.provenance import LowerEnd
+
+    out, moved = [], False
+    lows = lows if lows is not None else [None] * len(results)
+    for r, o, lo in zip(results, others, lows):
+        if r.accuracy_met:
+            out.append(r)
+            continue
+        up = min(r.upper, o.upper) if o is not None and getattr(o, "upper", None) is not None else r.upper
+        low = r.lower if r.lower is not None else 0.0
+        items = []
+        if up < r.upper:
+            items.append("upper end (where smaller): the stronger clone pair at eps0 (tight), which also dominates "
+                         "the view")
+        prov = r.provenance
+        if lo is not None and lo > low:
+            low = lo
+            items.append(what if isinstance(what, LowerEnd) else LowerEnd(what))
+            prov = replace(prov, items=tuple(i for i in prov.items  # "no lower end" no longer holds
+                                             if not (isinstance(i, LowerEnd) and i.data_sets is None)))
+        low = min(low, up)
+        if items:
+            moved = True
+            prov = prov.add(*items)
+            r = r.with_ends(lower=low, upper=up).with_provenance(prov)
+        out.append(rejudged(r) if items else r)
+    return out, moved
+
+
+def rejudged(r):
+    """:func:`judged` again after an end moved (the earlier verdict's line dropped)."""
+    from dataclasses import replace
+
+    items = tuple(i for i in r.provenance.items if not (isinstance(i, str) and i.startswith("accuracy_met=false")))
+    return judged(r.with_provenance(replace(r.provenance, items=items)))
+
+
+FALLBACK_NOTE = ("blanket: accuracy target not met (relative width above {rtol:g}) at some value: where tighter, "
+                 "the upper end of tight's stronger clone pair (it dominates the view) and the lower end of its "
+                 "explicit data sets are taken")
