@@ -62,6 +62,9 @@ WINDOW_TAU = 1e-14
 #: the FFT's relative input error exp(x) − 1 is computed only for x below this (expm1 overflows near 709); beyond
 #: it :class:`AccuracyError` (the result is not usable: the caller falls back)
 REL_EXPONENT_MAX = 700.0
+#: fft_upper's weights s e^{−λ s} are computed directly only for λ s ≤ this (beyond it e^{−λ s} nears the
+#: subnormal range, whose relative rounding is unbounded): the far part is bounded in log space
+FAR_TILT = 600.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -444,18 +447,32 @@ def fft_upper(form: SumForm, eps: float, h: float | None = None) -> float:
     M = law.c.size
     s = (law.lo + np.arange(M)) * h
     pos = s > 0
+    # far points (lam s > FAR_TILT): e^{-lam s} would be subnormal or 0 (its relative rounding unbounded); their part
+    # is bounded in log space below, e^{-lam s} <= e^{-FAR_TILT}
+    far = pos & (lam * s > FAR_TILT)
+    near = pos & ~far
     with np.errstate(over="ignore", under="ignore"):
-        w = np.where(pos, s * np.exp(-lam * np.where(pos, s, 0.0)), 0.0)
+        w = np.where(near, s * np.exp(-lam * np.where(near, s, 0.0)), 0.0)
     w *= 1 + 4 * U * (lam * np.abs(s) + 4)  # s, lam s and exp: relative rounding <= 4u (lam |s| + 3)
     cp = np.maximum(law.c, 0.0)
     main = float(np.dot(w, cp))
     gam = (M + 10) * U
-    wmax = 1.0 / (math.e * lam)
-    err = law.rho * float(np.linalg.norm(w)) * (1 + 1e-9) + wmax * math.exp(law.log_out)
-    total = main * (1 + law.rel) * (1 + gam) + err
-    if total <= 0:
+    err = law.rho * float(np.linalg.norm(w)) * (1 + 1e-9)
+    near_total = main * (1 + law.rel) * (1 + gam) + err
+    logs = [math.log(near_total)] if near_total > 0 else []
+    if far.any():  # Σ_far s e^{-lam s} c <= e^{-FAR_TILT} (Σ_far s ĉ_+ (1 + rel)(1 + gam) + rho ||s_far||_2)
+        sf = np.where(far, s, 0.0)
+        fs = float(np.dot(sf, cp)) * (1 + law.rel) * (1 + gam) * (1 + 1e-9) \
+            + law.rho * float(np.linalg.norm(sf)) * (1 + 1e-9)
+        if fs > 0:
+            logs.append(-FAR_TILT + math.log(fs))
+    if law.log_out > NEG_INF:  # outside the window: s e^{-lam s} <= 1/(e lam)
+        logs.append(law.log_out - 1.0 - math.log(lam))
+    if not logs:
         return min(1.0, off)
-    val = div_up(exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13), n)
+    log_total = float(np.logaddexp.reduce(logs))
+    log_total += 8 * U * (max(abs(x) for x in logs) + len(logs) + 2)  # the logs and logaddexp: a few ulps each
+    val = div_up(exp_up(law.log_norm + log_total + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13), n)
     return min(1.0, (off + val) * (1 + 4 * U))
 
 
