@@ -171,3 +171,98 @@ def test_matrix_default_never_looser_than_tight():
         (r,) = account(mech, delta=[1e-9]).results
         (t,) = account(mech, delta=[1e-9], method="tight").results
         assert r.eps_upper <= t.eps_upper
+
+
+# ---------------------------------------------------------------------------------------------
+# review fixes (issue 30, helper fixA)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gamma, n", [(0.01, 10**6), (1e-3, 10**6), (0.01, 10**8), (0.05, 10**7)])
+def test_upper_end_never_falls_to_zero_below_a_positive_truth(gamma, n):
+    """Below ε0 the truth is positive: the others all holding 0 and the histogram "all report 0" give
+    δ ≥ (γ/3)^(n−1) (1 − 2γ/3)(1 − e^(ε−ε0)) > 0 (k = 3).  The upper end was exp_up(..)/n rounded to nearest:
+    5e-324/1e6 = 0 ("delta in [0, 0]" at n = 1e6, γ = 0.01, ε = 4)."""
+    from shufflesim.maths.rr import eps0_from_gamma
+
+    e0 = eps0_from_gamma(gamma, 3)
+    mf = B.krr_forms(3, gamma, n)
+    for eps in (0.7 * e0, 0.9 * e0):
+        lo, up, _, _ = B.delta_interval(mf, eps)
+        assert up > 0, (gamma, n, eps)
+        for f in mf.upper:
+            assert B.chernoff_upper(f, eps) > 0
+            assert B.form_bracket(f, eps, want="upper")[1] > 0
+    assert B.div_up(5e-324, 1e6) > 0 and B.div_up(1.0, 3.0) > 1 / 3
+
+
+def test_huge_tilt_raises_accuracy_error_not_overflow():
+    """γ = 1e-12: atom values ~ 1/γ make the FFT's error exponent overflow (math range error traceback); the FFT now
+    refuses with AccuracyError and the form's bracket falls back (Chernoff above, the off-support part below)."""
+    from shufflesim.errors import AccuracyError
+    from shufflesim.maths.rr import eps0_from_gamma
+
+    mf = B.krr_forms(3, 1e-12, 10**6)
+    f = mf.upper[0]
+    eps = 28.72963268131018  # just below ε0 = 28.7296334..: where the ε(δ) search evaluated it
+    with pytest.raises(AccuracyError):
+        B.fft_upper(f, eps)
+    lo, up = B.form_bracket(f, eps)
+    assert 0 <= lo <= up <= 1
+    (r,) = account(KRR(10**6, 3, 1e-12), delta=[1e-6]).results
+    assert 0 <= r.eps_lower <= r.eps_upper <= eps0_from_gamma(1e-12, 3) * 1.001
+
+
+def test_vacuous_or_wide_answers_are_not_flagged_accurate():
+    """accuracy_met follows the relative width (TightAccountant's 1e-3); where the blanket answer is vacuous, tight's
+    tighter certified ends are taken (k-RR, γ = 1e-12: [0, 1] before; tight brackets 0.9999996666634..6789)."""
+    (r,) = account(KRR(10**6, 3, 1e-12), eps=[1.0]).results
+    assert r.delta_lower >= 0.9999996666 and r.delta_upper <= 0.9999996667
+    assert r.accuracy_met
+    (m,) = account(ShuffledMatrix(10**8, [[.5, .5], [.25, .75]]), eps=[1e-3]).results
+    assert not m.accuracy_met  # [5.55e-73, 8.87e-65]
+    assert m.delta_lower <= m.delta_upper
+    for res in (r, m):
+        w = (res.delta_upper - res.delta_lower) / res.delta_upper
+        assert res.accuracy_met == (w <= B.BLANKET_RTOL)
+
+
+def test_dedupe_keeps_forms_that_differ_below_the_old_rounding():
+    """Forms equal to 12 decimals in u (15 in mass) were merged and one dropped from the upper end's maximum."""
+    from dataclasses import replace
+
+    f = B.merge_atoms(blanket_forms(M3, 1000)[0])
+    g = replace(f, u=f.u + 1e-13)
+    h = replace(f, mass=f.mass * (1 + 1e-16) if f.mass.size else f.mass)
+    assert len(B.MechanismForms.of([f, g], []).upper) == 2
+    assert len(B.MechanismForms.of([f, f], []).upper) == 1
+    assert len(B.MechanismForms.of([f, h], []).upper) == (1 if np.array_equal(h.mass, f.mass) else 2)
+
+
+def test_eps_lower_end_names_the_form_that_certified_it():
+    """ε(δ): the data set named is the form whose certified δ lower end exceeds δ at the lower end (it was the
+    estimate's argmax at that ε, which need not be the certifying form)."""
+    for R, n in ((M3, 400), (np.array([[.7, .2, .1], [.1, .6, .3], [.3, .3, .4]]), 3000)):
+        mf = B.matrix_forms(R, n)
+        lo, up, form = B.eps_interval(mf, 1e-6, math.log(7.0))
+        assert lo > 0 and form is not None
+        assert B.form_bracket(form, lo, want="lower")[0] > 1e-6
+        (a,) = B.answer_forms(mf, delta=[1e-6], eps_max=math.log(7.0))
+        assert a.lower_form == form.describe()
+
+
+def test_eps_lower_end_names_the_certifying_form_where_the_estimate_disagrees():
+    """A 4 × 4 matrix at n = 400 where the estimate's argmax at the lower end (named before) is a data set whose
+    certified δ lower end does not exceed δ there (found by a seeded scan: the 10th matrix of seed 0)."""
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        k = int(rng.integers(3, 5))
+        R = rng.uniform(.05, 1, (k, k))
+        R /= R.sum(1, keepdims=True)
+        n = int(rng.choice([400, 3000]))
+    assert (k, n) == (4, 400)
+    eps_max = math.log(float((R.max(0) / R.min(0)).max()))
+    mf = B.matrix_forms(R, n)
+    (a,) = B.answer_forms(mf, delta=[1e-6], eps_max=eps_max)
+    assert a.lower > 0
+    named = [f for f in mf.lower if f.describe() == a.lower_form]
+    assert any(B.form_bracket(f, a.lower, want="lower")[0] > 1e-6 for f in named)

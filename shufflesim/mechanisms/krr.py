@@ -279,7 +279,26 @@ class KRR(Mechanism):
                 results = [r.with_ends(lower=min(lo, r.upper)).with_provenance(r.provenance.add(LowerEnd(what)))
                            if b else r for r, lo, b in zip(results, lows, better)]
                 notes = notes + [f"lower end (where higher): {what}"]
-        return results, notes
+        return self._blanket_fallback(results, notes, eps_l, delta_l, run_pair)
+
+    def _blanket_fallback(self, results, notes, eps_l, delta_l, run_pair):
+        """Where a blanket answer misses the accuracy target (vacuous or wide): the tighter certified ends of tight's
+        stronger clone pair (upper; it dominates the view) and of its explicit data sets (lower)
+        (:func:`~shufflesim.accounting.engines.blanket_fft.tighter_of`)."""
+        from shufflesim.accounting.engines.blanket_fft import BLANKET_RTOL, FALLBACK_NOTE, rejudged, tighter_of
+        from shufflesim.errors import ShufflesimError
+
+        results = [rejudged(r) for r in results]
+        if all(r.accuracy_met for r in results):
+            return results, notes
+        try:
+            clones, _ = run_pair("tight")
+            got = self.genuine_lower("tight", eps=eps_l, delta=delta_l)
+        except ShufflesimError:  # tight cannot answer here: the blanket answer stands, flagged
+            return results, notes
+        lows, what = got if got is not None else (None, None)
+        results, moved = tighter_of(results, clones, lows, what)
+        return results, notes + ([FALLBACK_NOTE.format(rtol=BLANKET_RTOL)] if moved else [])
 
     def dominating_pair(self, method: str) -> str | None:
         if method == "feldman-numerical":

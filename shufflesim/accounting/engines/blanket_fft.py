@@ -59,6 +59,12 @@ TARGET_GRID = 1 << 20
 GRID_ETA = 0.002
 #: tilted mass left outside the window
 WINDOW_TAU = 1e-14
+#: the FFT's relative input error exp(x) − 1 is computed only for x below this (expm1 overflows near 709); beyond
+#: it :class:`AccuracyError` (the result is not usable: the caller falls back)
+REL_EXPONENT_MAX = 700.0
+#: fft_upper's weights s e^{−λ s} are computed directly only for λ s ≤ this (beyond it e^{−λ s} nears the
+#: subnormal range, whose relative rounding is unbounded): the far part is bounded in log space
+FAR_TILT = 600.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +96,12 @@ def _off_bounds(form: SumForm, eps: float) -> tuple[float, float]:
     err = 8 * U * float(np.sum(form.off_p + e * form.off_q)) + (1e-300 if form.off_p.size else 0.0)
     s = float(np.maximum(t, 0.0).sum())
     return max(0.0, s - err), s + err
+
+
+def div_up(x: float, n: float) -> float:
+    """x / n rounded up: one ulp above the round-to-nearest quotient (≥ the exact quotient, also where it is
+    subnormal or underflows to 0; 0 only for x = 0)."""
+    return math.nextafter(x / n, math.inf) if x > 0 else x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,7 +166,8 @@ def chernoff_upper(form: SumForm, eps: float) -> float:
             continue
         K = _log_mgf(fh, m, th)
         K_up = K + 8 * U * (abs(K) + th * float(np.max(np.abs(fh))) + fh.size + 2)
-        best = min(best, exp_up(n * K_up * (1 + 4 * U) + 4 * U * n - 1.0 - math.log(th) + 1e-12) / n)
+        # the quotient rounded up (a round-to-nearest division could fall to 0 below a positive bound)
+        best = min(best, div_up(exp_up(n * K_up * (1 + 4 * U) + 4 * U * n - 1.0 - math.log(th) + 1e-12), n))
     return min(1.0, off + best * (1 + 1e-12)) if math.isfinite(best) else 1.0
 
 
@@ -336,7 +349,11 @@ def _compose(uk, lm, vals, lam, copies, lo, M, n_in: int = 1):
     eps_f = FFT_KAPPA * U * math.ceil(math.log2(max(M, 2)))
     rho = 1.01 * ((nf + 1) * eps_f + 3 * nf * U) + nf * (pw.size + 1) * 1e-300
     fold_u = (-(-pw.size // M) + 1) * U
-    rel = math.expm1(copies * math.log1p(theta0) + (n_conv + 2) * math.log1p(theta_c) + nf * fold_u) * 1.01 + 1e-12
+    expo = copies * math.log1p(theta0) + (n_conv + 2) * math.log1p(theta_c) + nf * fold_u
+    if not expo < REL_EXPONENT_MAX:  # inputs' relative error (1 + θ_0)^copies of order 1 or more: not usable
+        raise AccuracyError(f"the blanket FFT's relative input error exp({expo:.3g}) - 1 is too large (tilt "
+                            f"{lam:.3g} times atom values up to {float(np.max(np.abs(vals))):.3g})")
+    rel = math.expm1(expo) * 1.01 + 1e-12
     return c, copies * lc, rho, rel
 
 
@@ -430,18 +447,32 @@ def fft_upper(form: SumForm, eps: float, h: float | None = None) -> float:
     M = law.c.size
     s = (law.lo + np.arange(M)) * h
     pos = s > 0
+    # far points (lam s > FAR_TILT): e^{-lam s} would be subnormal or 0 (its relative rounding unbounded); their part
+    # is bounded in log space below, e^{-lam s} <= e^{-FAR_TILT}
+    far = pos & (lam * s > FAR_TILT)
+    near = pos & ~far
     with np.errstate(over="ignore", under="ignore"):
-        w = np.where(pos, s * np.exp(-lam * np.where(pos, s, 0.0)), 0.0)
+        w = np.where(near, s * np.exp(-lam * np.where(near, s, 0.0)), 0.0)
     w *= 1 + 4 * U * (lam * np.abs(s) + 4)  # s, lam s and exp: relative rounding <= 4u (lam |s| + 3)
     cp = np.maximum(law.c, 0.0)
     main = float(np.dot(w, cp))
     gam = (M + 10) * U
-    wmax = 1.0 / (math.e * lam)
-    err = law.rho * float(np.linalg.norm(w)) * (1 + 1e-9) + wmax * math.exp(law.log_out)
-    total = main * (1 + law.rel) * (1 + gam) + err
-    if total <= 0:
+    err = law.rho * float(np.linalg.norm(w)) * (1 + 1e-9)
+    near_total = main * (1 + law.rel) * (1 + gam) + err
+    logs = [math.log(near_total)] if near_total > 0 else []
+    if far.any():  # Σ_far s e^{-lam s} c <= e^{-FAR_TILT} (Σ_far s ĉ_+ (1 + rel)(1 + gam) + rho ||s_far||_2)
+        sf = np.where(far, s, 0.0)
+        fs = float(np.dot(sf, cp)) * (1 + law.rel) * (1 + gam) * (1 + 1e-9) \
+            + law.rho * float(np.linalg.norm(sf)) * (1 + 1e-9)
+        if fs > 0:
+            logs.append(-FAR_TILT + math.log(fs))
+    if law.log_out > NEG_INF:  # outside the window: s e^{-lam s} <= 1/(e lam)
+        logs.append(law.log_out - 1.0 - math.log(lam))
+    if not logs:
         return min(1.0, off)
-    val = exp_up(law.log_norm + math.log(total) + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13) / n
+    log_total = float(np.logaddexp.reduce(logs))
+    log_total += 8 * U * (max(abs(x) for x in logs) + len(logs) + 2)  # the logs and logaddexp: a few ulps each
+    val = div_up(exp_up(law.log_norm + log_total + math.log1p(law.rel) + 4 * U * abs(law.log_norm) + 1e-13), n)
     return min(1.0, (off + val) * (1 + 4 * U))
 
 
@@ -507,6 +538,8 @@ def fft_lower(form: SumForm, eps: float, h: float | None = None) -> float:
     err = (law.rho * gnorm * (1 + 1e-9) + (law.rel + eta_w) * (absg + gam * rnd) + 2 * gam * rnd
            + gmax * math.exp(law.log_out) * (1 + 1e-9))
     lb = main - err
+    if not law.rel < 1.0:  # the relative input error leaves no lower end from the FFT
+        raise AccuracyError(f"the blanket FFT's relative input error {law.rel:.3g} leaves no lower end")
     i = int(np.argmax(lb))
     if not lb[i] > 0:
         return off
@@ -525,8 +558,17 @@ def form_bracket(form: SumForm, eps: float, *, want: str = "both") -> tuple[floa
     form = merge_atoms(form)
     if exact_cost(form) <= EXACT_BUDGET:
         return exact_bracket(form, eps)
-    lo = fft_lower(form, eps) if want in ("lower", "both") else 0.0
-    up = fft_upper(form, eps) if want in ("upper", "both") else 1.0
+    lo, up = 0.0, 1.0
+    if want in ("lower", "both"):
+        try:
+            lo = fft_lower(form, eps)
+        except AccuracyError:  # the FFT is not usable here: the off-support part alone is a lower end
+            lo = _off_bounds(form, eps)[0]
+    if want in ("upper", "both"):
+        try:
+            up = fft_upper(form, eps)
+        except AccuracyError:  # the FFT is not usable here: Chernoff (certified, looser)
+            up = chernoff_upper(form, eps)
     return lo, max(lo, up)
 
 
@@ -547,12 +589,17 @@ class MechanismForms:
 
 
 def _dedupe(forms):
-    """Forms with identical laws of (f, off) kept once (k-RR's symmetric pairs)."""
+    """Forms with identical laws of (f, off) kept once (k-RR's symmetric pairs): only bit-for-bit equal atoms
+    (mass, u, v, sorted) and off-support terms count as equal — a form differing in any bit is kept, since no
+    allowance covers dropping it from the upper end's maximum."""
     seen, out = set(), []
     for f in forms:
-        o = np.lexsort((f.v, f.u))
-        key = (f.kind, tuple(np.round(f.mass[o], 15)), tuple(np.round(f.u[o], 12)), tuple(np.round(f.v[o], 12)),
-               tuple(sorted(zip(np.round(f.off_p, 15), np.round(f.off_q, 15)))))
+        o = np.lexsort((f.v, f.u, f.mass))
+        off = np.lexsort((f.off_q, f.off_p))
+        key = (f.kind, f.n, np.ascontiguousarray(f.mass[o], dtype=float).tobytes(),
+               np.ascontiguousarray(f.u[o], dtype=float).tobytes(), np.ascontiguousarray(f.v[o], dtype=float).tobytes(),
+               np.ascontiguousarray(f.off_p[off], dtype=float).tobytes(),
+               np.ascontiguousarray(f.off_q[off], dtype=float).tobytes())
         if key not in seen:
             seen.add(key)
             out.append(f)
@@ -597,34 +644,39 @@ def _solve_estimate(forms, delta: float, eps_hi: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *, top: int = 3) -> tuple[float, float, str]:
-    """(lower, upper, note) on the mechanism's ε(δ): estimate, then certify at a point slightly above (upper) and
-    slightly below (lower), moving by the estimate's slope until the certified end holds (≤ 8 evaluations each);
-    ``eps_max`` (the local ε0) is the fallback upper end."""
+def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *,
+                 top: int = 3) -> tuple[float, float, SumForm | None]:
+    """(lower, upper, lower's form) on the mechanism's ε(δ): estimate, then certify at a point slightly above
+    (upper) and slightly below (lower), moving by the estimate's slope until the certified end holds (≤ 8
+    evaluations each); ``eps_max`` (the local ε0) is the fallback upper end.  The form returned is the one whose
+    certified δ lower end exceeded δ at the lower end (None when the lower end is 0)."""
     if not mf.upper:
-        return 0.0, eps_max, "no blanket form"
+        return 0.0, eps_max, None
     e_up = _solve_estimate(mf.upper, delta, eps_max)
     e_lo = _solve_estimate(mf.lower, delta, eps_max) if mf.lower else 0.0
-    up = _certify(lambda e: _upper_at(mf, e), mf.upper, delta, e_up, eps_max, "upper")
-    lo = _certify(lambda e: delta_lower_at(mf, e, top=top), mf.lower, delta, e_lo, eps_max, "lower") \
-        if mf.lower else 0.0
-    return lo, min(up, eps_max), ""
+    up, _ = _certify(lambda e: (_upper_at(mf, e), None), mf.upper, delta, e_up, eps_max, "upper")
+    lo, form = _certify(lambda e: lower_form_at(mf, e, top=top), mf.lower, delta, e_lo, eps_max, "lower") \
+        if mf.lower else (0.0, None)
+    return lo, min(up, eps_max), (form if lo > 0 else None)
 
 
-def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, tries: int = 7) -> float:
+def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, tries: int = 7) -> tuple[float, object]:
     """The certified end of ε(δ) on one side: "upper" — an ε with fn(ε) ≤ δ (fn a certified upper bound on δ), as
     small as found (``eps_max`` if none); "lower" — an ε with fn(ε) > δ (fn a certified lower bound), as large as
     found (0 if none).  Newton steps on log fn with the estimate's slope, overshooting by 10 % towards the safe
-    side, then one step back towards δ once a certified point is found."""
+    side, then one step back towards δ once a certified point is found.  ``fn`` returns (value, tag); the tag of
+    the point kept is returned with it (the form that certified it)."""
     best = eps_max if side == "upper" else 0.0
+    tag = None
     e = e0
     for i in range(tries):
         if not (0 < e < eps_max):
             break
-        d = max(fn(e), 1e-300)
+        d, t = fn(e)
+        d = max(d, 1e-300)
         ok = d <= delta if side == "upper" else d > delta
-        if ok:
-            best = min(best, e) if side == "upper" else max(best, e)
+        if ok and (e < best if side == "upper" else e > best):
+            best, tag = e, t
         est = lambda x: max(max(estimate_delta(f, x) for f in forms), 1e-300)  # noqa: E731
         slope = (math.log(est(e * 0.995)) - math.log(est(e * 1.005))) / (0.01 * e)
         if not slope > 0:
@@ -633,9 +685,11 @@ def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, trie
         if ok and i >= 1:
             # one step back towards the target from a certified point, then stop
             tgt = e + 0.9 * step
-            dd = max(fn(tgt), 1e-300) if 0 < tgt < eps_max else None
-            if dd is not None and (dd <= delta if side == "upper" else dd > delta):
-                best = min(best, tgt) if side == "upper" else max(best, tgt)
+            dd, t = fn(tgt) if 0 < tgt < eps_max else (None, None)
+            dd = None if dd is None else max(dd, 1e-300)
+            if dd is not None and (dd <= delta if side == "upper" else dd > delta) \
+                    and (tgt < best if side == "upper" else tgt > best):
+                best, tag = tgt, t
             break
         if ok:
             e = e + 0.9 * step if abs(step) > 1e-6 * e else e
@@ -648,10 +702,10 @@ def _certify(fn, forms, delta: float, e0: float, eps_max: float, side: str, trie
             e = min(e0 * (1 + r), eps_max) if side == "upper" else e0 * (1 - r)
             if not 0 < e < eps_max:
                 continue
-            d = fn(e)
+            d, t = fn(e)
             if (d <= delta) if side == "upper" else (d > delta):
-                return e
-    return best
+                return e, t
+    return best, tag
 
 
 def _upper_at(mf: MechanismForms, eps: float) -> float:
@@ -664,9 +718,19 @@ def _upper_at(mf: MechanismForms, eps: float) -> float:
     return best
 
 
-def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
+def lower_form_at(mf: MechanismForms, eps: float, *, top: int = 3) -> tuple[float, SumForm | None]:
+    """(certified lower end on δ(ε), the data-set form that gave it) over the ``top`` forms by estimate."""
     lows = sorted(mf.lower, key=lambda f: -estimate_delta(f, eps))[:top]
-    return max([form_bracket(f, eps, want="lower")[0] for f in lows], default=0.0)
+    best, arg = 0.0, None
+    for f in lows:
+        lo = form_bracket(f, eps, want="lower")[0]
+        if lo > best or arg is None:
+            best, arg = max(lo, best), f
+    return best, arg
+
+
+def delta_lower_at(mf: MechanismForms, eps: float, *, top: int = 3) -> float:
+    return lower_form_at(mf, eps, top=top)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -730,8 +794,7 @@ def answer_forms(mf: MechanismForms, *, eps=None, delta=None, eps_max: float = m
             out.append(FormsAnswer(lo, up, "" if flo is None else flo.describe()))
     else:
         for d in delta:
-            lo, up, _ = eps_interval(mf, float(d), eps_max)
-            best = max(mf.lower, key=lambda f: estimate_delta(f, max(lo, 1e-12))) if mf.lower else None
+            lo, up, best = eps_interval(mf, float(d), eps_max)
             out.append(FormsAnswer(lo, up, "" if best is None else best.describe()))
     return out
 
@@ -759,4 +822,86 @@ def account_blanket(mf: MechanismForms, eps_l, delta_l, eps_max: float, method: 
             out.append(DeltaBound(float(v), g.upper, g.lower, method, provenance=prov))
         else:
             out.append(EpsBound(float(v), g.upper, g.lower if g.lower > 0 else 0.0, method, provenance=prov))
-    return out, [BLANKET_NOTE.format(what=whats)]
+    return [judged(r) for r in out], [BLANKET_NOTE.format(what=whats)]
+
+
+#: relative width of a blanket answer that meets the accuracy target: TightAccountant's default target_accuracy
+#: (1e-3, on (upper − lower)/upper of δ) and, for ε(δ), the same on (upper − lower)/upper of ε
+BLANKET_RTOL = 1e-3
+
+
+def relative_width(r) -> float:
+    """(upper − lower)/upper of an answer's interval (0 when upper = 0: δ provably 0; 1 with no lower end)."""
+    up = r.upper
+    lo = r.lower if r.lower is not None else 0.0
+    if up == 0:
+        return 0.0
+    return (up - lo) / up if math.isfinite(up) else math.inf
+
+
+def judged(r):
+    """``r`` with ``accuracy_met`` set from its relative width against :data:`BLANKET_RTOL` (TightAccountant's
+    convention: met when (upper − lower) ≤ rtol · upper) and, when not met, a provenance line saying so."""
+    from dataclasses import replace
+
+    from shufflesim.accounting.model.results import DeltaBound
+
+    w = relative_width(r)
+    met = bool(w <= BLANKET_RTOL)
+    prov = r.provenance
+    if not met:
+        scale = "delta" if isinstance(r, DeltaBound) else "eps"
+        lo = r.lower if r.lower is not None else 0.0
+        prov = prov.add(f"accuracy_met=false: relative width {w:.3g} in {scale} above {BLANKET_RTOL:g} at "
+                        f"{'eps' if scale == 'delta' else 'delta'}={r.at:.6g}; the best certified interval "
+                        f"[{lo:.6g}, {r.upper:.6g}] is reported")
+    return replace(r, accuracy_met=met, provenance=prov)
+
+
+def tighter_of(results: list, others: list, lows=None, what=None) -> tuple[list, bool]:
+    """Per answer not meeting :data:`BLANKET_RTOL`: the smaller upper end of ``results`` and ``others`` (answers
+    of a pair that also dominates the view, e.g. tight's stronger clones) and the larger lower end of ``results``
+    and ``lows`` (genuine lower ends of the mechanism, from explicit data sets described by ``what``; never a
+    dominating pair's own lower end), re-judged.  Returns (answers, whether any end moved)."""
+    from dataclasses import replace
+
+    from shufflesim.accounting.model.provenance import LowerEnd
+
+    out, moved = [], False
+    lows = lows if lows is not None else [None] * len(results)
+    for r, o, lo in zip(results, others, lows):
+        if r.accuracy_met:
+            out.append(r)
+            continue
+        up = min(r.upper, o.upper) if o is not None and getattr(o, "upper", None) is not None else r.upper
+        low = r.lower if r.lower is not None else 0.0
+        items = []
+        if up < r.upper:
+            items.append("upper end (where smaller): the stronger clone pair at eps0 (tight), which also dominates "
+                         "the view")
+        prov = r.provenance
+        if lo is not None and lo > low:
+            low = lo
+            items.append(what if isinstance(what, LowerEnd) else LowerEnd(what))
+            prov = replace(prov, items=tuple(i for i in prov.items  # "no lower end" no longer holds
+                                             if not (isinstance(i, LowerEnd) and i.data_sets is None)))
+        low = min(low, up)
+        if items:
+            moved = True
+            prov = prov.add(*items)
+            r = r.with_ends(lower=low, upper=up).with_provenance(prov)
+        out.append(rejudged(r) if items else r)
+    return out, moved
+
+
+def rejudged(r):
+    """:func:`judged` again after an end moved (the earlier verdict's line dropped)."""
+    from dataclasses import replace
+
+    items = tuple(i for i in r.provenance.items if not (isinstance(i, str) and i.startswith("accuracy_met=false")))
+    return judged(r.with_provenance(replace(r.provenance, items=items)))
+
+
+FALLBACK_NOTE = ("blanket: accuracy target not met (relative width above {rtol:g}) at some value: where tighter, "
+                 "the upper end of tight's stronger clone pair (it dominates the view) and the lower end of its "
+                 "explicit data sets are taken")
