@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shufflesim.accounting.numerics.logspace import NEG_INF, U, exp_down, exp_up
+from shufflesim.accounting.pld.fft import cpow
 from shufflesim.accounting.pairs.blanket import SumForm, sum_form_delta_exact
 from shufflesim.errors import AccuracyError
 
@@ -338,7 +339,7 @@ def _compose(uk, lm, vals, lam, copies, lo, M, n_in: int = 1):
     folded = np.bincount(np.mod(np.arange(pw.size) + m * k0, M), weights=pw, minlength=M)
     X = rfft(folded)
     del folded
-    Y = _power(X, q) if q > 0 else None
+    Y = cpow(X, q) if q > 0 else None
     if rem is not None:
         fr = np.bincount(np.mod(np.arange(rem.size) + rem_start, M), weights=rem, minlength=M)
         Z = rfft(fr)
@@ -355,18 +356,6 @@ def _compose(uk, lm, vals, lam, copies, lo, M, n_in: int = 1):
                             f"{lam:.3g} times atom values up to {float(np.max(np.abs(vals))):.3g})")
     rel = math.expm1(expo) * 1.01 + 1e-12
     return c, copies * lc, rho, rel
-
-
-def _power(z: np.ndarray, n: int) -> np.ndarray:
-    """z**n by binary powering (as pld.fft's; relative error within its 3 n u model)."""
-    out, b = None, z
-    while n > 0:
-        if n & 1:
-            out = b.copy() if out is None else out * b
-        n >>= 1
-        if n:
-            b = b * b
-    return out
 
 
 def _grid_law(k: np.ndarray, mass: np.ndarray, h: float, copies: int, lam: float) -> Law:
