@@ -61,7 +61,6 @@ def dp_accounting_eps(mech, rounds: int, delta: float, *, max_atoms: int = 200_0
         from dp_accounting.pld import privacy_loss_distribution as pldlib
     except ImportError:
         return {"note": "dp_accounting not installed"}
-    import numpy as np
 
     pair = mech.pair("tight")
     if pair.n_atoms > max_atoms:

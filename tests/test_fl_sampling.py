@@ -8,7 +8,6 @@ run bit for bit, and the unsampled run reproduces the numbers of the code before
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -165,22 +164,28 @@ def test_m_equal_n_and_q_one_reproduce_the_unsampled_run_bit_for_bit(protocol):
 
 # -- the run's epsilon -------------------------------------------------------------------------------------------
 
+def _configs(proto: str, m, q):
+    """The round's configuration (every participant of the largest round: m, or all 100 under Poisson) and the
+    same with the sampling law, as train() builds them (digits-sized: d = 650, k = 13)."""
+    from shufflesim.federated.encoding import FlameConfig
+    from shufflesim.federated.training import SampledFlameConfig
+
+    cfg = FlameConfig(proto, 650, m if m is not None else 100, 26.0, C=0.1, k=13)
+    sampled = SampledFlameConfig(proto, 650, 100, 26.0, C=0.1, k=13, n_p=None if proto == "ss-simple" else cfg.n_p,
+                                 l=cfg.l, clients_per_round=m, participation=q)
+    return cfg, sampled
+
+
 def test_run_privacy_without_credit_is_the_unsampled_accounting():
     """No sampling credit unless the accountant states one: fixed m (SS-*) and Poisson SS-Double/Topk give the
     unsampled accounting of the round's configuration; Poisson SS-Simple gives the local guarantee's composition
     (a round may hold the target alone) and lists no shuffling method."""
     from shufflesim.federated.accounting import flame_privacy
-    from shufflesim.federated.encoding import FlameConfig
-    from shufflesim.federated.training import SampledFlameConfig
 
     delta = 1e-5
     for proto in ("ss-simple", "ss-double", "ss-topk"):
         for m, q in ((30, None), (None, 0.3)):
-            nmax = m if m is not None else 100
-            cfg = FlameConfig(proto, 650, nmax, 26.0, C=0.1, k=13)
-            sampled = SampledFlameConfig(proto, 650, 100, 26.0, C=0.1, k=13,
-                                         n_p=None if proto == "ss-simple" else cfg.n_p, l=cfg.l,
-                                         clients_per_round=m, participation=q)
+            cfg, sampled = _configs(proto, m, q)
             out = run_privacy(cfg, sampled, 2, delta, tight=False)
             ref = flame_privacy(cfg, 2, delta, tight=False)
             assert out["sampling_credit"] is False and "no sampling credit" in out["sampling_note"]
@@ -195,17 +200,11 @@ def test_the_papers_value_of_a_sampled_run_does_not_depend_on_the_accountant():
     """The paper's accounting of a sampled run (a comparison column, not a guarantee) is the same whether the
     sampling is credited (tight) or not: SS-Simple under Poisson participation at the expected participants q·n
     (it has no padding; docs/flame.md "Client sampling"), the others at the round's configuration."""
-    from shufflesim.federated.encoding import FlameConfig
-    from shufflesim.federated.training import SampledFlameConfig
 
     delta = 1e-5
     for proto in ("ss-simple", "ss-double"):
         for m, q in ((30, None), (None, 0.3)):
-            nmax = m if m is not None else 100
-            cfg = FlameConfig(proto, 650, nmax, 26.0, C=0.1, k=13)
-            sampled = SampledFlameConfig(proto, 650, 100, 26.0, C=0.1, k=13,
-                                         n_p=None if proto == "ss-simple" else cfg.n_p, l=cfg.l,
-                                         clients_per_round=m, participation=q)
+            cfg, sampled = _configs(proto, m, q)
             loose = run_privacy(cfg, sampled, 2, delta, tight=False)
             credited = run_privacy(cfg, sampled, 2, delta, tight=True)
             assert credited["sampling_credit"] is True

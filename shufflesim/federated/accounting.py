@@ -415,15 +415,13 @@ def ss_double_lower(cfg, rounds: int, delta: float) -> tuple[float, dict]:
 
     if not delta_lower(0.0) > delta:
         return 0.0, {"rounds_used": used, "p0": p0, "p_over": p_over}
-    a, b = 0.0, 1.0
+    from shufflesim.accounting.numerics.invert import bisect_decreasing
+
+    b = 1.0
     while delta_lower(b) > delta:
-        a, b = b, 2.0 * b
-    for _ in range(60):
-        mid = 0.5 * (a + b)
-        if delta_lower(mid) > delta:
-            a = mid
-        else:
-            b = mid
+        b *= 2.0
+    # delta_lower is a lower bound on δ: the bisection's "a" (δ above the target there) is a safe lower end on ε
+    _, a, _ = bisect_decreasing(delta_lower, delta, lo=0.0, hi=b, rtol=1e-12, atol=0.0)
     return a, {"rounds_used": used, "p0": p0, "p_over": p_over, "delta_at": delta_lower(a)}
 
 

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shufflesim.accounting.model.mechanism import Flag, Mechanism
-from shufflesim.accounting.numerics.logspace import exp_or_inf, exp_up
+from shufflesim.accounting.numerics.logspace import exp_up
 from shufflesim.accounting.model.provenance import LowerEnd
 from shufflesim.accounting.model.results import DeltaBound, EpsBound
 from shufflesim.core.checks import check_int, check_positive

@@ -617,20 +617,14 @@ def delta_interval(mf: MechanismForms, eps: float, *, top: int = 3) -> tuple[flo
 
 
 def _solve_estimate(forms, delta: float, eps_hi: float) -> float:
-    """ε with max over ``forms`` of the estimate = δ (bisection; cheap)."""
-    lo, hi = 0.0, eps_hi
+    """ε with max over ``forms`` of the estimate = δ (the project's bisection, numerics.invert; cheap, uncertified:
+    it only places the certified evaluations)."""
+    from shufflesim.accounting.numerics.invert import bisect_decreasing
+
     g = lambda e: max(estimate_delta(f, e) for f in forms)  # noqa: E731
-    if g(hi) > delta:
-        return hi
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if g(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-7 * hi:
-            break
-    return 0.5 * (lo + hi)
+    if g(eps_hi) > delta:
+        return eps_hi
+    return bisect_decreasing(g, delta, lo=0.0, hi=eps_hi, rtol=1e-7, atol=0.0)[0]
 
 
 def eps_interval(mf: MechanismForms, delta: float, eps_max: float, *,
